@@ -1,0 +1,78 @@
+/*
+ * ccshim/base.h -- what every part of ccshim shares: the export macro, the
+ * status codes its own functions return, the message that explains the last
+ * failure, the version, and facts about XLA element types.
+ */
+#ifndef CCSHIM_BASE_H
+#define CCSHIM_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ccshim/version.h"
+
+#if defined(_WIN32)
+#define CCSHIM_API
+#elif defined(CCSHIM_STATIC_DEFINE)
+#define CCSHIM_API
+#else
+#define CCSHIM_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What ccshim's own functions return (libffi's ffi_status, libuv's codes).
+ * Every failure also leaves a sentence in ccshim_last_error() that says what
+ * was expected and what came. */
+typedef enum ccshim_status {
+  CCSHIM_OK = 0,
+  CCSHIM_EINVAL,       /* an argument is malformed */
+  CCSHIM_ENOMEM,       /* out of memory */
+  CCSHIM_ENOENT,       /* no such target, symbol or file */
+  CCSHIM_EEXIST,       /* already registered differently */
+  CCSHIM_EBUSY,        /* still in use (e.g. an adapter XLA may still call) */
+  CCSHIM_EOVERFLOW,    /* a count, rank or size is out of range */
+  CCSHIM_EVERSION,     /* an FFI API version out of the accepted range */
+  CCSHIM_ESIGNATURE,   /* a signature does not parse */
+  CCSHIM_EUNSUPPORTED, /* valid, but not something this build can do */
+  CCSHIM_EHANDLER,     /* a handler or kernel reported an error */
+} ccshim_status;
+
+/* Returns the enum's name, e.g. "CCSHIM_EINVAL"; never NULL. */
+CCSHIM_API const char* ccshim_status_name(ccshim_status status);
+
+/* The message left by the last failing ccshim call on this thread, or "" when
+ * none failed.  Borrowed: valid until the next ccshim call on this thread. */
+CCSHIM_API const char* ccshim_last_error(void);
+
+/* The library's version, "MAJOR.MINOR.PATCH", from the one place it is set
+ * (CMake's project(VERSION)). */
+CCSHIM_API const char* ccshim_version(void);
+
+/* ---------------------------------------------------------------------------
+ * Element types, by XLA_FFI_DataType number (xla::PrimitiveType).
+ * ------------------------------------------------------------------------ */
+
+/* HLO's lower-case name ("f32", "bf16", "token", ...), or NULL when the
+ * number names no FFI data type (0, 13, 14, 34 and above). */
+CCSHIM_API const char* ccshim_dtype_name(int dtype);
+
+/* The number for an HLO name of `len` bytes, or 0 (INVALID) when unknown. */
+CCSHIM_API int ccshim_dtype_from_name(const char* name, size_t len);
+
+/* Storage bits of one element: 1, 2, 4, 8, 16, 32, 64 or 128; 0 for TOKEN
+ * and for numbers that name no type.  Sub-byte types (s1, s2, s4, u1, u2,
+ * u4, f4e2m1fn) pack densely, as XLA stores them on the host. */
+CCSHIM_API int ccshim_dtype_bits(int dtype);
+
+/* Bytes needed by `count` elements of `dtype`, rounded up to whole bytes;
+ * returns 0 and sets *overflow on size_t overflow. */
+CCSHIM_API size_t ccshim_dtype_bytes(int dtype, uint64_t count, int* overflow);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CCSHIM_BASE_H */

@@ -1,0 +1,83 @@
+/*
+ * ccshim/signature.h -- custom-call signatures in HLO's shape syntax.
+ *
+ *   (f32[128], f32[2048]) -> f32[2048]
+ *   ((f32[32], (f32[64], f32[128]), f32[256])) -> (f32[512], f32[1024])
+ *   (s32[], token[]) -> (token[], u8[16]{0})
+ *
+ * The operands are listed in parentheses; the result is one shape, a tuple
+ * when parenthesised (a one-element tuple stays a tuple).  Element types are
+ * HLO's names (pred s8 s16 s32 s64 u8 u16 u32 u64 f16 bf16 f32 f64 c64 c128,
+ * the f8 family, s1 s2 s4 u1 u2 u4, f4e2m1fn, token).  A layout suffix such
+ * as {1,0} is accepted and ignored.  Dynamic dimensions (`?`, `<=N`) are
+ * refused: typed-FFI buffers always have static dimensions.
+ */
+#ifndef CCSHIM_SIGNATURE_H
+#define CCSHIM_SIGNATURE_H
+
+#include "ccshim/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest rank and tuple nesting a signature may have.  XLA itself sets
+ * no such limit; real shapes stay far below these. */
+#define CCSHIM_MAX_RANK 64
+#define CCSHIM_MAX_NESTING 32
+
+typedef struct ccshim_shape ccshim_shape;
+
+/* One node of a shape tree.  Arrays (tokens included) are leaves. */
+struct ccshim_shape {
+  int is_tuple;
+  int dtype;               /* XLA_FFI_DataType number; 0 for tuples */
+  int64_t rank;            /* arrays only */
+  const int64_t* dims;     /* `rank` entries; arrays only */
+  size_t num_children;     /* tuples only */
+  const ccshim_shape* children;
+  size_t num_leaves;       /* array leaves in this subtree (1 for an array) */
+  size_t first_leaf;       /* index of its first leaf among its side's leaves */
+};
+
+/* A parsed signature.  Everything it points at lives in the same object and
+ * is released by ccshim_signature_free; treat it as read-only. */
+typedef struct ccshim_signature {
+  size_t num_operands;
+  const ccshim_shape* operands;      /* the top-level operand shapes */
+  const ccshim_shape* result;        /* one shape, possibly a tuple */
+  size_t num_arg_leaves;             /* operand leaves, depth first */
+  const ccshim_shape* const* arg_leaves;
+  size_t num_ret_leaves;             /* result leaves, depth first */
+  const ccshim_shape* const* ret_leaves;
+  int has_tuple_operand;             /* some operand is itself a tuple */
+} ccshim_signature;
+
+/* Parses `text` (NUL-terminated).  pre: out != NULL.  On success *out owns a
+ * new signature; on failure *out is NULL, the status is CCSHIM_ESIGNATURE (or
+ * CCSHIM_EOVERFLOW, CCSHIM_ENOMEM) and ccshim_last_error() names the 1-based
+ * column and what was expected there, e.g.
+ *   "signature column 9: expected ']' after dimensions, found ','". */
+CCSHIM_API ccshim_status ccshim_signature_parse(const char* text,
+                                                ccshim_signature** out);
+
+/* Frees a signature from ccshim_signature_parse; NULL is ignored. */
+CCSHIM_API void ccshim_signature_free(ccshim_signature* sig);
+
+/* Writes the canonical text of a shape ("(f32[2,3], s8[])") into buf, which
+ * always ends in NUL; returns the length it needed (as snprintf does). */
+CCSHIM_API size_t ccshim_shape_format(const ccshim_shape* shape, char* buf,
+                                      size_t cap);
+
+/* Writes the canonical text of the whole signature; as ccshim_shape_format. */
+CCSHIM_API size_t ccshim_signature_format(const ccshim_signature* sig,
+                                          char* buf, size_t cap);
+
+/* Element count of an array shape, or -1 on overflow. */
+CCSHIM_API int64_t ccshim_shape_elements(const ccshim_shape* shape);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CCSHIM_SIGNATURE_H */

@@ -1,0 +1,44 @@
+/*
+ * Internal helpers shared by every ccshim module.  Not installed.
+ */
+#ifndef CCSHIM_BASE_INTERNAL_H
+#define CCSHIM_BASE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "ccshim/base.h"
+
+#if defined(__GNUC__)
+#define CCSHIM__LIKELY(x) __builtin_expect(!!(x), 1)
+#define CCSHIM__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CCSHIM__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CCSHIM__LIKELY(x) (x)
+#define CCSHIM__UNLIKELY(x) (x)
+#define CCSHIM__PRINTF(f, a)
+#endif
+
+/* Records the thread's last-error message and returns `status`, so that a
+ * failing path reads `return ccshim__fail(CCSHIM_EINVAL, "...", ...);`. */
+ccshim_status ccshim__fail(ccshim_status status, const char* fmt, ...)
+    CCSHIM__PRINTF(2, 3);
+ccshim_status ccshim__vfail(ccshim_status status, const char* fmt, va_list ap);
+
+/* Clears the thread's last-error message (called on entry by public calls
+ * whose success must not leave a stale message behind). */
+void ccshim__clear_error(void);
+
+/* A malloc'd copy of `len` bytes with a NUL after them, or NULL. */
+char* ccshim__strndup(const char* s, size_t len);
+
+/* snprintf into a fixed buffer that always ends in NUL and never overflows;
+ * returns the number of bytes written (without the NUL). */
+size_t ccshim__format(char* buf, size_t cap, const char* fmt, ...)
+    CCSHIM__PRINTF(3, 4);
+
+/* Writes "f32[2,3]"-style text for a buffer shape into buf. */
+size_t ccshim__format_shape(char* buf, size_t cap, int dtype, int64_t rank,
+                            const int64_t* dims);
+
+#endif /* CCSHIM_BASE_INTERNAL_H */

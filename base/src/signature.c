@@ -1,0 +1,405 @@
+/*
+ * A recursive-descent parser for custom-call signatures in HLO shape syntax.
+ * Nodes live in an arena owned by the signature, so one free releases all.
+ */
+#include "ccshim/signature.h"
+
+#include <stdalign.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base_internal.h"
+
+typedef struct chunk {
+  struct chunk* next;
+  size_t used, cap;
+  alignas(max_align_t) unsigned char data[];
+} chunk;
+
+typedef struct signature_impl {
+  ccshim_signature pub; /* first, so the public pointer is the impl pointer */
+  chunk* chunks;
+} signature_impl;
+
+typedef struct parser {
+  const char* text;
+  size_t pos;
+  signature_impl* sig;
+  ccshim_status status; /* CCSHIM_OK until the first error */
+} parser;
+
+static void* arena_alloc(signature_impl* sig, size_t size) {
+  if (size > SIZE_MAX / 2) return NULL;
+  size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+  chunk* c = sig->chunks;
+  if (c == NULL || c->cap - c->used < size) {
+    size_t cap = size > 4096 ? size : 4096;
+    c = malloc(sizeof(chunk) + cap);
+    if (c == NULL) return NULL;
+    c->next = sig->chunks;
+    c->used = 0;
+    c->cap = cap;
+    sig->chunks = c;
+  }
+  void* p = c->data + c->used;
+  c->used += size;
+  memset(p, 0, size);
+  return p;
+}
+
+static void describe(const parser* p, char* buf, size_t cap) {
+  unsigned char c = (unsigned char)p->text[p->pos];
+  if (c == '\0')
+    ccshim__format(buf, cap, "end of text");
+  else if (c >= 0x20 && c < 0x7f)
+    ccshim__format(buf, cap, "'%c'", c);
+  else
+    ccshim__format(buf, cap, "byte 0x%02x", c);
+}
+
+/* Records the first error only: later ones are consequences of it. */
+static int expected(parser* p, const char* what) {
+  if (p->status == CCSHIM_OK) {
+    char found[32];
+    describe(p, found, sizeof found);
+    p->status = ccshim__fail(CCSHIM_ESIGNATURE,
+                             "signature column %zu: expected %s, found %s",
+                             p->pos + 1, what, found);
+  }
+  return 0;
+}
+
+static int fail_at(parser* p, size_t pos, ccshim_status status,
+                   const char* what) {
+  if (p->status == CCSHIM_OK)
+    p->status = ccshim__fail(status, "signature column %zu: %s", pos + 1, what);
+  return 0;
+}
+
+static void skip_ws(parser* p) {
+  while (p->text[p->pos] == ' ' || p->text[p->pos] == '\t' ||
+         p->text[p->pos] == '\n' || p->text[p->pos] == '\r')
+    p->pos++;
+}
+
+static int accept(parser* p, char c) {
+  skip_ws(p);
+  if (p->text[p->pos] != c) return 0;
+  p->pos++;
+  return 1;
+}
+
+static int is_ident(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_';
+}
+
+static int parse_shape(parser* p, ccshim_shape* out, int depth);
+
+/* `{...}` after an array: a layout, possibly with tiling; skipped whole. */
+static int skip_layout(parser* p) {
+  size_t start = p->pos;
+  int open = 0;
+  do {
+    char c = p->text[p->pos];
+    if (c == '\0') return fail_at(p, start, CCSHIM_ESIGNATURE,
+                                  "layout '{' is never closed by '}'");
+    if (c == '{') open++;
+    if (c == '}') open--;
+    p->pos++;
+  } while (open > 0);
+  return 1;
+}
+
+static int parse_dims(parser* p, ccshim_shape* out) {
+  int64_t dims[CCSHIM_MAX_RANK];
+  int64_t rank = 0;
+  skip_ws(p);
+  if (p->text[p->pos] != ']') {
+    for (;;) {
+      skip_ws(p);
+      size_t at = p->pos;
+      char c = p->text[p->pos];
+      if (c == '?' || c == '<')
+        return fail_at(p, at, CCSHIM_ESIGNATURE,
+                       "dynamic dimensions are not supported: typed-FFI "
+                       "buffers have static dimensions");
+      if (c < '0' || c > '9') return expected(p, "a dimension size");
+      int64_t v = 0;
+      while (p->text[p->pos] >= '0' && p->text[p->pos] <= '9') {
+        int d = p->text[p->pos] - '0';
+        if (v > (INT64_MAX - d) / 10)
+          return fail_at(p, at, CCSHIM_EOVERFLOW, "dimension size overflows int64");
+        v = v * 10 + d;
+        p->pos++;
+      }
+      if (rank == CCSHIM_MAX_RANK)
+        return fail_at(p, at, CCSHIM_EOVERFLOW,
+                       "rank exceeds ccshim's limit of 64");
+      dims[rank++] = v;
+      skip_ws(p);
+      if (p->text[p->pos] == ',') {
+        p->pos++;
+        continue;
+      }
+      if (p->text[p->pos] != ']')
+        return expected(p, "',' or ']' after a dimension");
+      break;
+    }
+  }
+  p->pos++; /* ']' */
+  out->rank = rank;
+  if (rank > 0) {
+    int64_t* copy = arena_alloc(p->sig, sizeof(int64_t) * (size_t)rank);
+    if (copy == NULL) return fail_at(p, p->pos, CCSHIM_ENOMEM, "out of memory");
+    memcpy(copy, dims, sizeof(int64_t) * (size_t)rank);
+    out->dims = copy;
+  }
+  return 1;
+}
+
+static int parse_array(parser* p, ccshim_shape* out) {
+  skip_ws(p);
+  size_t start = p->pos;
+  while (is_ident(p->text[p->pos])) p->pos++;
+  if (p->pos == start) return expected(p, "an element type such as f32 or '('");
+  int dtype = ccshim_dtype_from_name(p->text + start, p->pos - start);
+  if (dtype == 0) {
+    char msg[160];
+    ccshim__format(msg, sizeof msg,
+                   "unknown element type '%.*s' (expected an HLO name such as "
+                   "pred, s32, u8, f16, bf16, f32, f64, c64 or token)",
+                   (int)(p->pos - start > 40 ? 40 : p->pos - start),
+                   p->text + start);
+    return fail_at(p, start, CCSHIM_ESIGNATURE, msg);
+  }
+  out->dtype = dtype;
+  out->num_leaves = 1;
+  skip_ws(p);
+  if (p->text[p->pos] == '[') {
+    p->pos++;
+    if (!parse_dims(p, out)) return 0;
+  } else if (dtype != 17 /* TOKEN */) {
+    return expected(p, "'[' after the element type");
+  }
+  if (dtype == 17 && out->rank != 0)
+    return fail_at(p, start, CCSHIM_ESIGNATURE, "a token has no dimensions");
+  int64_t elements = ccshim_shape_elements(out);
+  int overflow = 0;
+  if (elements < 0) overflow = 1;
+  else (void)ccshim_dtype_bytes(dtype, (uint64_t)elements, &overflow);
+  if (overflow)
+    return fail_at(p, start, CCSHIM_EOVERFLOW,
+                   "the array's size in bytes overflows");
+  skip_ws(p);
+  if (p->text[p->pos] == '{') return skip_layout(p);
+  return 1;
+}
+
+/* Parses "(shape, shape, ...)" after its '(' into a children array. */
+static int parse_list(parser* p, ccshim_shape** items, size_t* count,
+                      int depth) {
+  size_t cap = 0, n = 0;
+  ccshim_shape* tmp = NULL;
+  int ok = 1;
+  if (!accept(p, ')')) {
+    for (;;) {
+      if (n == cap) {
+        cap = cap ? cap * 2 : 4;
+        ccshim_shape* grown = realloc(tmp, cap * sizeof *tmp);
+        if (grown == NULL) {
+          ok = fail_at(p, p->pos, CCSHIM_ENOMEM, "out of memory");
+          break;
+        }
+        tmp = grown;
+      }
+      memset(&tmp[n], 0, sizeof tmp[n]);
+      if (!parse_shape(p, &tmp[n], depth + 1)) {
+        ok = 0;
+        break;
+      }
+      n++;
+      if (accept(p, ',')) continue;
+      if (accept(p, ')')) break;
+      ok = expected(p, "',' or ')' in a tuple");
+      break;
+    }
+  }
+  *items = NULL;
+  *count = 0;
+  if (ok && n > 0) {
+    *items = arena_alloc(p->sig, n * sizeof **items);
+    if (*items == NULL) ok = fail_at(p, p->pos, CCSHIM_ENOMEM, "out of memory");
+    else memcpy(*items, tmp, n * sizeof **items);
+    *count = n;
+  }
+  free(tmp);
+  return ok;
+}
+
+static int parse_shape(parser* p, ccshim_shape* out, int depth) {
+  if (depth > CCSHIM_MAX_NESTING)
+    return fail_at(p, p->pos, CCSHIM_EOVERFLOW,
+                   "tuples nest deeper than ccshim's limit of 32");
+  if (!accept(p, '(')) return parse_array(p, out);
+  ccshim_shape* children;
+  out->is_tuple = 1;
+  if (!parse_list(p, &children, &out->num_children, depth)) return 0;
+  out->children = children;
+  for (size_t i = 0; i < out->num_children; i++)
+    out->num_leaves += children[i].num_leaves;
+  return 1;
+}
+
+/* Numbers leaves depth first and stores pointers to them in `leaves`. */
+static void index_leaves(ccshim_shape* s, const ccshim_shape** leaves,
+                         size_t* next) {
+  s->first_leaf = *next;
+  if (!s->is_tuple) {
+    leaves[(*next)++] = s;
+    return;
+  }
+  for (size_t i = 0; i < s->num_children; i++)
+    index_leaves((ccshim_shape*)&s->children[i], leaves, next);
+}
+
+ccshim_status ccshim_signature_parse(const char* text, ccshim_signature** out) {
+  if (out == NULL) return ccshim__fail(CCSHIM_EINVAL, "signature: out is NULL");
+  *out = NULL;
+  if (text == NULL)
+    return ccshim__fail(CCSHIM_EINVAL, "signature: text is NULL");
+  signature_impl* sig = calloc(1, sizeof *sig);
+  if (sig == NULL) return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
+  parser p = {text, 0, sig, CCSHIM_OK};
+
+  ccshim_shape* operands = NULL;
+  size_t num_operands = 0;
+  ccshim_shape* result = arena_alloc(sig, sizeof *result);
+  int ok = result != NULL;
+  if (!ok) fail_at(&p, 0, CCSHIM_ENOMEM, "out of memory");
+  if (ok && !accept(&p, '('))
+    ok = expected(&p, "'(' opening the operand list");
+  if (ok) ok = parse_list(&p, &operands, &num_operands, 0);
+  if (ok) {
+    skip_ws(&p);
+    if (p.text[p.pos] == '-' && p.text[p.pos + 1] == '>')
+      p.pos += 2;
+    else
+      ok = expected(&p, "'->' between operands and result");
+  }
+  if (ok) ok = parse_shape(&p, result, 0);
+  if (ok) {
+    skip_ws(&p);
+    if (p.text[p.pos] != '\0') ok = expected(&p, "end of text after the result");
+  }
+  if (!ok) {
+    ccshim_status st = p.status;
+    ccshim_signature_free(&sig->pub);
+    return st;
+  }
+
+  size_t nargs = 0;
+  for (size_t i = 0; i < num_operands; i++) nargs += operands[i].num_leaves;
+  const ccshim_shape** arg_leaves =
+      arena_alloc(sig, (nargs ? nargs : 1) * sizeof *arg_leaves);
+  const ccshim_shape** ret_leaves =
+      arena_alloc(sig, (result->num_leaves ? result->num_leaves : 1) *
+                           sizeof *ret_leaves);
+  if (arg_leaves == NULL || ret_leaves == NULL) {
+    ccshim_signature_free(&sig->pub);
+    return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
+  }
+  size_t next = 0;
+  for (size_t i = 0; i < num_operands; i++) {
+    index_leaves(&operands[i], arg_leaves, &next);
+    if (operands[i].is_tuple) sig->pub.has_tuple_operand = 1;
+  }
+  next = 0;
+  index_leaves(result, ret_leaves, &next);
+
+  sig->pub.num_operands = num_operands;
+  sig->pub.operands = operands;
+  sig->pub.result = result;
+  sig->pub.num_arg_leaves = nargs;
+  sig->pub.arg_leaves = arg_leaves;
+  sig->pub.num_ret_leaves = result->num_leaves;
+  sig->pub.ret_leaves = ret_leaves;
+  *out = &sig->pub;
+  return CCSHIM_OK;
+}
+
+void ccshim_signature_free(ccshim_signature* pub) {
+  if (pub == NULL) return;
+  signature_impl* sig = (signature_impl*)pub;
+  while (sig->chunks != NULL) {
+    chunk* next = sig->chunks->next;
+    free(sig->chunks);
+    sig->chunks = next;
+  }
+  free(sig);
+}
+
+int64_t ccshim_shape_elements(const ccshim_shape* s) {
+  if (s == NULL || s->is_tuple) return -1;
+  int64_t n = 1;
+  for (int64_t i = 0; i < s->rank; i++) {
+    if (s->dims[i] < 0) return -1;
+    if (s->dims[i] != 0 && n > INT64_MAX / s->dims[i]) return -1;
+    n *= s->dims[i];
+  }
+  return n;
+}
+
+/* Appends to buf like snprintf would, tracking the length it needed. */
+typedef struct text_out {
+  char* buf;
+  size_t cap, len;
+} text_out;
+
+static void put(text_out* t, const char* s) {
+  size_t n = strlen(s);
+  if (t->len < t->cap) {
+    size_t room = t->cap - t->len - 1;
+    memcpy(t->buf + t->len, s, n < room ? n : room);
+    t->buf[t->len + (n < room ? n : room)] = '\0';
+  }
+  t->len += n;
+}
+
+static void put_shape(text_out* t, const ccshim_shape* s) {
+  if (s->is_tuple) {
+    put(t, "(");
+    for (size_t i = 0; i < s->num_children; i++) {
+      if (i) put(t, ", ");
+      put_shape(t, &s->children[i]);
+    }
+    put(t, ")");
+    return;
+  }
+  char text[1400]; /* 64 dims of up to 20 digits, and the type name */
+  ccshim__format_shape(text, sizeof text, s->dtype, s->rank, s->dims);
+  put(t, text);
+}
+
+size_t ccshim_shape_format(const ccshim_shape* s, char* buf, size_t cap) {
+  text_out t = {buf, cap, 0};
+  if (cap) buf[0] = '\0';
+  if (s) put_shape(&t, s);
+  return t.len;
+}
+
+size_t ccshim_signature_format(const ccshim_signature* sig, char* buf,
+                               size_t cap) {
+  text_out t = {buf, cap, 0};
+  if (cap) buf[0] = '\0';
+  if (sig == NULL) return 0;
+  put(&t, "(");
+  for (size_t i = 0; i < sig->num_operands; i++) {
+    if (i) put(&t, ", ");
+    put_shape(&t, &sig->operands[i]);
+  }
+  put(&t, ") -> ");
+  put_shape(&t, sig->result);
+  return t.len;
+}
