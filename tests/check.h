@@ -48,6 +48,12 @@
     if (a_ != b_) CHECK_FAIL_("%s == %s: %p vs %p", #a, #b, a_, b_);        \
   } while (0)
 
+/* Function pointers cannot become void* in ISO C, so compare them as they are. */
+#define CHECK_FN_EQ(a, b)                                                   \
+  do {                                                                      \
+    if ((a) != (b)) CHECK_FAIL_("%s == %s: different functions", #a, #b);   \
+  } while (0)
+
 #define CHECK_STR_EQ(a, b)                                                  \
   do {                                                                      \
     const char* a_ = (a);                                                   \

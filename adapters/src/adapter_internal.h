@@ -1,0 +1,69 @@
+/*
+ * An adapter: the plan computed once when a kernel is wrapped, and read,
+ * never written, by every call (the `pinned` flag aside).
+ */
+#ifndef CCSHIM_ADAPTER_INTERNAL_H
+#define CCSHIM_ADAPTER_INTERNAL_H
+
+#include <ffi.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "base_internal.h"
+#include "ccshim/ccshim.h"
+
+/* The five distinct calling conventions (GPU v2 and v3 are one). */
+typedef enum form {
+  FORM_CPU_V1,
+  FORM_CPU_V2,
+  FORM_CPU_V3,
+  FORM_GPU_V1,
+  FORM_GPU_V2,
+} form;
+
+/* What a signature says of one buffer. */
+typedef struct leaf_spec {
+  int32_t dtype;
+  int32_t rank;
+  const int64_t* dims;
+} leaf_spec;
+
+struct ccshim_adapter {
+  /* Read on every call. */
+  ccshim_legacy_fn fn;
+  uint8_t form;
+  uint8_t is_gpu;
+  uint8_t tuple_result;   /* CPU: out is a table of result leaves */
+  uint8_t count_checked;  /* a signature fixed the buffer counts */
+  int32_t num_args;       /* expected leaves when count_checked */
+  int32_t num_rets;
+  const leaf_spec* specs; /* num_args + num_rets entries, or NULL */
+  const int32_t* nested;  /* CPU nested in[] plan, or NULL */
+  int32_t nested_len;
+  uint32_t opaque_name_len;
+  const char* opaque_name;
+  /* Read by the metadata query. */
+  int ffi_major, ffi_minor;
+  XLA_FFI_Handler_Traits traits;
+  atomic_int pinned;      /* answered a foreign runtime's metadata query */
+  /* Cold. */
+  ccshim_entry_kind entry;
+  XLA_FFI_Handler* handler;
+  int32_t slot;           /* prebuilt entry index, or -1 */
+  ffi_closure* closure;
+  ffi_cif cif;
+  ffi_type* cif_args[1];
+  const char* signature;  /* the canonical signature text, or NULL */
+  size_t footprint;
+};
+
+/* The hot path: one call of a wrapped kernel through a typed call frame. */
+XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a,
+                                    XLA_FFI_CallFrame* frame);
+
+/* entry.c: binds an adapter to a code address, or lets it go. */
+ccshim_status ccshim__entry_bind(ccshim_adapter* a, ccshim_entry_kind kind,
+                                 int allow_wx);
+void ccshim__entry_release(ccshim_adapter* a);
+
+#endif /* CCSHIM_ADAPTER_INTERNAL_H */

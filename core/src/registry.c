@@ -1,0 +1,254 @@
+/*
+ * The handler registry, with XLA's rules (xla/ffi/ffi_registry.cc): platform
+ * names canonicalised, the metadata query made at registration, the reported
+ * version checked against 0.1 .. the runtime's own, traits OR-ed, the same
+ * registration accepted twice and a different one refused.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry_internal.h"
+
+typedef struct entry {
+  char* name;
+  char platform[64];
+  ccshim_registration reg;
+} entry;
+
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static entry* entries;
+static size_t num_entries, cap_entries;
+
+void ccshim_canonical_platform(const char* platform, char* buf, size_t cap) {
+  if (cap == 0) return;
+  size_t n = 0;
+  for (; platform && platform[n] && n + 1 < cap; n++)
+    buf[n] = (char)tolower((unsigned char)platform[n]);
+  buf[n] = '\0';
+  if (strcmp(buf, "cpu") == 0) ccshim__format(buf, cap, "host");
+  else if (strcmp(buf, "gpu") == 0) ccshim__format(buf, cap, "cuda");
+  else if (strcmp(buf, "oneapi") == 0) ccshim__format(buf, cap, "sycl");
+}
+
+ccshim_status ccshim__metadata_query(const XLA_FFI_Api* api,
+                                     XLA_FFI_Handler* handler,
+                                     XLA_FFI_Metadata* out,
+                                     XLA_FFI_Error** error) {
+  /* Field for field what XLA's invoke.cc sends: the metadata reads 0.0 until
+   * the handler writes it, ctx is NULL and every list is empty. */
+  XLA_FFI_Metadata metadata;
+  memset(&metadata, 0, sizeof metadata);
+  metadata.struct_size = XLA_FFI_Metadata_STRUCT_SIZE;
+  metadata.api_version.struct_size = XLA_FFI_Api_Version_STRUCT_SIZE;
+  XLA_FFI_Metadata_Extension ext;
+  memset(&ext, 0, sizeof ext);
+  ext.extension_base.struct_size = XLA_FFI_Metadata_Extension_STRUCT_SIZE;
+  ext.extension_base.type = XLA_FFI_Extension_Metadata;
+  ext.metadata = &metadata;
+  XLA_FFI_CallFrame frame;
+  memset(&frame, 0, sizeof frame);
+  frame.struct_size = XLA_FFI_CallFrame_STRUCT_SIZE;
+  frame.extension_start = &ext.extension_base;
+  frame.api = api;
+  frame.stage = XLA_FFI_ExecutionStage_EXECUTE;
+  frame.args.struct_size = XLA_FFI_Args_STRUCT_SIZE;
+  frame.rets.struct_size = XLA_FFI_Rets_STRUCT_SIZE;
+  frame.attrs.struct_size = XLA_FFI_Attrs_STRUCT_SIZE;
+  *error = handler(&frame);
+  if (*error != NULL)
+    return ccshim__fail(CCSHIM_EHANDLER, "the metadata query failed: %s: %s",
+                        ccshim_error_code_name((*error)->code),
+                        (*error)->message);
+  *out = metadata;
+  return CCSHIM_OK;
+}
+
+ccshim_status ccshim_query_metadata(XLA_FFI_Handler* handler,
+                                    XLA_FFI_Metadata* out) {
+  if (handler == NULL || out == NULL)
+    return ccshim__fail(CCSHIM_EINVAL, "ccshim_query_metadata: %s is NULL",
+                        handler == NULL ? "handler" : "out");
+  XLA_FFI_Error* err = NULL;
+  ccshim_status st = ccshim__metadata_query(ccshim_ffi_api(), handler, out, &err);
+  ccshim_error_free(err);
+  return st;
+}
+
+static entry* find(const char* name, const char* canonical) {
+  for (size_t i = 0; i < num_entries; i++)
+    if (strcmp(entries[i].name, name) == 0 &&
+        strcmp(entries[i].platform, canonical) == 0)
+      return &entries[i];
+  return NULL;
+}
+
+static int same_bundle(const XLA_FFI_Handler_Bundle* a,
+                       const XLA_FFI_Handler_Bundle* b) {
+  return a->instantiate == b->instantiate && a->prepare == b->prepare &&
+         a->initialize == b->initialize && a->execute == b->execute &&
+         a->record == b->record;
+}
+
+ccshim_status ccshim__register(const char* name, const char* platform,
+                               const XLA_FFI_Handler_Bundle* bundle,
+                               XLA_FFI_Handler_Traits traits,
+                               XLA_FFI_Error** handler_error) {
+  *handler_error = NULL;
+  if (name == NULL || platform == NULL || bundle == NULL)
+    return ccshim__fail(CCSHIM_EINVAL, "register: %s is NULL",
+                        name == NULL ? "name"
+                                     : platform == NULL ? "platform" : "bundle");
+  if (strlen(platform) >= 64)
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "register: the platform name is %zu bytes long; "
+                        "expected fewer than 64",
+                        strlen(platform));
+  char canonical[64];
+  ccshim_canonical_platform(platform, canonical, sizeof canonical);
+  if (bundle->execute == NULL)
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "FFI handler for %s on a platform %s must provide an "
+                        "execute implementation",
+                        name, platform);
+
+  XLA_FFI_Metadata md;
+  ccshim_status st =
+      ccshim__metadata_query(ccshim_ffi_api(), bundle->execute, &md, handler_error);
+  if (st != CCSHIM_OK) return st;
+  int major = md.api_version.major_version, minor = md.api_version.minor_version;
+  int too_old = major < 0 || (major == 0 && minor < 1);
+  int too_new = major > XLA_FFI_API_MAJOR ||
+                (major == XLA_FFI_API_MAJOR && minor > XLA_FFI_API_MINOR);
+  if (too_old || too_new)
+    return ccshim__fail(
+        CCSHIM_EVERSION,
+        "XLA FFI handler registration for %s on platform %s (canonical %s) "
+        "failed because the handler's API version (%d.%d) is incompatible with "
+        "the framework's API version (%d.%d). Minimum supported API version is "
+        "(0.1).",
+        name, platform, canonical, major, minor, XLA_FFI_API_MAJOR,
+        XLA_FFI_API_MINOR);
+
+  ccshim_registration reg;
+  memset(&reg, 0, sizeof reg);
+  reg.bundle = *bundle;
+  reg.api_major = major;
+  reg.api_minor = minor;
+  reg.traits = md.traits | traits;
+  if (bundle->instantiate != NULL) {
+    XLA_FFI_Metadata imd;
+    st = ccshim__metadata_query(ccshim_ffi_api(), bundle->instantiate, &imd,
+                                handler_error);
+    if (st != CCSHIM_OK) return st;
+    reg.state_type_id = imd.state_type_id.type_id;
+  }
+
+  pthread_mutex_lock(&registry_mu);
+  entry* e = find(name, canonical);
+  if (e != NULL) {
+    const ccshim_registration* old = &e->reg;
+    if (old->api_major != reg.api_major || old->api_minor != reg.api_minor ||
+        old->traits != reg.traits || old->state_type_id != reg.state_type_id)
+      st = ccshim__fail(CCSHIM_EEXIST,
+                        "Duplicate FFI handler registration for %s on platform "
+                        "%s (canonical %s) with different metadata: version "
+                        "%d.%d traits %u vs version %d.%d traits %u",
+                        name, platform, canonical, old->api_major,
+                        old->api_minor, old->traits, reg.api_major,
+                        reg.api_minor, reg.traits);
+    else if (!same_bundle(&old->bundle, &reg.bundle))
+      st = ccshim__fail(CCSHIM_EEXIST,
+                        "Duplicate FFI handler registration for %s on platform "
+                        "%s (canonical %s) with different bundle addresses",
+                        name, platform, canonical);
+    pthread_mutex_unlock(&registry_mu);
+    return st;
+  }
+  if (num_entries == cap_entries) {
+    size_t cap = cap_entries ? 2 * cap_entries : 32;
+    entry* grown = realloc(entries, cap * sizeof *grown);
+    if (grown == NULL) {
+      pthread_mutex_unlock(&registry_mu);
+      return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
+    }
+    entries = grown;
+    cap_entries = cap;
+  }
+  char* copy = ccshim__strndup(name, strlen(name));
+  if (copy == NULL) {
+    pthread_mutex_unlock(&registry_mu);
+    return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
+  }
+  e = &entries[num_entries++];
+  e->name = copy;
+  memcpy(e->platform, canonical, sizeof canonical);
+  e->reg = reg;
+  pthread_mutex_unlock(&registry_mu);
+  return CCSHIM_OK;
+}
+
+ccshim_status ccshim_register(const char* name, const char* platform,
+                              const XLA_FFI_Handler_Bundle* bundle,
+                              XLA_FFI_Handler_Traits traits) {
+  XLA_FFI_Error* handler_error = NULL;
+  ccshim_status st = ccshim__register(name, platform, bundle, traits, &handler_error);
+  ccshim_error_free(handler_error);
+  return st;
+}
+
+ccshim_status ccshim_register_handler(const char* name, const char* platform,
+                                      XLA_FFI_Handler* execute,
+                                      XLA_FFI_Handler_Traits traits) {
+  XLA_FFI_Handler_Bundle bundle = {NULL, NULL, NULL, execute, NULL};
+  return ccshim_register(name, platform, &bundle, traits);
+}
+
+ccshim_status ccshim_lookup(const char* name, const char* platform,
+                            ccshim_registration* out) {
+  if (name == NULL || platform == NULL || out == NULL)
+    return ccshim__fail(CCSHIM_EINVAL, "ccshim_lookup: an argument is NULL");
+  char canonical[64];
+  ccshim_canonical_platform(platform, canonical, sizeof canonical);
+  pthread_mutex_lock(&registry_mu);
+  entry* e = find(name, canonical);
+  if (e) *out = e->reg;
+  pthread_mutex_unlock(&registry_mu);
+  if (e == NULL)
+    return ccshim__fail(CCSHIM_ENOENT,
+                        "No FFI handler registered for %s on a platform %s "
+                        "(canonical %s)",
+                        name, platform, canonical);
+  return CCSHIM_OK;
+}
+
+ccshim_status ccshim_unregister(const char* name, const char* platform) {
+  if (name == NULL || platform == NULL)
+    return ccshim__fail(CCSHIM_EINVAL, "ccshim_unregister: an argument is NULL");
+  char canonical[64];
+  ccshim_canonical_platform(platform, canonical, sizeof canonical);
+  pthread_mutex_lock(&registry_mu);
+  entry* e = find(name, canonical);
+  if (e != NULL) {
+    free(e->name);
+    *e = entries[--num_entries];
+  }
+  pthread_mutex_unlock(&registry_mu);
+  if (e == NULL)
+    return ccshim__fail(CCSHIM_ENOENT, "No FFI handler registered for %s on %s",
+                        name, canonical);
+  return CCSHIM_OK;
+}
+
+int ccshim_is_registered_handler(XLA_FFI_Handler* handler) {
+  int found = 0;
+  pthread_mutex_lock(&registry_mu);
+  for (size_t i = 0; i < num_entries && !found; i++) {
+    const XLA_FFI_Handler_Bundle* b = &entries[i].reg.bundle;
+    found = b->instantiate == handler || b->prepare == handler ||
+            b->initialize == handler || b->execute == handler ||
+            b->record == handler;
+  }
+  pthread_mutex_unlock(&registry_mu);
+  return handler != NULL && found;
+}
