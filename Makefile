@@ -28,7 +28,7 @@ build: setup
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
 
 demo: build
-	@$(BUILD)/examples/typed_handler
+	@$(BUILD)/examples/ccshim_demo
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -19,13 +19,16 @@
 #define CCSHIM__CAT2(a, b) a##b
 #define CCSHIM__CAT(a, b) CCSHIM__CAT2(a, b)
 
-/* A load-time constructor, unique per use, that registers one target. */
+/* A load-time constructor, unique per use, that registers one target.  The
+ * closing forward declaration takes the `;` that follows the macro in legacy
+ * code, which ISO C would otherwise refuse as an empty declaration. */
 #define CCSHIM__REGISTER_AT_LOAD(symbol, address, platform)                  \
   __attribute__((constructor)) static void CCSHIM__CAT(                      \
       ccshim__register_target_, __COUNTER__)(void) {                         \
     ccshim_legacy_register_at_load((symbol), (ccshim_legacy_fn)(address),    \
                                    (platform));                              \
-  }
+  }                                                                          \
+  struct ccshim__registration
 
 #define XLA_REGISTER_CUSTOM_CALL_TARGET(function, platform) \
   XLA_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM(#function, function, platform)
