@@ -83,11 +83,15 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
     tail -n 3 .venv/pip-error.log | sed 's/^/setup:   /'
   fi
 fi
-# The ccshim Python package itself, from this tree (no dependencies).
-if [ -f python/pyproject.toml ] &&
-   ! .venv/bin/python -c 'import ccshim' 2>/dev/null; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
-    --no-build-isolation -e python >/dev/null 2>&1 ||
-    say "could not install the ccshim Python package into .venv"
+# The ccshim Python package itself, from this tree: a .pth file in the
+# venv's site-packages makes python/ importable, which is all an editable
+# install does, without needing a build backend or the network.
+if [ -d python/ccshim ]; then
+  .venv/bin/python - "$PWD/python" <<'PY' || say "could not add python/ to .venv"
+import pathlib, site, sys
+pth = pathlib.Path(site.getsitepackages()[0]) / "ccshim-source.pth"
+if not pth.exists() or pth.read_text().strip() != sys.argv[1]:
+    pth.write_text(sys.argv[1] + "\n")
+PY
 fi
 exit 0

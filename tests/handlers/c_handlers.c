@@ -185,12 +185,20 @@ XLA_FFI_Error* c_fail(XLA_FFI_CallFrame* frame) {
  * The stateful pair
  * ------------------------------------------------------------------------ */
 
+/* One id for the type, process-wide; registered with each runtime (API
+ * table) that runs the handler: the first assigns the id, later ones are
+ * given it explicitly. */
 static XLA_FFI_TypeId counter_type = {0};
+static const XLA_FFI_Api* counter_registered_with[8];
 
 static void counter_delete(void* p) { free(p); }
 
 static XLA_FFI_Error* ensure_counter_type(const XLA_FFI_Api* api) {
-  if (counter_type.type_id != 0) return NULL;
+  size_t i = 0;
+  while (i < 8 && counter_registered_with[i] != NULL) {
+    if (counter_registered_with[i] == api) return NULL;
+    i++;
+  }
   static const char name[] = "ccshim.test.Counter";
   XLA_FFI_TypeInfo info = {XLA_FFI_TypeInfo_STRUCT_SIZE, NULL, counter_delete};
   XLA_FFI_Type_Register_Args args;
@@ -200,7 +208,9 @@ static XLA_FFI_Error* ensure_counter_type(const XLA_FFI_Api* api) {
   args.name.len = sizeof name - 1;
   args.type_id = &counter_type;
   args.type_info = &info;
-  return api->XLA_FFI_Type_Register(&args);
+  XLA_FFI_Error* err = api->XLA_FFI_Type_Register(&args);
+  if (err == NULL && i < 8) counter_registered_with[i] = api;
+  return err;
 }
 
 XLA_FFI_Error* c_counter_instantiate(XLA_FFI_CallFrame* frame) {

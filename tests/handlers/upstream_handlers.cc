@@ -195,13 +195,19 @@ EXPORT XLA_FFI_Error* up_counter_execute(XLA_FFI_CallFrame* frame) {
   return kCounterExecute(frame);
 }
 
-// Registers Counter's type with a runtime; the id is process-wide.
+static const XLA_FFI_TypeInfo kCounterInfo = ffi::MakeTypeInfo<Counter>();
+
+// Registers Counter's type with a runtime.  The id lives in Counter::id,
+// process-wide: the first runtime to register assigns it, a second is given
+// the same id explicitly.
 EXPORT XLA_FFI_Error* up_register_types(const XLA_FFI_Api* api) {
-  if (Counter::id.type_id != 0) return nullptr;
-  static const XLA_FFI_TypeInfo info = ffi::MakeTypeInfo<Counter>();
   return ffi::Ffi::RegisterTypeId(api, "ccshim.test.UpstreamCounter", &Counter::id,
-                                  &info);
+                                  &kCounterInfo);
 }
+
+// For jax.ffi.register_ffi_type, which takes the id and the info by pointer.
+EXPORT XLA_FFI_TypeId* up_counter_type_id(void) { return &Counter::id; }
+EXPORT const XLA_FFI_TypeInfo* up_counter_type_info(void) { return &kCounterInfo; }
 
 // The FFI version these bindings report, for the test to check.
 EXPORT int up_api_minor(void) { return XLA_FFI_API_MINOR; }

@@ -20,6 +20,8 @@ XLA_FFI_Error* up_stream(XLA_FFI_CallFrame* frame);
 XLA_FFI_Error* up_counter_instantiate(XLA_FFI_CallFrame* frame);
 XLA_FFI_Error* up_counter_execute(XLA_FFI_CallFrame* frame);
 XLA_FFI_Error* up_register_types(const XLA_FFI_Api* api);
+XLA_FFI_TypeId* up_counter_type_id(void);
+const XLA_FFI_TypeInfo* up_counter_type_info(void);
 int up_api_minor(void);
 
 #ifdef __cplusplus

@@ -1,0 +1,303 @@
+"""ccshim: legacy XLA custom-call kernels as typed-FFI handlers.
+
+This package is a thin layer over libccshim (through ctypes):
+
+* :func:`wrap` turns a legacy kernel (API version 1, 2 or 3; CPU or GPU) into
+  an :class:`Adapter`, whose ``handler`` is an ``XLA_FFI_Handler*``;
+* :mod:`ccshim.jax` registers adapters with JAX and calls them under ``jit``,
+  ``vmap`` and ``shard_map``;
+* :mod:`ccshim.runtime` runs typed handlers in ccshim's embedded runtime.
+
+Importing ccshim loads libccshim with RTLD_GLOBAL, so legacy kernel libraries
+loaded afterwards (:func:`load_legacy_library`) resolve their
+``XlaCustomCallStatus*`` symbols to it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import Any, NamedTuple
+
+from . import _native
+from ._native import lib
+
+__all__ = [
+    "CcshimError", "Signature", "Adapter", "wrap", "resolve_kernel",
+    "load_legacy_library", "legacy_targets", "version", "dtype_name",
+    "numpy_dtype",
+]
+
+
+class CcshimError(ValueError):
+    """A ccshim call failed; the message says what was expected and what came."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = _native.status_name(status)
+
+
+def _check(status: int, what: str | None) -> None:
+    if status != 0:
+        message = _native.last_error()
+        raise CcshimError(status, f"{what}: {message}" if what else message)
+
+
+def version() -> str:
+    """libccshim's version."""
+    return lib.ccshim_version().decode()
+
+
+# HLO element type names and the numpy (or ml_dtypes) names they map to.
+_NUMPY_NAMES = {
+    "pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "f16": "float16", "f32": "float32", "f64": "float64", "bf16": "bfloat16",
+    "c64": "complex64", "c128": "complex128", "s2": "int2", "s4": "int4",
+    "u2": "uint2", "u4": "uint4", "f8e5m2": "float8_e5m2",
+    "f8e4m3fn": "float8_e4m3fn", "f8e4m3b11fnuz": "float8_e4m3b11fnuz",
+    "f8e5m2fnuz": "float8_e5m2fnuz", "f8e4m3fnuz": "float8_e4m3fnuz",
+    "f8e4m3": "float8_e4m3", "f8e3m4": "float8_e3m4",
+    "f4e2m1fn": "float4_e2m1fn", "f8e8m0fnu": "float8_e8m0fnu",
+}
+
+
+def dtype_name(number: int) -> str | None:
+    """HLO name of an XLA_FFI_DataType number ("f32"), or None."""
+    name = lib.ccshim_dtype_name(number)
+    return name.decode() if name else None
+
+
+def numpy_dtype(hlo_name: str):
+    """The numpy dtype for an HLO element type name; None for tokens."""
+    import numpy as np
+    if hlo_name == "token":
+        return None
+    name = _NUMPY_NAMES[hlo_name]
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes
+        return np.dtype(getattr(ml_dtypes, name))
+
+
+def dtype_number(dtype) -> int:
+    """The XLA_FFI_DataType number of a numpy dtype."""
+    import numpy as np
+    name = np.dtype(dtype).name
+    for hlo, np_name in _NUMPY_NAMES.items():
+        if np_name == name:
+            return lib.ccshim_dtype_from_name(hlo.encode(), len(hlo))
+    raise TypeError(f"no XLA element type for numpy dtype {name}")
+
+
+class Leaf(NamedTuple):
+    """One buffer of a signature: its element type (HLO name) and dims."""
+    dtype: str
+    shape: tuple[int, ...]
+
+    def __str__(self) -> str:
+        if self.dtype == "token":
+            return "token[]"
+        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
+
+
+class Signature:
+    """A custom-call signature in HLO shape syntax, parsed by libccshim.
+
+    >>> s = Signature("(f32[128], f32[2048]) -> f32[2048]")
+    >>> s.operands, s.results, s.tuple_result
+    """
+
+    def __init__(self, text: str):
+        ptr = ctypes.POINTER(_native.SignatureStruct)()
+        _check(lib.ccshim_signature_parse(text.encode(), ctypes.byref(ptr)), None)
+        try:
+            sig = ptr.contents
+            self.operands = tuple(_leaf(sig.arg_leaves[i].contents)
+                                  for i in range(sig.num_arg_leaves))
+            self.results = tuple(_leaf(sig.ret_leaves[i].contents)
+                                 for i in range(sig.num_ret_leaves))
+            self.tuple_result = bool(sig.result.contents.is_tuple)
+            self.has_tuple_operand = bool(sig.has_tuple_operand)
+            buf = ctypes.create_string_buffer(4096)
+            lib.ccshim_signature_format(ptr, buf, len(buf))
+            self.text = buf.value.decode()
+        finally:
+            lib.ccshim_signature_free(ptr)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Signature({self.text!r})"
+
+
+def _leaf(shape: _native.Shape) -> Leaf:
+    dims = tuple(shape.dims[i] for i in range(shape.rank))
+    return Leaf(dtype_name(shape.dtype), dims)
+
+
+# --- Finding a kernel -------------------------------------------------------
+
+_PyCapsule_GetName = ctypes.pythonapi.PyCapsule_GetName
+_PyCapsule_GetName.restype = ctypes.c_char_p
+_PyCapsule_GetName.argtypes = [ctypes.py_object]
+_PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+_PyCapsule_GetPointer.restype = ctypes.c_void_p
+_PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_PyCapsule_IsValid = ctypes.pythonapi.PyCapsule_IsValid
+_PyCapsule_IsValid.restype = ctypes.c_int
+_PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+_XLA_PLATFORM = {"host": "Host", "cuda": "CUDA", "rocm": "ROCM"}
+
+
+def _is_capsule(obj: Any) -> bool:
+    return type(obj).__name__ == "PyCapsule"
+
+
+def resolve_kernel(fn: Any, platform: str = "host") -> int:
+    """The address of a legacy kernel given as legacy code already has it:
+
+    * a PyCapsule, as legacy extension modules' ``registrations()`` return;
+    * a ctypes function pointer;
+    * an integer address;
+    * a name: a target the registration macros put in ccshim's legacy
+      registry for ``platform``, else a symbol of a library already loaded;
+    * a ``(library, symbol)`` pair, the library a path or a ``ctypes.CDLL``.
+    """
+    if _is_capsule(fn):
+        name = _PyCapsule_GetName(fn)
+        if not _PyCapsule_IsValid(fn, name):
+            raise ValueError("the capsule is not valid")
+        address = _PyCapsule_GetPointer(fn, name)
+        if not address:
+            raise ValueError("the capsule holds a NULL pointer, not a kernel")
+        return address
+    if isinstance(fn, ctypes._CFuncPtr):
+        address = ctypes.cast(fn, ctypes.c_void_p).value
+        if not address:
+            raise ValueError("the ctypes function pointer is NULL")
+        return address
+    if isinstance(fn, bool):
+        raise TypeError("a kernel cannot be a bool")
+    if isinstance(fn, int):
+        if fn <= 0:
+            raise ValueError(f"kernel address {fn:#x} is not a valid address")
+        return fn
+    if isinstance(fn, str):
+        xla_platform = _XLA_PLATFORM.get(platform, platform)
+        address = lib.ccshim_legacy_lookup(fn.encode(), xla_platform.encode())
+        if address:
+            return address
+        address = _native.dlsym_default(fn)
+        if address:
+            return address
+        raise ValueError(
+            f"no kernel named {fn!r}: not in ccshim's legacy registry for "
+            f"{xla_platform!r} and not a symbol of any loaded library "
+            f"(load it with ccshim.load_legacy_library first)")
+    if isinstance(fn, tuple) and len(fn) == 2:
+        library, symbol = fn
+        if not isinstance(library, ctypes.CDLL):
+            library = load_legacy_library(library)
+        try:
+            return ctypes.cast(getattr(library, symbol), ctypes.c_void_p).value
+        except AttributeError:
+            raise ValueError(f"library {library._name} has no symbol {symbol!r}") from None
+    raise TypeError(
+        "a kernel is a PyCapsule, a ctypes function pointer, an int address, a "
+        f"name or a (library, symbol) pair; got {type(fn).__name__}")
+
+
+def load_legacy_library(path: str | os.PathLike) -> ctypes.CDLL:
+    """Loads a shared library of legacy kernels, or a legacy Python extension
+    module's .so, so that its ``XlaCustomCallStatus*`` symbols resolve to
+    libccshim (already loaded globally by importing ccshim).  Its
+    registration macros, if any, run and fill ccshim's legacy registry."""
+    return ctypes.CDLL(os.fspath(path), mode=ctypes.RTLD_GLOBAL)
+
+
+def legacy_targets() -> list[tuple[str, str]]:
+    """(name, platform) of every target in ccshim's legacy registry."""
+    out = []
+    for i in range(lib.ccshim_legacy_count()):
+        name, platform = ctypes.c_char_p(), ctypes.c_char_p()
+        if lib.ccshim_legacy_target(i, ctypes.byref(name), ctypes.byref(platform), None) == 0:
+            out.append((name.value.decode(), platform.value.decode()))
+    return out
+
+
+# --- Adapters -----------------------------------------------------------------
+
+_PLATFORMS = {"cpu": ("host", 0), "host": ("host", 0), "gpu": ("cuda", 1),
+              "cuda": ("cuda", 1), "rocm": ("rocm", 2)}
+
+
+def parse_platform(platform: str) -> tuple[str, int]:
+    """("host" | "cuda" | "rocm", ccshim_platform) for a spelling, any case."""
+    if not isinstance(platform, str) or platform.lower() not in _PLATFORMS:
+        raise ValueError(
+            f"unknown platform {platform!r}; expected 'cpu' (or 'host'), "
+            "'cuda' (or 'gpu') or 'rocm'")
+    return _PLATFORMS[platform.lower()]
+
+
+class Adapter:
+    """A wrapped legacy kernel.  ``handler`` is the XLA_FFI_Handler* address.
+
+    Adapters registered with XLA must outlive every call; XLA has no
+    unregister, so ccshim keeps them for the life of the process."""
+
+    def __init__(self, address: int, kernel: int, api_version: int, platform: str,
+                 signature: Signature | None, options: dict):
+        self._address = address
+        self.kernel = kernel
+        self.api_version = api_version
+        self.platform = platform
+        self.signature = signature
+        self.options = options
+        self.handler = lib.ccshim_adapter_handler(address)
+
+    def metadata(self) -> tuple[tuple[int, int], int]:
+        """((major, minor), traits) as the handler answers XLA's query."""
+        md = _native.Metadata()
+        _check(lib.ccshim_query_metadata(self.handler, ctypes.byref(md)), "metadata")
+        return (md.major, md.minor), md.traits
+
+    def __repr__(self) -> str:
+        return (f"Adapter(kernel={self.kernel:#x}, api_version={self.api_version}, "
+                f"platform={self.platform!r}, signature={self.signature})")
+
+
+_TUPLES = {"flat": 0, "nested": 1}
+
+
+def wrap(fn: Any, *, api_version: int, platform: str = "cpu",
+         signature: str | None = None, opaque_attr: str = "opaque",
+         tuple_operands: str = "flat", traits: int = 0,
+         ffi_version: tuple[int, int] = (0, 1)) -> Adapter:
+    """Wraps a legacy kernel into a typed-FFI handler (see ccshim_wrap)."""
+    canonical, platform_id = parse_platform(platform)
+    if api_version not in (1, 2, 3):
+        raise ValueError(
+            f"api_version {api_version!r} is not a legacy form; expected 1 "
+            "(original), 2 (status returning) or 3 (status returning unified)")
+    if tuple_operands not in _TUPLES:
+        raise ValueError(f"tuple_operands {tuple_operands!r}; expected 'flat' or 'nested'")
+    sig = Signature(signature) if signature is not None else None
+    kernel = resolve_kernel(fn, canonical)
+    opts = _native.WrapOptions()
+    opts.opaque_attr = opaque_attr.encode()
+    opts.tuple_operands = _TUPLES[tuple_operands]
+    opts.ffi_major, opts.ffi_minor = ffi_version
+    opts.traits = traits
+    address = ctypes.c_void_p()
+    _check(lib.ccshim_wrap(kernel, api_version, platform_id,
+                           signature.encode() if signature is not None else None,
+                           ctypes.byref(opts), ctypes.byref(address)),
+           "wrap")
+    options = dict(opaque_attr=opaque_attr, tuple_operands=tuple_operands,
+                   traits=traits, ffi_version=tuple(ffi_version))
+    return Adapter(address.value, kernel, api_version, canonical, sig, options)

@@ -1,0 +1,189 @@
+"""ctypes declarations of libccshim's C API (ccshim/ccshim.h and friends).
+
+The library is loaded once, with RTLD_GLOBAL, so that legacy kernel
+libraries loaded afterwards find XlaCustomCallStatusSetSuccess/SetFailure in
+it: jaxlib exports no setters of its own.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import pathlib
+
+c_void_p = ctypes.c_void_p
+c_char_p = ctypes.c_char_p
+c_int = ctypes.c_int
+c_size_t = ctypes.c_size_t
+c_int64 = ctypes.c_int64
+c_uint32 = ctypes.c_uint32
+
+_HERE = pathlib.Path(__file__).resolve().parent
+
+
+def _candidates():
+    env = os.environ.get("CCSHIM_LIBRARY")
+    if env:
+        yield pathlib.Path(env)
+    yield _HERE / "libccshim.so"
+    # A source checkout: python/ccshim -> the CMake build directory.
+    root = _HERE.parent.parent
+    for build in ("build", "build-release"):
+        yield root / build / "libccshim.so"
+    found = ctypes.util.find_library("ccshim")
+    if found:
+        yield pathlib.Path(found)
+
+
+def _load() -> ctypes.CDLL:
+    tried = []
+    for path in _candidates():
+        tried.append(str(path))
+        if path.is_absolute() and not path.exists():
+            continue
+        try:
+            return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+        except OSError:
+            continue
+    raise ImportError(
+        "ccshim: libccshim.so not found; build it (make build) or set "
+        "CCSHIM_LIBRARY. Looked in: " + ", ".join(tried))
+
+
+lib = _load()
+
+
+class WrapOptions(ctypes.Structure):
+    """ccshim_wrap_options."""
+    _fields_ = [
+        ("opaque_attr", c_char_p),
+        ("tuple_operands", c_int),
+        ("ffi_major", c_int),
+        ("ffi_minor", c_int),
+        ("traits", c_uint32),
+        ("entry", c_int),
+        ("allow_wx", c_int),
+    ]
+
+
+class Shape(ctypes.Structure):
+    """ccshim_shape."""
+
+
+Shape._fields_ = [
+    ("is_tuple", c_int),
+    ("dtype", c_int),
+    ("rank", c_int64),
+    ("dims", ctypes.POINTER(c_int64)),
+    ("num_children", c_size_t),
+    ("children", ctypes.POINTER(Shape)),
+    ("num_leaves", c_size_t),
+    ("first_leaf", c_size_t),
+]
+
+
+class SignatureStruct(ctypes.Structure):
+    """ccshim_signature."""
+    _fields_ = [
+        ("num_operands", c_size_t),
+        ("operands", ctypes.POINTER(Shape)),
+        ("result", ctypes.POINTER(Shape)),
+        ("num_arg_leaves", c_size_t),
+        ("arg_leaves", ctypes.POINTER(ctypes.POINTER(Shape))),
+        ("num_ret_leaves", c_size_t),
+        ("ret_leaves", ctypes.POINTER(ctypes.POINTER(Shape))),
+        ("has_tuple_operand", c_int),
+    ]
+
+
+class ContextOptions(ctypes.Structure):
+    """ccshim_context_options."""
+    _fields_ = [
+        ("platform", c_char_p),
+        ("stream", c_void_p),
+        ("device_ordinal", ctypes.c_int32),
+        ("run_id", c_int64),
+        ("num_threads", c_int),
+        ("alloc", c_void_p),
+        ("free", c_void_p),
+        ("alloc_user", c_void_p),
+    ]
+
+
+class Metadata(ctypes.Structure):
+    """XLA_FFI_Metadata (the parts ccshim_query_metadata fills)."""
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("version_struct_size", c_size_t),
+        ("version_extension_start", c_void_p),
+        ("major", c_int),
+        ("minor", c_int),
+        ("traits", c_uint32),
+        ("state_type_id", c_int64),
+    ]
+
+
+def _declare(name, restype, *argtypes):
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+    return fn
+
+
+_declare("ccshim_version", c_char_p)
+_declare("ccshim_last_error", c_char_p)
+_declare("ccshim_status_name", c_char_p, c_int)
+_declare("ccshim_dtype_name", c_char_p, c_int)
+_declare("ccshim_dtype_from_name", c_int, c_char_p, c_size_t)
+_declare("ccshim_signature_parse", c_int, c_char_p, ctypes.POINTER(ctypes.POINTER(SignatureStruct)))
+_declare("ccshim_signature_free", None, ctypes.POINTER(SignatureStruct))
+_declare("ccshim_signature_format", c_size_t, ctypes.POINTER(SignatureStruct), c_char_p, c_size_t)
+_declare("ccshim_wrap", c_int, c_void_p, c_int, c_int, c_char_p, ctypes.POINTER(WrapOptions),
+         ctypes.POINTER(c_void_p))
+_declare("ccshim_adapter_handler", c_void_p, c_void_p)
+_declare("ccshim_adapter_free", c_int, c_void_p)
+_declare("ccshim_adapter_entry", c_int, c_void_p)
+_declare("ccshim_legacy_lookup", c_void_p, c_char_p, c_char_p)
+_declare("ccshim_legacy_count", c_size_t)
+_declare("ccshim_legacy_target", c_int, c_size_t, ctypes.POINTER(c_char_p),
+         ctypes.POINTER(c_char_p), ctypes.POINTER(c_void_p))
+_declare("ccshim_query_metadata", c_int, c_void_p, ctypes.POINTER(Metadata))
+_declare("ccshim_ffi_api", c_void_p)
+_declare("ccshim_context_new", c_int, ctypes.POINTER(ContextOptions), ctypes.POINTER(c_void_p))
+_declare("ccshim_context_free", None, c_void_p)
+_declare("ccshim_frame_builder_new", c_int, ctypes.POINTER(c_void_p))
+_declare("ccshim_frame_builder_free", None, c_void_p)
+_declare("ccshim_frame_builder_add_arg", c_int, c_void_p, c_int, c_void_p, c_int64,
+         ctypes.POINTER(c_int64))
+_declare("ccshim_frame_builder_add_ret", c_int, c_void_p, c_int, c_void_p, c_int64,
+         ctypes.POINTER(c_int64))
+_declare("ccshim_frame_builder_add_string", c_int, c_void_p, c_char_p, c_char_p, c_size_t)
+_declare("ccshim_frame_builder_add_scalar", c_int, c_void_p, c_char_p, c_int, c_void_p)
+_declare("ccshim_frame_builder_add_array", c_int, c_void_p, c_char_p, c_int, c_void_p, c_size_t)
+_declare("ccshim_frame_builder_begin_dict", c_int, c_void_p, c_char_p)
+_declare("ccshim_frame_builder_end_dict", c_int, c_void_p)
+_declare("ccshim_invoke_handler", c_int, c_void_p, c_void_p, c_int, c_void_p,
+         ctypes.POINTER(c_void_p))
+_declare("ccshim_error_code", c_int, c_void_p)
+_declare("ccshim_error_message", c_char_p, c_void_p)
+_declare("ccshim_error_free", None, c_void_p)
+_declare("ccshim_error_code_name", c_char_p, c_int)
+
+# libc's dlsym, for symbol names in libraries already loaded.
+_libc = ctypes.CDLL(None)
+_libc.dlsym.restype = c_void_p
+_libc.dlsym.argtypes = [c_void_p, c_char_p]
+RTLD_DEFAULT = c_void_p(0)
+
+
+def dlsym_default(name: str) -> int:
+    return _libc.dlsym(RTLD_DEFAULT, name.encode()) or 0
+
+
+def last_error() -> str:
+    return lib.ccshim_last_error().decode(errors="replace")
+
+
+def status_name(status: int) -> str:
+    return lib.ccshim_status_name(status).decode()
