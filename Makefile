@@ -14,8 +14,17 @@ PYTHON  := .venv/bin/python
 # jaxlib's headers, for the tests that compile XLA's own FFI headers.
 JAXLIB_INCLUDE = $(shell $(PYTHON) -c 'import jax; print(jax.ffi.include_dir())' 2>/dev/null)
 CMAKE_FLAGS ?=
+# Sanitizer and fuzzer builds use clang from Debian (setup installs it).
+CLANG_FLAGS = -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCCSHIM_WERROR=ON \
+  -DCCSHIM_JAXLIB_INCLUDE="$(JAXLIB_INCLUDE)"
+FUZZ_SECONDS ?= 60
+THREADED_TESTS = test_adapter_threads test_invoke test_runtime_api
+empty :=
+space := $(empty) $(empty)
+THREADED_RE = ^($(subst $(space),|,$(THREADED_TESTS)))$$
 
-.PHONY: all setup build demo test test-c clean
+.PHONY: all setup build demo test test-c test-python test-sanitize test-fuzz fuzz bench clean
 
 all: build
 
@@ -30,11 +39,42 @@ build: setup
 demo: build
 	@$(BUILD)/examples/ccshim_demo
 
+# Every test: the C suite, the Python suite, the whole C suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests under
+# ThreadSanitizer, and each fuzzer for FUZZ_SECONDS.
 test: build
+	@$(MAKE) --no-print-directory test-c test-python test-sanitize test-fuzz
+
+test-c: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-python: build
 	@if $(PYTHON) -c 'import pytest' 2>/dev/null; then \
 	  CCSHIM_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python; \
 	else echo "SKIPPED: the Python tests (pytest and JAX are not in .venv: PyPI unreachable?)"; fi
 
+test-sanitize: setup
+	@echo "== the C suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
+	@cmake -S . -B build-asan $(CLANG_FLAGS) -DCCSHIM_SANITIZE=address,undefined >/dev/null
+	@cmake --build build-asan -j $(JOBS) -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
+	@cd build-asan && ctest --output-on-failure -j $(JOBS) -E 'install_consumer'
+	@echo "== the threaded tests under ThreadSanitizer (clang)"
+	@cmake -S . -B build-tsan $(CLANG_FLAGS) -DCCSHIM_SANITIZE=thread >/dev/null
+	@cmake --build build-tsan -j $(JOBS) --target $(THREADED_TESTS) -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
+	@cd build-tsan && ctest --output-on-failure -R '$(THREADED_RE)'
+
+test-fuzz: setup
+	@echo "== the fuzzers, $(FUZZ_SECONDS)s each (libFuzzer, ASan, UBSan; clang)"
+	@cmake -S . -B build-fuzz $(CLANG_FLAGS) -DCCSHIM_FUZZ=ON -DCCSHIM_SANITIZE=address,undefined >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_adapter_frames fuzz_signature fuzz_frame_builder -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
+	@bash tools/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+
+# Longer fuzzing, by hand.
+fuzz:
+	@$(MAKE) --no-print-directory test-fuzz FUZZ_SECONDS=600
+
+bench: build
+	@$(BUILD)/tools/ccshim bench --json bench/results.json
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

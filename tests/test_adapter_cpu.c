@@ -294,6 +294,12 @@ static void test_opaque(void) {
   check_opaque_run(a, "opaque", 2, with_nuls, sizeof with_nuls, with_nuls);
   check_opaque_run(a, "opaque", 0, "", 0, "");
   check_opaque_run(a, "opaque", -1, "", 0, ""); /* absent: empty, as XLA passes it */
+  /* Every length across the short-copy and stack-copy boundaries. */
+  static char sweep[300];
+  for (size_t i = 0; i < sizeof sweep; i++) sweep[i] = (char)(i * 37 % 251);
+  for (size_t len = 0; len <= sizeof sweep; len++) {
+    check_opaque_run(a, "opaque", (int)(len % 2), sweep, len, sweep);
+  }
   /* Larger than the stack copy: the per-thread buffer path. */
   static char big[5000];
   for (size_t i = 0; i < sizeof big; i++) big[i] = (char)(i % 7 == 0 ? 0 : i);
@@ -319,6 +325,30 @@ static void test_opaque(void) {
   a = wrap((ccshim_legacy_fn)echo_opaque, 3, "() -> u8[8192]", &o);
   check_opaque_run(a, "backend_config", 0, "xyz", 3, "xyz");
   CHECK_OK(ccshim_adapter_free(a));
+
+  /* Names of every length through the short compare, next to a decoy that
+   * differs only in its last byte. */
+  for (size_t n = 1; n <= 20; n++) {
+    char name[24], decoy[24];
+    memcpy(name, "abcdefghijklmnopqrst", n);
+    name[n] = '\0';
+    memcpy(decoy, name, n + 1);
+    decoy[n - 1] = 'Z';
+    memset(&o, 0, sizeof o);
+    o.opaque_attr = name;
+    a = wrap((ccshim_legacy_fn)echo_opaque, 3, "() -> u8[8192]", &o);
+    static unsigned char out[8192];
+    void* rets[1] = {out};
+    ccshim_signature* sig = parse_sig("() -> u8[8192]");
+    ccshim_frame_builder* fb = frame_for(sig, NULL, rets);
+    CHECK_OK(ccshim_frame_builder_add_string(fb, decoy, "decoy", 5));
+    CHECK_OK(ccshim_frame_builder_add_string(fb, name, "right", 5));
+    CHECK(call_adapter(a, fb, ctx) == NULL);
+    CHECK_MEM_EQ(out + 8, "right", 5);
+    ccshim_frame_builder_free(fb);
+    ccshim_signature_free(sig);
+    CHECK_OK(ccshim_adapter_free(a));
+  }
 
   /* CPU v1/v2 kernels never see the opaque, so never look at it. */
   a = wrap((ccshim_legacy_fn)record_out, 1, "() -> u8[8192]", NULL);

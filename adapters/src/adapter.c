@@ -153,6 +153,7 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version,
   a->opaque_name_len = (uint32_t)oname_len;
   free(plan);
   ccshim_signature_free(sig);
+  a->call = ccshim__select_call(a);
 
   if ((st = ccshim__entry_bind(a, o.entry, o.allow_wx)) != CCSHIM_OK) {
     free(a);

@@ -28,8 +28,14 @@ typedef struct leaf_spec {
   const int64_t* dims;
 } leaf_spec;
 
+typedef XLA_FFI_Error* (*ccshim__call_fn)(const ccshim_adapter* a,
+                                          XLA_FFI_CallFrame* frame);
+
 struct ccshim_adapter {
-  /* Read on every call. */
+  /* Read on every call.  `call` comes first: the entry points jump through
+   * it.  It is a fast path specialised for the form, chosen at wrap time, or
+   * ccshim__adapter_call itself. */
+  ccshim__call_fn call;
   ccshim_legacy_fn fn;
   uint8_t form;
   uint8_t is_gpu;
@@ -57,9 +63,23 @@ struct ccshim_adapter {
   size_t footprint;
 };
 
-/* The hot path: one call of a wrapped kernel through a typed call frame. */
+/* One call of a wrapped kernel through a typed call frame, every case
+ * handled: the general path, and the one every error message comes from. */
 XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a,
                                     XLA_FFI_CallFrame* frame);
+
+/* The call function for an adapter: a form-specialised fast path that
+ * handles the common case and hands anything else to ccshim__adapter_call. */
+ccshim__call_fn ccshim__select_call(const ccshim_adapter* a);
+
+/* The error for a kernel's failure, worded as XLA's legacy runtime words it
+ * on that platform; releases the status.  NULL when api is NULL. */
+XLA_FFI_Error* ccshim__kernel_failed(const ccshim_adapter* a,
+                                     const XLA_FFI_Api* api,
+                                     XlaCustomCallStatus* status);
+
+/* What a freed prebuilt entry points at: answers with an error. */
+extern const ccshim_adapter ccshim__freed_adapter;
 
 /* entry.c: binds an adapter to a code address, or lets it go. */
 ccshim_status ccshim__entry_bind(ccshim_adapter* a, ccshim_entry_kind kind,

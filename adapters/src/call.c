@@ -245,11 +245,13 @@ static XLA_FFI_Error* answer_metadata(const ccshim_adapter* a,
   return NULL;
 }
 
-static XLA_FFI_Error* kernel_failed(const ccshim_adapter* a,
-                                    const XLA_FFI_Api* api,
-                                    XlaCustomCallStatus* st) {
+XLA_FFI_Error* ccshim__kernel_failed(const ccshim_adapter* a,
+                                     const XLA_FFI_Api* api,
+                                     XlaCustomCallStatus* st) {
   XLA_FFI_Error* err;
-  if (!a->is_gpu) {
+  if (api == NULL) {
+    err = NULL; /* XLA always passes one; without it nothing can be reported */
+  } else if (!a->is_gpu) {
     /* CPU: INTERNAL with the kernel's message, as custom_call_thunk.cc. */
     err = make_error(api, XLA_FFI_Error_Code_INTERNAL, st->data);
   } else {
@@ -401,6 +403,19 @@ XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a, XLA_FFI_CallFrame* 
       break;
     }
   }
-  if (CCSHIM__UNLIKELY(status.engaged)) return kernel_failed(a, api, &status);
+  if (CCSHIM__UNLIKELY(status.engaged)) return ccshim__kernel_failed(a, api, &status);
   return NULL;
 }
+
+/* A freed adapter's prebuilt entry lands here until the entry is bound
+ * again.  ccshim_adapter_free refuses to free what XLA or the embedded
+ * registry may call, so only a stale handler pointer kept by hand can. */
+static XLA_FFI_Error* call_freed(const ccshim_adapter* a, XLA_FFI_CallFrame* f) {
+  (void)a;
+  if (f == NULL || f->api == NULL || f->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE)
+    return NULL;
+  return make_error(f->api, XLA_FFI_Error_Code_FAILED_PRECONDITION,
+                    "this handler's ccshim adapter was freed; nothing was called");
+}
+
+const ccshim_adapter ccshim__freed_adapter = {.call = call_freed};

@@ -24,10 +24,10 @@
 
 static const ccshim_adapter* _Atomic slots[CCSHIM_PREBUILT_ENTRIES];
 
-#define ENTRY(id)                                                        \
-  static XLA_FFI_Error* entry_##id(XLA_FFI_CallFrame* frame) {           \
-    return ccshim__adapter_call(                                         \
-        atomic_load_explicit(&slots[id], memory_order_acquire), frame);  \
+#define ENTRY(id)                                                              \
+  static XLA_FFI_Error* entry_##id(XLA_FFI_CallFrame* frame) {                 \
+    const ccshim_adapter* a = atomic_load_explicit(&slots[id], memory_order_acquire); \
+    return a->call(a, frame);                                                  \
   }
 #define ENTRY_ADDR(id) entry_##id,
 
@@ -91,7 +91,8 @@ size_t ccshim_prebuilt_entries_free(void) {
 static void closure_entry(ffi_cif* cif, void* ret, void** args, void* user) {
   (void)cif;
   XLA_FFI_CallFrame* frame = *(XLA_FFI_CallFrame**)args[0];
-  *(XLA_FFI_Error**)ret = ccshim__adapter_call(user, frame);
+  const ccshim_adapter* a = user;
+  *(XLA_FFI_Error**)ret = a->call(a, frame);
 }
 
 static ccshim_status bind_closure(ccshim_adapter* a) {
@@ -145,6 +146,8 @@ static void probe_wx(void) {
   ffi_closure_free(c);
 }
 
+size_t ccshim_closure_size(void) { return sizeof(ffi_closure); }
+
 int ccshim_closures_need_wx(void) {
   pthread_once(&wx_once, probe_wx);
   return closures_wx;
@@ -188,7 +191,10 @@ ccshim_status ccshim__entry_bind(ccshim_adapter* a, ccshim_entry_kind kind,
 
 void ccshim__entry_release(ccshim_adapter* a) {
   if (a->slot >= 0) {
-    atomic_store_explicit(&slots[a->slot], NULL, memory_order_release);
+    /* A handler that XLA could not still call (ccshim_adapter_free checks)
+     * may yet be called by mistake: it then answers with an error. */
+    atomic_store_explicit(&slots[a->slot], &ccshim__freed_adapter,
+                          memory_order_release);
     give_slot(a->slot);
     a->slot = -1;
   }

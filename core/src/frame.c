@@ -273,6 +273,10 @@ ccshim_status ccshim_frame_builder_add_string(ccshim_frame_builder* fb,
   if (bytes == NULL && len > 0)
     return ccshim__fail(CCSHIM_EINVAL, "string attribute '%s': bytes is NULL "
                         "with length %zu", name ? name : "(null)", len);
+  if (len > CCSHIM_FRAME_MAX_ATTR_BYTES)
+    return ccshim__fail(CCSHIM_EOVERFLOW, "string attribute '%s': %zu bytes; "
+                        "expected at most %u", name ? name : "(null)", len,
+                        CCSHIM_FRAME_MAX_ATTR_BYTES);
   attr* a;
   ccshim_status st = new_attr(fb, name, XLA_FFI_AttrType_STRING, &a);
   if (st != CCSHIM_OK) return st;
@@ -327,9 +331,10 @@ ccshim_status ccshim_frame_builder_add_array(ccshim_frame_builder* fb,
                         "with %zu elements", name ? name : "(null)", count);
   int overflow;
   size_t bytes = ccshim_dtype_bytes((int)dtype, count, &overflow);
-  if (overflow)
+  if (overflow || bytes > CCSHIM_FRAME_MAX_ATTR_BYTES)
     return ccshim__fail(CCSHIM_EOVERFLOW, "array attribute '%s': %zu elements "
-                        "overflow the byte size", name ? name : "(null)", count);
+                        "are more than %u bytes", name ? name : "(null)", count,
+                        CCSHIM_FRAME_MAX_ATTR_BYTES);
   attr* a;
   ccshim_status st = new_attr(fb, name, XLA_FFI_AttrType_ARRAY, &a);
   if (st != CCSHIM_OK) return st;

@@ -113,6 +113,9 @@ CCSHIM_API ccshim_status ccshim_adapter_free(ccshim_adapter* a);
  * executable at once (probed once, by making one closure). */
 CCSHIM_API int ccshim_closures_need_wx(void);
 
+/* Bytes of one libffi closure (what CCSHIM_ENTRY_CLOSURE adds per adapter). */
+CCSHIM_API size_t ccshim_closure_size(void);
+
 /* Number of prebuilt entry points now free. */
 CCSHIM_API size_t ccshim_prebuilt_entries_free(void);
 

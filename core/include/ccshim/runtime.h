@@ -110,6 +110,7 @@ typedef struct ccshim_frame_builder ccshim_frame_builder;
 #define CCSHIM_FRAME_MAX_BUFFERS 65536
 #define CCSHIM_FRAME_MAX_ATTRS 65536
 #define CCSHIM_FRAME_MAX_DICT_DEPTH 32
+#define CCSHIM_FRAME_MAX_ATTR_BYTES (1u << 30) /* one string or array value */
 
 CCSHIM_API ccshim_status ccshim_frame_builder_new(ccshim_frame_builder** out);
 CCSHIM_API void ccshim_frame_builder_free(ccshim_frame_builder* fb);

@@ -1,0 +1,299 @@
+/*
+ * The fast paths: one function per legacy form, chosen when the kernel is
+ * wrapped, that handle the common case of a call in straight-line code and
+ * hand everything else to ccshim__adapter_call (call.c), which handles every
+ * case and words every error.  Because a fast path hands over before it has
+ * done anything visible (the kernel is called last), the general path can
+ * start the call again from the frame.
+ *
+ * The common case: a well-formed frame at the execute stage, counts as the
+ * signature says (or at most FAST_PTRS buffers without one), every buffer
+ * and data pointer non-NULL, dtypes and dims as the signature says, the
+ * opaque (if the form takes one) shorter than FAST_OPAQUE bytes, and the flat
+ * tuple layout.  Tokens and empty buffers (NULL data), nested tuples, large
+ * frames and every malformed frame take the general path.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "adapter_internal.h"
+#include "status_impl.h"
+
+enum { FAST_PTRS = 128, FAST_OPAQUE = 256 };
+
+#define FAST static inline __attribute__((always_inline))
+
+/* Copies the data pointers of n buffers into dst.  Returns 0, having maybe
+ * written part of dst, when the array, a buffer pointer or a data pointer is
+ * NULL.  Four at a time: the loop control is paid once per four. */
+/* Plain inline (not always_inline), as the gathers are passed by pointer:
+ * -O2 inlines each where it is the constant argument; -O0 calls it. */
+static inline int gather_scalar(void** dst, void* const* src, int64_t n) {
+  if (n == 0) return 1;
+  if (CCSHIM__UNLIKELY(src == NULL)) return 0;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const XLA_FFI_Buffer* b0 = src[i];
+    const XLA_FFI_Buffer* b1 = src[i + 1];
+    const XLA_FFI_Buffer* b2 = src[i + 2];
+    const XLA_FFI_Buffer* b3 = src[i + 3];
+    if (CCSHIM__UNLIKELY(b0 == NULL || b1 == NULL || b2 == NULL || b3 == NULL))
+      return 0;
+    void* p0 = b0->data;
+    void* p1 = b1->data;
+    void* p2 = b2->data;
+    void* p3 = b3->data;
+    if (CCSHIM__UNLIKELY(p0 == NULL || p1 == NULL || p2 == NULL || p3 == NULL))
+      return 0;
+    dst[i] = p0;
+    dst[i + 1] = p1;
+    dst[i + 2] = p2;
+    dst[i + 3] = p3;
+  }
+  for (; i < n; i++) {
+    const XLA_FFI_Buffer* b = src[i];
+    if (CCSHIM__UNLIKELY(b == NULL || b->data == NULL)) return 0;
+    dst[i] = b->data;
+  }
+  return 1;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CCSHIM_HAVE_AVX2_PATH 1
+
+/* The same with AVX2: four buffer pointers tested for NULL by one compare
+ * before they are dereferenced; their four data pointers fetched by one
+ * gather (no store to reload, so nothing waits on store forwarding), stored,
+ * and tested for NULL as they go, with one branch for the whole array. */
+static inline __attribute__((target("avx2"))) int gather_avx2(
+    void** dst, void* const* src, int64_t n) {
+  if (n < 4) return gather_scalar(dst, src, n); /* no vector set-up for a few */
+  if (CCSHIM__UNLIKELY(src == NULL)) return 0;
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i null_data = zero;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256i b = _mm256_loadu_si256((const __m256i*)(src + i));
+    __m256i null_buffer = _mm256_cmpeq_epi64(b, zero);
+    if (CCSHIM__UNLIKELY(!_mm256_testz_si256(null_buffer, null_buffer))) return 0;
+    /* data lies at offsetof(XLA_FFI_Buffer, data) from each buffer. */
+    __m256i p = _mm256_i64gather_epi64(
+        (const long long*)(uintptr_t)offsetof(XLA_FFI_Buffer, data), b, 1);
+    _mm256_storeu_si256((__m256i*)(dst + i), p);
+    null_data = _mm256_or_si256(null_data, _mm256_cmpeq_epi64(p, zero));
+  }
+  if (CCSHIM__UNLIKELY(!_mm256_testz_si256(null_data, null_data))) return 0;
+  for (; i < n; i++) {
+    const XLA_FFI_Buffer* b = src[i];
+    if (CCSHIM__UNLIKELY(b == NULL || b->data == NULL)) return 0;
+    dst[i] = b->data;
+  }
+  return 1;
+}
+#endif
+
+/* Every buffer's dtype, rank and dims against the signature. */
+FAST int specs_match(const leaf_spec* specs, void* const* bufs, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const XLA_FFI_Buffer* b = bufs[i];
+    const leaf_spec* s = &specs[i];
+    if ((int)b->dtype != s->dtype || b->rank != s->rank) return 0;
+    if (s->rank > 0 && b->dims == NULL) return 0;
+    for (int32_t d = 0; d < s->rank; d++)
+      if (b->dims[d] != s->dims[d]) return 0;
+  }
+  return 1;
+}
+
+/* Short-length equality and copy by two overlapping loads of the widest
+ * size that fits, as memcmp/memcpy do inside, without a call: attribute
+ * names and descriptors are mostly a few bytes.  They never read a byte
+ * outside [p, p + n). */
+FAST uint64_t load_n(const char* p, size_t w) {
+  uint64_t v = 0;
+  memcpy(&v, p, w); /* w is 1, 2, 4 or 8: a single load */
+  return v;
+}
+
+FAST int short_equal(const char* a, const char* b, size_t n) {
+  if (n >= 8) {
+    if (n > 16) return memcmp(a, b, n) == 0;
+    return load_n(a, 8) == load_n(b, 8) && load_n(a + n - 8, 8) == load_n(b + n - 8, 8);
+  }
+  if (n >= 4)
+    return load_n(a, 4) == load_n(b, 4) && load_n(a + n - 4, 4) == load_n(b + n - 4, 4);
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i]) return 0;
+  return 1;
+}
+
+FAST void short_copy(char* dst, const char* src, size_t n) {
+  if (n >= 8 && n <= 16) {
+    uint64_t head = load_n(src, 8), tail = load_n(src + n - 8, 8);
+    memcpy(dst, &head, 8);
+    memcpy(dst + n - 8, &tail, 8);
+  } else if (n >= 4 && n < 8) {
+    uint64_t head = load_n(src, 4), tail = load_n(src + n - 4, 4);
+    memcpy(dst, &head, 4);
+    memcpy(dst + n - 4, &tail, 4);
+  } else if (n > 16) {
+    memcpy(dst, src, n);
+  } else {
+    for (size_t i = 0; i < n; i++) dst[i] = src[i];
+  }
+}
+
+/* The opaque bytes, NUL-terminated into buf.  Returns 0 for anything the
+ * general path must look at (a wrong attribute type, too long a value). */
+FAST int opaque_of(const ccshim_adapter* a, const XLA_FFI_Attrs* attrs, char* buf,
+                   size_t* len) {
+  *len = 0;
+  buf[0] = '\0';
+  const int64_t n = attrs->size;
+  if (n == 0) return 1;
+  if (CCSHIM__UNLIKELY(n < 0 || attrs->names == NULL || attrs->types == NULL ||
+                       attrs->attrs == NULL))
+    return 0;
+  for (int64_t i = 0; i < n; i++) {
+    const XLA_FFI_ByteSpan* name = attrs->names[i];
+    if (name == NULL || name->len != a->opaque_name_len || name->ptr == NULL ||
+        !short_equal(name->ptr, a->opaque_name, name->len))
+      continue;
+    const void* v = attrs->attrs[i];
+    const char* ptr;
+    size_t l;
+    if (v == NULL) return 0;
+    if (attrs->types[i] == XLA_FFI_AttrType_STRING) {
+      ptr = ((const XLA_FFI_ByteSpan*)v)->ptr;
+      l = ((const XLA_FFI_ByteSpan*)v)->len;
+    } else if (attrs->types[i] == XLA_FFI_AttrType_ARRAY &&
+               (((const XLA_FFI_Array*)v)->dtype == XLA_FFI_DataType_U8 ||
+                ((const XLA_FFI_Array*)v)->dtype == XLA_FFI_DataType_S8)) {
+      ptr = ((const XLA_FFI_Array*)v)->data;
+      l = ((const XLA_FFI_Array*)v)->size;
+    } else {
+      return 0;
+    }
+    if (l >= FAST_OPAQUE || (ptr == NULL && l > 0)) return 0;
+    short_copy(buf, ptr, l);
+    buf[l] = '\0';
+    *len = l;
+    return 1;
+  }
+  return 1;
+}
+
+typedef int (*gather_fn)(void** dst, void* const* src, int64_t n);
+
+/* `gather` is a constant in each instantiation, so it is inlined there. */
+FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
+                              const form form, const gather_fn gather) {
+  if (CCSHIM__UNLIKELY(f == NULL || f->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE ||
+                       f->extension_start != NULL))
+    goto general;
+  if (CCSHIM__UNLIKELY(f->stage != XLA_FFI_ExecutionStage_EXECUTE)) return NULL;
+  const int64_t na = f->args.size, nr = f->rets.size;
+  if (a->count_checked) {
+    if (CCSHIM__UNLIKELY(na != a->num_args || nr != a->num_rets)) goto general;
+  } else if (CCSHIM__UNLIKELY(((uint64_t)na | (uint64_t)nr) > FAST_PTRS / 2)) {
+    goto general; /* also catches a negative count, as a huge unsigned one */
+  }
+  void* ptrs[FAST_PTRS];
+  if (CCSHIM__UNLIKELY(!gather(ptrs, f->args.args, na) ||
+                       !gather(ptrs + na, f->rets.rets, nr)))
+    goto general;
+  if (a->specs != NULL &&
+      CCSHIM__UNLIKELY(!specs_match(a->specs, f->args.args, na) ||
+                       !specs_match(a->specs + na, f->rets.rets, nr)))
+    goto general;
+
+  char opaque[FAST_OPAQUE];
+  size_t opaque_len = 0;
+  if (form >= FORM_CPU_V3 &&
+      CCSHIM__UNLIKELY(!opaque_of(a, &f->attrs, opaque, &opaque_len)))
+    goto general;
+
+  struct XlaCustomCallStatus_ status;
+  ccshim__status_init(&status);
+  if (form <= FORM_CPU_V3) {
+    void** results = ptrs + na;
+    const int tuple = a->count_checked ? a->tuple_result : nr != 1;
+    void* out = tuple ? (void*)results : results[0];
+    if (form == FORM_CPU_V1)
+      ((ccshim_cpu_v1_fn)a->fn)(out, (const void**)ptrs);
+    else if (form == FORM_CPU_V2)
+      ((ccshim_cpu_v2_fn)a->fn)(out, (const void**)ptrs, &status);
+    else
+      ((ccshim_cpu_v3_fn)a->fn)(out, (const void**)ptrs, opaque, opaque_len, &status);
+  } else {
+    const XLA_FFI_Api* api = f->api;
+    if (CCSHIM__UNLIKELY(api == NULL)) goto general;
+    XLA_FFI_Stream_Get_Args sargs;
+    sargs.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
+    sargs.extension_start = NULL;
+    sargs.ctx = f->ctx;
+    sargs.stream = NULL;
+    XLA_FFI_Error* err = api->XLA_FFI_Stream_Get(&sargs);
+    if (CCSHIM__UNLIKELY(err != NULL)) return err;
+    if (form == FORM_GPU_V1)
+      ((ccshim_gpu_v1_fn)a->fn)(sargs.stream, ptrs, opaque, opaque_len);
+    else
+      ((ccshim_gpu_v2_fn)a->fn)(sargs.stream, ptrs, opaque, opaque_len, &status);
+  }
+  if (CCSHIM__UNLIKELY(status.engaged)) return ccshim__kernel_failed(a, f->api, &status);
+  return NULL;
+
+general:
+  return ccshim__adapter_call(a, f);
+}
+
+/* One function per form (and instruction set), so that each is straight
+ * code for its form. */
+#define FAST_FN(name, form, gather, attr)                                    \
+  static attr XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) { \
+    return fast_call(a, f, form, gather);                                    \
+  }
+#define FAST_FNS(suffix, gather, attr)                          \
+  FAST_FN(fast_cpu_v1##suffix, FORM_CPU_V1, gather, attr)       \
+  FAST_FN(fast_cpu_v2##suffix, FORM_CPU_V2, gather, attr)       \
+  FAST_FN(fast_cpu_v3##suffix, FORM_CPU_V3, gather, attr)       \
+  FAST_FN(fast_gpu_v1##suffix, FORM_GPU_V1, gather, attr)       \
+  FAST_FN(fast_gpu_v2##suffix, FORM_GPU_V2, gather, attr)
+
+#if defined(CCSHIM_HAVE_AVX2_PATH)
+FAST_FNS(, gather_scalar, )
+FAST_FNS(_avx2, gather_avx2, __attribute__((target("avx2"))))
+static int use_avx2(void) {
+  static int known = -1;
+  if (known < 0) known = __builtin_cpu_supports("avx2") ? 1 : 0;
+  return known;
+}
+#else
+FAST_FNS(, gather_scalar, )
+static int use_avx2(void) { return 0; }
+#endif
+
+ccshim__call_fn ccshim__select_call(const ccshim_adapter* a) {
+  if (a->nested != NULL) return ccshim__adapter_call;
+#if defined(CCSHIM_HAVE_AVX2_PATH)
+  if (use_avx2()) {
+    switch ((form)a->form) {
+      case FORM_CPU_V1: return fast_cpu_v1_avx2;
+      case FORM_CPU_V2: return fast_cpu_v2_avx2;
+      case FORM_CPU_V3: return fast_cpu_v3_avx2;
+      case FORM_GPU_V1: return fast_gpu_v1_avx2;
+      case FORM_GPU_V2: return fast_gpu_v2_avx2;
+    }
+  }
+#endif
+  (void)use_avx2;
+  switch ((form)a->form) {
+    case FORM_CPU_V1: return fast_cpu_v1;
+    case FORM_CPU_V2: return fast_cpu_v2;
+    case FORM_CPU_V3: return fast_cpu_v3;
+    case FORM_GPU_V1: return fast_gpu_v1;
+    case FORM_GPU_V2: return fast_gpu_v2;
+  }
+  return ccshim__adapter_call;
+}

@@ -1,0 +1,563 @@
+/*
+ * `ccshim bench`: what a call through an adapter costs, against the floor and
+ * against a typed handler written by hand, for the same trivial legacy
+ * kernel on the same prebuilt call frame.
+ *
+ *   B0  the legacy kernel called directly with a ready void** (the floor);
+ *   B1  a hand-written C typed handler for the kernel: metadata check, stage
+ *       check, counts, pointers onto the stack, the opaque found by name,
+ *       the stream from Stream_Get (GPU), the call, status to error;
+ *   B2  the ccshim adapter (prebuilt entry; and the libffi closure).
+ *
+ * Per call it reports instructions (callgrind, repeatable on a noisy
+ * machine: the program re-runs itself under valgrind) and nanoseconds
+ * (median of interleaved runs), for CPU v1, v2, v3 and the GPU form at 1, 4,
+ * 16 and 64 buffers; then two-thread scaling, the cost of wrapping, and an
+ * adapter's footprint.  It prints a table and writes JSON.
+ */
+#include "bench.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define HAVE_CALLGRIND 1
+#else
+#define HAVE_CALLGRIND 0
+#define CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_DUMP_STATS_AT(x)
+#endif
+
+#include "ccshim/ccshim.h"
+
+enum { MAX_BUFFERS = 64, NUM_ARITIES = 4, NUM_FORMS = 4, VARIANTS = 4 };
+static const int arities[NUM_ARITIES] = {1, 4, 16, 64};
+static const char* const form_names[NUM_FORMS] = {"cpu_v1", "cpu_v2", "cpu_v3", "gpu"};
+static const char* const variant_names[VARIANTS] = {"B0", "B1", "B2", "B2c"};
+
+/* --- The trivial legacy kernel, in each form --------------------------------- */
+
+/* Per thread, so that two threads calling the kernel do not share the line
+ * it writes: the benchmark measures the adapter, not cache-line traffic. */
+static _Thread_local void* volatile bench_sink;
+
+static void triv_cpu_v1(void* out, const void** in) {
+  bench_sink = out;
+  (void)in;
+}
+static void triv_cpu_v2(void* out, const void** in, XlaCustomCallStatus* status) {
+  bench_sink = out;
+  (void)in;
+  (void)status;
+}
+static void triv_cpu_v3(void* out, const void** in, const char* opaque, size_t len,
+                        XlaCustomCallStatus* status) {
+  bench_sink = out;
+  (void)in;
+  (void)opaque;
+  (void)len;
+  (void)status;
+}
+static void triv_gpu(void* stream, void** buffers, const char* opaque, size_t len,
+                     XlaCustomCallStatus* status) {
+  bench_sink = buffers;
+  (void)stream;
+  (void)opaque;
+  (void)len;
+  (void)status;
+}
+
+/* Every caller (B0, B1 and the adapters) reaches the kernel through a
+ * pointer the compiler cannot see through, so that each makes a real call,
+ * as from XLA, and no caller's argument set-up is optimised away. */
+static void (*volatile k_v1)(void*, const void**) = triv_cpu_v1;
+static void (*volatile k_v2)(void*, const void**, XlaCustomCallStatus*) = triv_cpu_v2;
+static void (*volatile k_v3)(void*, const void**, const char*, size_t,
+                             XlaCustomCallStatus*) = triv_cpu_v3;
+static void (*volatile k_gpu)(void*, void**, const char*, size_t,
+                              XlaCustomCallStatus*) = triv_gpu;
+
+/* --- B1: what a careful engineer porting the kernel by hand would write ------- */
+
+static int b1_nargs, b1_nrets; /* the counts the port was written for */
+
+static XLA_FFI_Error* b1_error(const XLA_FFI_Api* api, XLA_FFI_Error_Code code,
+                               const char* message) {
+  XLA_FFI_Error_Create_Args a = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL, message,
+                                 code};
+  return api->XLA_FFI_Error_Create(&a);
+}
+
+/* Metadata and stage, as every typed handler must; returns 1 when done. */
+static int b1_preamble(XLA_FFI_CallFrame* f, XLA_FFI_Error** ret) {
+  *ret = NULL;
+  XLA_FFI_InternalExtension* ext = f->extension_start;
+  if (ext != NULL && ext->type == XLA_FFI_Extension_Metadata) {
+    XLA_FFI_Metadata* md = ((XLA_FFI_Metadata_Extension*)ext)->metadata;
+    md->api_version.major_version = 0;
+    md->api_version.minor_version = 1;
+    md->traits = 0;
+    return 1;
+  }
+  if (f->stage != XLA_FFI_ExecutionStage_EXECUTE) return 1;
+  if (f->args.size != b1_nargs || f->rets.size != b1_nrets) {
+    *ret = b1_error(f->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "wrong buffer count");
+    return 1;
+  }
+  return 0;
+}
+
+/* The opaque attribute, found by name. */
+static int b1_opaque(XLA_FFI_CallFrame* f, const char** ptr, size_t* len) {
+  for (int64_t i = 0; i < f->attrs.size; i++) {
+    const XLA_FFI_ByteSpan* n = f->attrs.names[i];
+    if (n->len == 6 && memcmp(n->ptr, "opaque", 6) == 0 &&
+        f->attrs.types[i] == XLA_FFI_AttrType_ARRAY) {
+      const XLA_FFI_Array* a = f->attrs.attrs[i];
+      *ptr = a->data;
+      *len = a->size;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static XLA_FFI_Error* b1_status(const XLA_FFI_Api* api, XlaCustomCallStatus* s) {
+  size_t len;
+  const char* msg = ccshim_legacy_status_message(s, &len);
+  if (msg == NULL) return NULL;
+  XLA_FFI_Error* e = b1_error(api, XLA_FFI_Error_Code_INTERNAL, msg);
+  ccshim_legacy_status_reset(s);
+  return e;
+}
+
+static XLA_FFI_Error* b1_cpu_v1(XLA_FFI_CallFrame* f) {
+  XLA_FFI_Error* ret;
+  if (b1_preamble(f, &ret)) return ret;
+  const void* in[MAX_BUFFERS];
+  for (int i = 0; i < b1_nargs; i++) in[i] = ((XLA_FFI_Buffer*)f->args.args[i])->data;
+  k_v1(((XLA_FFI_Buffer*)f->rets.rets[0])->data, in);
+  return NULL;
+}
+
+static XLA_FFI_Error* b1_cpu_v2(XLA_FFI_CallFrame* f) {
+  XLA_FFI_Error* ret;
+  if (b1_preamble(f, &ret)) return ret;
+  const void* in[MAX_BUFFERS];
+  for (int i = 0; i < b1_nargs; i++) in[i] = ((XLA_FFI_Buffer*)f->args.args[i])->data;
+  ccshim_legacy_status_storage st;
+  XlaCustomCallStatus* s = ccshim_legacy_status_init(&st);
+  k_v2(((XLA_FFI_Buffer*)f->rets.rets[0])->data, in, s);
+  return b1_status(f->api, s);
+}
+
+static XLA_FFI_Error* b1_cpu_v3(XLA_FFI_CallFrame* f) {
+  XLA_FFI_Error* ret;
+  if (b1_preamble(f, &ret)) return ret;
+  const char* opaque = "";
+  size_t len = 0;
+  b1_opaque(f, &opaque, &len);
+  const void* in[MAX_BUFFERS];
+  for (int i = 0; i < b1_nargs; i++) in[i] = ((XLA_FFI_Buffer*)f->args.args[i])->data;
+  ccshim_legacy_status_storage st;
+  XlaCustomCallStatus* s = ccshim_legacy_status_init(&st);
+  k_v3(((XLA_FFI_Buffer*)f->rets.rets[0])->data, in, opaque, len, s);
+  return b1_status(f->api, s);
+}
+
+static XLA_FFI_Error* b1_gpu(XLA_FFI_CallFrame* f) {
+  XLA_FFI_Error* ret;
+  if (b1_preamble(f, &ret)) return ret;
+  const char* opaque = "";
+  size_t len = 0;
+  b1_opaque(f, &opaque, &len);
+  XLA_FFI_Stream_Get_Args sa = {XLA_FFI_Stream_Get_Args_STRUCT_SIZE, NULL, f->ctx, NULL};
+  if ((ret = f->api->XLA_FFI_Stream_Get(&sa)) != NULL) return ret;
+  void* buffers[MAX_BUFFERS];
+  for (int i = 0; i < b1_nargs; i++) buffers[i] = ((XLA_FFI_Buffer*)f->args.args[i])->data;
+  for (int i = 0; i < b1_nrets; i++)
+    buffers[b1_nargs + i] = ((XLA_FFI_Buffer*)f->rets.rets[i])->data;
+  ccshim_legacy_status_storage st;
+  XlaCustomCallStatus* s = ccshim_legacy_status_init(&st);
+  k_gpu(sa.stream, buffers, opaque, len, s);
+  return b1_status(f->api, s);
+}
+
+/* --- One configuration: a form at an arity, its frame and its three callers --- */
+
+typedef struct config {
+  int form, arity;
+  float data[MAX_BUFFERS][4];
+  ccshim_context* ctx;
+  ccshim_frame_builder* fb;
+  XLA_FFI_CallFrame frame;
+  ccshim_adapter* adapter;  /* prebuilt entry */
+  ccshim_adapter* closure;  /* libffi closure */
+  XLA_FFI_Handler* b1;
+  /* B0's ready arguments */
+  const void* in[MAX_BUFFERS];
+  void* buffers[MAX_BUFFERS];
+  ccshim_legacy_status_storage status;
+  void* stream;
+} config;
+
+static const unsigned char opaque_bytes[8] = {1, 0, 0, 0, 2, 0, 0, 0};
+
+static void die(const char* what) {
+  fprintf(stderr, "ccshim bench: %s: %s\n", what, ccshim_last_error());
+  exit(2);
+}
+
+static void config_init(config* c, int form, int arity) {
+  memset(c, 0, sizeof *c);
+  c->form = form;
+  c->arity = arity;
+  int nargs = arity - 1; /* and one result */
+  ccshim_context_options o;
+  memset(&o, 0, sizeof o);
+  o.platform = form == 3 ? "cuda" : "host";
+  if (ccshim_context_new(&o, &c->ctx) || ccshim_frame_builder_new(&c->fb)) die("setup");
+  int64_t four = 4;
+  for (int i = 0; i < nargs; i++)
+    if (ccshim_frame_builder_add_arg(c->fb, XLA_FFI_DataType_F32, c->data[i], 1, &four))
+      die("frame");
+  if (ccshim_frame_builder_add_ret(c->fb, XLA_FFI_DataType_F32, c->data[nargs], 1, &four))
+    die("frame");
+  if (form >= 2 &&
+      ccshim_frame_builder_add_array(c->fb, "opaque", XLA_FFI_DataType_U8, opaque_bytes, 8))
+    die("frame");
+  if (ccshim_frame_builder_build(c->fb, ccshim_ffi_api(), c->ctx,
+                                 XLA_FFI_ExecutionStage_EXECUTE, &c->frame))
+    die("frame");
+  static const ccshim_legacy_fn kernels[NUM_FORMS] = {
+      (ccshim_legacy_fn)triv_cpu_v1, (ccshim_legacy_fn)triv_cpu_v2,
+      (ccshim_legacy_fn)triv_cpu_v3, (ccshim_legacy_fn)triv_gpu};
+  static XLA_FFI_Handler* const b1s[NUM_FORMS] = {b1_cpu_v1, b1_cpu_v2, b1_cpu_v3, b1_gpu};
+  const int versions[NUM_FORMS] = {1, 2, 3, 2};
+  ccshim_wrap_options wo;
+  memset(&wo, 0, sizeof wo);
+  wo.entry = CCSHIM_ENTRY_PREBUILT;
+  ccshim_platform platform = form == 3 ? CCSHIM_PLATFORM_CUDA : CCSHIM_PLATFORM_HOST;
+  if (ccshim_wrap(kernels[form], versions[form], platform, NULL, &wo, &c->adapter))
+    die("wrap");
+  wo.entry = CCSHIM_ENTRY_CLOSURE;
+  if (ccshim_wrap(kernels[form], versions[form], platform, NULL, &wo, &c->closure))
+    die("wrap");
+  c->b1 = b1s[form];
+  for (int i = 0; i < nargs; i++) c->in[i] = c->data[i];
+  for (int i = 0; i <= nargs; i++) c->buffers[i] = c->data[i];
+  ccshim_legacy_status_init(&c->status);
+  c->stream = ccshim_context_stream(c->ctx);
+}
+
+static void config_free(config* c) {
+  ccshim_adapter_free(c->adapter);
+  ccshim_adapter_free(c->closure);
+  ccshim_frame_builder_free(c->fb);
+  ccshim_context_free(c->ctx);
+}
+
+static void __attribute__((noinline)) run_b0(config* c, long n) {
+  XlaCustomCallStatus* s = (XlaCustomCallStatus*)&c->status;
+  void* out = c->data[c->arity - 1];
+  for (long k = 0; k < n; k++) {
+    switch (c->form) {
+      case 0: k_v1(out, c->in); break;
+      case 1: k_v2(out, c->in, s); break;
+      case 2: k_v3(out, c->in, (const char*)opaque_bytes, 8, s); break;
+      default: k_gpu(c->stream, c->buffers, (const char*)opaque_bytes, 8, s); break;
+    }
+  }
+}
+
+static void __attribute__((noinline)) run_handler(config* c, XLA_FFI_Handler* h, long n) {
+  b1_nargs = c->arity - 1;
+  b1_nrets = 1;
+  for (long k = 0; k < n; k++) {
+    XLA_FFI_Error* e = h(&c->frame);
+    if (e != NULL) die(ccshim_error_message(e));
+  }
+}
+
+static void run_variant(config* c, int v, long n) {
+  switch (v) {
+    case 0: run_b0(c, n); break;
+    case 1: run_handler(c, c->b1, n); break;
+    case 2: run_handler(c, ccshim_adapter_handler(c->adapter), n); break;
+    default: run_handler(c, ccshim_adapter_handler(c->closure), n); break;
+  }
+}
+
+/* --- Measurements ------------------------------------------------------------ */
+
+static double now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int by_value(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof *v, by_value);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Median nanoseconds per call of each variant, measured interleaved. */
+static void time_config(config* c, int runs, long calls, double ns[VARIANTS]) {
+  double samples[VARIANTS][64];
+  for (int v = 0; v < VARIANTS; v++) run_variant(c, v, calls / 10); /* warm up */
+  for (int r = 0; r < runs; r++)
+    for (int v = 0; v < VARIANTS; v++) {
+      double t0 = now_ns();
+      run_variant(c, v, calls);
+      samples[v][r] = (now_ns() - t0) / (double)calls;
+    }
+  for (int v = 0; v < VARIANTS; v++) ns[v] = median(samples[v], runs);
+}
+
+/* Under callgrind: each variant's loop collected alone and dumped under its
+ * own name, parsed by the parent. */
+static void instructions_child(long calls) {
+  for (int f = 0; f < NUM_FORMS; f++)
+    for (int a = 0; a < NUM_ARITIES; a++) {
+      config* c = malloc(sizeof *c);
+      config_init(c, f, arities[a]);
+      for (int v = 0; v < VARIANTS; v++) {
+        run_variant(c, v, 16); /* resolve lazy bindings outside the count */
+        char label[64];
+        snprintf(label, sizeof label, "%s/%d/%s", form_names[f], arities[a],
+                 variant_names[v]);
+        CALLGRIND_TOGGLE_COLLECT;
+        run_variant(c, v, calls);
+        CALLGRIND_TOGGLE_COLLECT;
+        CALLGRIND_DUMP_STATS_AT(label);
+      }
+      config_free(c);
+      free(c);
+    }
+}
+
+/* Reads every dump callgrind wrote: "desc: Trigger: Client Request: LABEL"
+ * then "summary: N" (or "totals: N"). */
+static int read_dumps(const char* dir, double instr[NUM_FORMS][NUM_ARITIES][VARIANTS],
+                      long calls) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "cat %s/cg.out* 2>/dev/null", dir);
+  FILE* p = popen(cmd, "r");
+  if (p == NULL) return 0;
+  char line[512], label[128] = "";
+  int found = 0;
+  while (fgets(line, sizeof line, p)) {
+    if (sscanf(line, "desc: Trigger: Client Request: %127s", label) == 1) continue;
+    unsigned long long n;
+    if (label[0] && (sscanf(line, "summary: %llu", &n) == 1 ||
+                     sscanf(line, "totals: %llu", &n) == 1)) {
+      for (int f = 0; f < NUM_FORMS; f++)
+        for (int a = 0; a < NUM_ARITIES; a++)
+          for (int v = 0; v < VARIANTS; v++) {
+            char want[64];
+            snprintf(want, sizeof want, "%s/%d/%s", form_names[f], arities[a],
+                     variant_names[v]);
+            if (strcmp(want, label) == 0) {
+              instr[f][a][v] = (double)n / (double)calls;
+              found++;
+            }
+          }
+      label[0] = '\0';
+    }
+  }
+  pclose(p);
+  return found;
+}
+
+static int measure_instructions(const char* self,
+                                double instr[NUM_FORMS][NUM_ARITIES][VARIANTS],
+                                long calls) {
+  if (!HAVE_CALLGRIND || system("valgrind --version >/dev/null 2>&1") != 0) return 0;
+  char dir[] = "/tmp/ccshim-bench-XXXXXX";
+  if (mkdtemp(dir) == NULL) return 0;
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "valgrind --tool=callgrind --collect-atstart=no --dump-instr=no "
+           "--callgrind-out-file=%s/cg.out.%%p %s bench --instructions-child %ld "
+           ">/dev/null 2>&1",
+           dir, self, calls);
+  int rc = system(cmd);
+  int found = rc == 0 ? read_dumps(dir, instr, calls) : 0;
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) fprintf(stderr, "ccshim bench: could not remove %s\n", dir);
+  return found;
+}
+
+/* Two threads on one adapter, against one. */
+typedef struct scaling_job {
+  config* c;
+  long calls;
+} scaling_job;
+
+static void* scaling_worker(void* p) {
+  scaling_job* j = p;
+  run_handler(j->c, ccshim_adapter_handler(j->c->adapter), j->calls);
+  return NULL;
+}
+
+static double thread_scaling(long calls) {
+  config* c[2];
+  for (int i = 0; i < 2; i++) {
+    c[i] = malloc(sizeof *c[i]);
+    config_init(c[i], 1, 4);
+  }
+  /* Both threads call the first config's adapter on their own frames. */
+  ccshim_adapter_free(c[1]->adapter);
+  c[1]->adapter = c[0]->adapter;
+  double best1 = 1e30, best2 = 1e30;
+  for (int r = 0; r < 5; r++) {
+    double t0 = now_ns();
+    run_handler(c[0], ccshim_adapter_handler(c[0]->adapter), calls);
+    double t1 = now_ns() - t0;
+    pthread_t th[2];
+    scaling_job jobs[2] = {{c[0], calls}, {c[1], calls}};
+    t0 = now_ns();
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, scaling_worker, &jobs[i]);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    double t2 = now_ns() - t0;
+    if (t1 < best1) best1 = t1;
+    if (t2 < best2) best2 = t2;
+  }
+  c[1]->adapter = NULL;
+  for (int i = 0; i < 2; i++) {
+    config_free(c[i]);
+    free(c[i]);
+  }
+  return 2.0 * best1 / best2; /* throughput of two threads over one */
+}
+
+static void wrap_cost(double* wrap_us, size_t* footprint, size_t* closure_bytes) {
+  enum { N = 2000 };
+  static ccshim_adapter* a[N];
+  const char* sig = "(f32[128], f32[2048]) -> f32[2048]";
+  double best = 1e30;
+  for (int r = 0; r < 5; r++) {
+    double t0 = now_ns();
+    for (int i = 0; i < N; i++)
+      if (ccshim_wrap((ccshim_legacy_fn)triv_cpu_v2, 2, CCSHIM_PLATFORM_HOST, sig, NULL,
+                      &a[i]))
+        die("wrap");
+    double t = (now_ns() - t0) / N / 1000.0;
+    if (t < best) best = t;
+    *footprint = ccshim_adapter_footprint(a[0]);
+    for (int i = 0; i < N; i++) ccshim_adapter_free(a[i]);
+  }
+  *wrap_us = best;
+  *closure_bytes = ccshim_closure_size();
+}
+
+/* --- Report ---------------------------------------------------------------------- */
+
+int ccshim_bench_main(const char* self, int argc, char** argv) {
+  const char* json_path = "bench.json";
+  int quick = 0, instructions = 1;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--instructions-child") == 0 && i + 1 < argc) {
+      instructions_child(atol(argv[i + 1]));
+      return 0;
+    }
+    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
+    else if (strcmp(argv[i], "--quick") == 0) quick = 1;
+    else if (strcmp(argv[i], "--no-instructions") == 0) instructions = 0;
+    else {
+      fprintf(stderr, "usage: ccshim bench [--json FILE] [--quick] [--no-instructions]\n");
+      return 2;
+    }
+  }
+  const long calls = quick ? 20000 : 200000;
+  const int runs = quick ? 5 : 11;
+  static double ns[NUM_FORMS][NUM_ARITIES][VARIANTS];
+  static double instr[NUM_FORMS][NUM_ARITIES][VARIANTS];
+  for (int f = 0; f < NUM_FORMS; f++)
+    for (int a = 0; a < NUM_ARITIES; a++) {
+      config* c = malloc(sizeof *c);
+      config_init(c, f, arities[a]);
+      time_config(c, runs, calls, ns[f][a]);
+      config_free(c);
+      free(c);
+    }
+  int have_instr = instructions && measure_instructions(self, instr, 1000) ==
+                                       NUM_FORMS * NUM_ARITIES * VARIANTS;
+  double scaling = thread_scaling(quick ? 200000 : 2000000);
+  double wrap_us;
+  size_t footprint, closure_bytes;
+  wrap_cost(&wrap_us, &footprint, &closure_bytes);
+
+  printf("ccshim %s bench: per call, the same trivial legacy kernel and frame\n"
+         "  B0 direct call (floor)   B1 hand-written typed handler   "
+         "B2 ccshim adapter (prebuilt entry)   B2c (libffi closure)\n\n",
+         ccshim_version());
+  printf("%-7s %4s | %8s %8s %8s %8s | %7s %7s | %6s %6s %6s %6s | %7s\n", "form", "bufs",
+         "B0 ins", "B1 ins", "B2 ins", "B2c ins", "B2/B1", "target", "B0 ns", "B1 ns",
+         "B2 ns", "B2c ns", "B2/B1 ns");
+  int met = 1;
+  for (int f = 0; f < NUM_FORMS; f++)
+    for (int a = 0; a < NUM_ARITIES; a++) {
+      double* i = instr[f][a];
+      double* t = ns[f][a];
+      double over = have_instr ? (i[2] - i[0]) / (i[1] - i[0]) : 0;
+      if (have_instr && over > 1.25) met = 0;
+      char ins[4][16], ratio[16];
+      for (int v = 0; v < VARIANTS; v++)
+        snprintf(ins[v], sizeof ins[v], have_instr ? "%.0f" : "-", i[v]);
+      snprintf(ratio, sizeof ratio, have_instr ? "%.2f" : "-", over);
+      printf("%-7s %4d | %8s %8s %8s %8s | %7s %7s | %6.2f %6.2f %6.2f %6.2f | %7.2f\n",
+             form_names[f], arities[a], ins[0], ins[1], ins[2], ins[3], ratio,
+             have_instr ? (over <= 1.25 ? "met" : "MISSED") : "-", t[0], t[1], t[2], t[3],
+             (t[2] - t[0]) / (t[1] - t[0]));
+    }
+  printf("\nB2/B1 is the adapter's overhead over the floor, relative to the "
+         "hand-written handler's: (B2-B0)/(B1-B0); target <= 1.25 in instructions.\n");
+  if (!have_instr)
+    printf("instructions: not measured (valgrind or its callgrind.h not available)\n");
+  printf("two threads on one adapter: %.2fx one thread's throughput (target >= 1.8 on "
+         "2 cores; %ld cores here)\n",
+         scaling, sysconf(_SC_NPROCESSORS_ONLN));
+  printf("wrapping a kernel: %.2f us (target < 5); one adapter: %zu bytes (target < "
+         "1024) plus a %zu-byte closure when it uses one\n",
+         wrap_us, footprint, closure_bytes);
+
+  FILE* j = fopen(json_path, "w");
+  if (j == NULL) {
+    perror(json_path);
+    return 2;
+  }
+  fprintf(j, "{\n  \"version\": \"%s\",\n  \"instructions_measured\": %s,\n",
+          ccshim_version(), have_instr ? "true" : "false");
+  fprintf(j, "  \"rows\": [\n");
+  for (int f = 0; f < NUM_FORMS; f++)
+    for (int a = 0; a < NUM_ARITIES; a++) {
+      double* i = instr[f][a];
+      double* t = ns[f][a];
+      fprintf(j,
+              "    {\"form\": \"%s\", \"buffers\": %d, \"instructions\": {\"B0\": %.1f, "
+              "\"B1\": %.1f, \"B2\": %.1f, \"B2c\": %.1f}, \"ns\": {\"B0\": %.3f, \"B1\": "
+              "%.3f, \"B2\": %.3f, \"B2c\": %.3f}}%s\n",
+              form_names[f], arities[a], i[0], i[1], i[2], i[3], t[0], t[1], t[2], t[3],
+              f == NUM_FORMS - 1 && a == NUM_ARITIES - 1 ? "" : ",");
+    }
+  fprintf(j,
+          "  ],\n  \"two_thread_scaling\": %.3f,\n  \"cores\": %ld,\n  \"wrap_us\": %.3f,\n"
+          "  \"adapter_bytes\": %zu,\n  \"closure_bytes\": %zu\n}\n",
+          scaling, sysconf(_SC_NPROCESSORS_ONLN), wrap_us, footprint, closure_bytes);
+  fclose(j);
+  printf("wrote %s\n", json_path);
+  return have_instr && !met ? 1 : 0;
+}

@@ -1,0 +1,55 @@
+/*
+ * The ccshim command:
+ *
+ *   ccshim conform LIB SYMBOL --api N --signature SIG ...   legacy vs typed, side by side
+ *   ccshim conform --manifest FILE                          a whole codebase at once
+ *   ccshim scan DIR                                         the legacy inventory
+ *   ccshim bench                                            the adapter's cost
+ *   ccshim version
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "ccshim/ccshim.h"
+#include "tools.h"
+
+static void usage(FILE* to) {
+  fprintf(to,
+          "usage: ccshim COMMAND [ARGS]\n\n"
+          "  conform LIB SYMBOL --api N --signature SIG [--platform cpu] [--opaque-hex HEX |\n"
+          "          --opaque-file F] [--seed S] [--runs K] [--rtol R] [--json]\n"
+          "  conform --manifest FILE [--json]\n"
+          "                 run legacy kernels through the legacy invoker and through an\n"
+          "                 adapter in the embedded typed runtime, and compare\n"
+          "  scan DIR [--json]\n"
+          "                 find legacy custom calls in C, C++, CUDA, HIP, Python, Cython\n"
+          "  bench [--json FILE] [--quick] [--no-instructions]\n"
+          "                 the adapter's cost against a direct call and a hand-written handler\n"
+          "  version        print ccshim's version\n");
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char* cmd = argv[1];
+  if (!strcmp(cmd, "version")) {
+    printf("ccshim %s\n", ccshim_version());
+    return 0;
+  }
+  if (!strcmp(cmd, "bench")) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n < 0) n = (ssize_t)strlen(strncpy(self, argv[0], sizeof self - 1));
+    self[n] = '\0';
+    return ccshim_bench_main(self, argc - 2, argv + 2);
+  }
+  if (!strcmp(cmd, "conform")) return ccshim_conform_main(argc - 2, argv + 2);
+  if (!strcmp(cmd, "scan")) return ccshim_scan_main(argc - 2, argv + 2);
+  fprintf(stderr, "ccshim: unknown command '%s'\n\n", cmd);
+  usage(stderr);
+  return 2;
+}
