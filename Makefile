@@ -73,8 +73,12 @@ test-fuzz: setup
 fuzz:
 	@$(MAKE) --no-print-directory test-fuzz FUZZ_SECONDS=600
 
+# The README's figures: the per-call table and JSON, the JAX end-to-end
+# ratio, and the chart.
 bench: build
-	@$(BUILD)/tools/ccshim bench --json bench/results.json
+	@$(BUILD)/tools/ccshim bench --json bench/results.json | tee bench/results.txt
+	@CCSHIM_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) bench/jax_e2e.py --json bench/e2e.json
+	@$(PYTHON) bench/plot.py bench/results.json docs/bench.png
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

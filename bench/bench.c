@@ -422,7 +422,7 @@ static double thread_scaling(long calls) {
   ccshim_adapter_free(c[1]->adapter);
   c[1]->adapter = c[0]->adapter;
   double best1 = 1e30, best2 = 1e30;
-  for (int r = 0; r < 5; r++) {
+  for (int r = 0; r < 15; r++) { /* best of many: the machine may be shared */
     double t0 = now_ns();
     run_handler(c[0], ccshim_adapter_handler(c[0]->adapter), calls);
     double t1 = now_ns() - t0;

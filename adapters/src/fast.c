@@ -93,15 +93,26 @@ static inline __attribute__((target("avx2"))) int gather_avx2(
 }
 #endif
 
-/* Every buffer's dtype, rank and dims against the signature. */
-FAST int specs_match(const leaf_spec* specs, void* const* bufs, int64_t n) {
+/* With a signature: one pass that checks each buffer's dtype, rank and
+ * dims against it and copies its data pointer, as gather does. */
+FAST int gather_checked(void** dst, void* const* src, const leaf_spec* specs,
+                        int64_t n) {
+  if (n == 0) return 1;
+  if (CCSHIM__UNLIKELY(src == NULL)) return 0;
   for (int64_t i = 0; i < n; i++) {
-    const XLA_FFI_Buffer* b = bufs[i];
+    const XLA_FFI_Buffer* b = src[i];
     const leaf_spec* s = &specs[i];
-    if ((int)b->dtype != s->dtype || b->rank != s->rank) return 0;
-    if (s->rank > 0 && b->dims == NULL) return 0;
-    for (int32_t d = 0; d < s->rank; d++)
-      if (b->dims[d] != s->dims[d]) return 0;
+    if (CCSHIM__UNLIKELY(b == NULL || (int)b->dtype != s->dtype || b->rank != s->rank))
+      return 0;
+    if (s->rank > 0) {
+      const int64_t* dims = b->dims;
+      if (CCSHIM__UNLIKELY(dims == NULL)) return 0;
+      for (int32_t d = 0; d < s->rank; d++)
+        if (CCSHIM__UNLIKELY(dims[d] != s->dims[d])) return 0;
+    }
+    void* p = b->data;
+    if (CCSHIM__UNLIKELY(p == NULL)) return 0;
+    dst[i] = p;
   }
   return 1;
 }
@@ -188,7 +199,8 @@ typedef int (*gather_fn)(void** dst, void* const* src, int64_t n);
 
 /* `gather` is a constant in each instantiation, so it is inlined there. */
 FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
-                              const form form, const gather_fn gather) {
+                              const form form, const gather_fn gather,
+                              const int checked) {
   if (CCSHIM__UNLIKELY(f == NULL || f->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE ||
                        f->extension_start != NULL))
     goto general;
@@ -200,13 +212,14 @@ FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
     goto general; /* also catches a negative count, as a huge unsigned one */
   }
   void* ptrs[FAST_PTRS];
-  if (CCSHIM__UNLIKELY(!gather(ptrs, f->args.args, na) ||
-                       !gather(ptrs + na, f->rets.rets, nr)))
+  if (checked) { /* the adapter has a signature: a->specs != NULL */
+    if (CCSHIM__UNLIKELY(!gather_checked(ptrs, f->args.args, a->specs, na) ||
+                         !gather_checked(ptrs + na, f->rets.rets, a->specs + na, nr)))
+      goto general;
+  } else if (CCSHIM__UNLIKELY(!gather(ptrs, f->args.args, na) ||
+                              !gather(ptrs + na, f->rets.rets, nr))) {
     goto general;
-  if (a->specs != NULL &&
-      CCSHIM__UNLIKELY(!specs_match(a->specs, f->args.args, na) ||
-                       !specs_match(a->specs + na, f->rets.rets, nr)))
-    goto general;
+  }
 
   char opaque[FAST_OPAQUE];
   size_t opaque_len = 0;
@@ -248,52 +261,39 @@ general:
   return ccshim__adapter_call(a, f);
 }
 
-/* One function per form (and instruction set), so that each is straight
- * code for its form. */
-#define FAST_FN(name, form, gather, attr)                                    \
+/* One function per form, per instruction set, and with or without a
+ * signature, so that each is straight code for its case. */
+#define FAST_FN(name, form, gather, checked, attr)                             \
   static attr XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) { \
-    return fast_call(a, f, form, gather);                                    \
+    return fast_call(a, f, form, gather, checked);                             \
   }
-#define FAST_FNS(suffix, gather, attr)                          \
-  FAST_FN(fast_cpu_v1##suffix, FORM_CPU_V1, gather, attr)       \
-  FAST_FN(fast_cpu_v2##suffix, FORM_CPU_V2, gather, attr)       \
-  FAST_FN(fast_cpu_v3##suffix, FORM_CPU_V3, gather, attr)       \
-  FAST_FN(fast_gpu_v1##suffix, FORM_GPU_V1, gather, attr)       \
-  FAST_FN(fast_gpu_v2##suffix, FORM_GPU_V2, gather, attr)
+#define FAST_FORMS(suffix, gather, checked, attr)                       \
+  FAST_FN(fast_cpu_v1##suffix, FORM_CPU_V1, gather, checked, attr)      \
+  FAST_FN(fast_cpu_v2##suffix, FORM_CPU_V2, gather, checked, attr)      \
+  FAST_FN(fast_cpu_v3##suffix, FORM_CPU_V3, gather, checked, attr)      \
+  FAST_FN(fast_gpu_v1##suffix, FORM_GPU_V1, gather, checked, attr)      \
+  FAST_FN(fast_gpu_v2##suffix, FORM_GPU_V2, gather, checked, attr)      \
+  static const ccshim__call_fn fast##suffix[] = {                       \
+      fast_cpu_v1##suffix, fast_cpu_v2##suffix, fast_cpu_v3##suffix,    \
+      fast_gpu_v1##suffix, fast_gpu_v2##suffix};
 
+/* With a signature the checked gather is scalar, whatever the CPU. */
+FAST_FORMS(_checked, gather_scalar, 1, )
+FAST_FORMS(, gather_scalar, 0, )
 #if defined(CCSHIM_HAVE_AVX2_PATH)
-FAST_FNS(, gather_scalar, )
-FAST_FNS(_avx2, gather_avx2, __attribute__((target("avx2"))))
+FAST_FORMS(_avx2, gather_avx2, 0, __attribute__((target("avx2"))))
 static int use_avx2(void) {
   static int known = -1;
   if (known < 0) known = __builtin_cpu_supports("avx2") ? 1 : 0;
   return known;
 }
-#else
-FAST_FNS(, gather_scalar, )
-static int use_avx2(void) { return 0; }
 #endif
 
 ccshim__call_fn ccshim__select_call(const ccshim_adapter* a) {
-  if (a->nested != NULL) return ccshim__adapter_call;
+  if (a->nested != NULL || a->form > FORM_GPU_V2) return ccshim__adapter_call;
+  if (a->specs != NULL) return fast_checked[a->form];
 #if defined(CCSHIM_HAVE_AVX2_PATH)
-  if (use_avx2()) {
-    switch ((form)a->form) {
-      case FORM_CPU_V1: return fast_cpu_v1_avx2;
-      case FORM_CPU_V2: return fast_cpu_v2_avx2;
-      case FORM_CPU_V3: return fast_cpu_v3_avx2;
-      case FORM_GPU_V1: return fast_gpu_v1_avx2;
-      case FORM_GPU_V2: return fast_gpu_v2_avx2;
-    }
-  }
+  if (use_avx2()) return fast_avx2[a->form];
 #endif
-  (void)use_avx2;
-  switch ((form)a->form) {
-    case FORM_CPU_V1: return fast_cpu_v1;
-    case FORM_CPU_V2: return fast_cpu_v2;
-    case FORM_CPU_V3: return fast_cpu_v3;
-    case FORM_GPU_V1: return fast_gpu_v1;
-    case FORM_GPU_V2: return fast_gpu_v2;
-  }
-  return ccshim__adapter_call;
+  return fast[a->form];
 }
