@@ -1,11 +1,878 @@
-/* `ccshim conform`: written with issue 5; a placeholder refusing to run. */
+/*
+ * `ccshim conform`: a legacy kernel side by side, through the legacy invoker
+ * (as XLA's legacy runtime called it) and through an adapter in the embedded
+ * typed runtime, on deterministic random inputs, compared byte for byte or
+ * within a relative tolerance.  Each side runs in a child process, so a
+ * kernel that crashes is reported as crashed; outputs come back through
+ * shared memory.
+ *
+ *   ccshim conform LIB SYMBOL --api N --signature SIG [--platform cpu]
+ *                  [--opaque-hex HEX | --opaque-file F] [--seed S] [--runs K]
+ *                  [--rtol R] [--timeout SECONDS] [--json]
+ *   ccshim conform --manifest FILE [--json]
+ *
+ * A manifest has one target a line, the same arguments as above ('#'
+ * starts a comment; quotes group words; a relative LIB is relative to the
+ * manifest).  Exit status: 0 when every target is equal, 1 when one is not,
+ * 2 when the command itself is wrong.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "ccshim/ccshim.h"
 #include "tools.h"
 
+enum { MESSAGE_CAP = 512 };
+
+typedef struct target {
+  char lib[1024];
+  char symbol[256];
+  int api;
+  ccshim_platform platform;
+  char signature[2048];
+  unsigned char* opaque;
+  size_t opaque_len;
+  uint64_t seed;
+  int runs;
+  double rtol; /* 0: byte for byte */
+  int timeout;
+  void* handle; /* the loaded library */
+} target;
+
+/* How one side of one run ended. */
+enum { RAN = 0, FAILED = 1, CRASHED = 2, TIMED_OUT = 3, BROKEN = 4 };
+
+typedef struct side {
+  int state;
+  int done;                   /* the child came back from the kernel */
+  int code;                   /* XLA code of a failure */
+  char message[MESSAGE_CAP];  /* failure message, crash signal, or setup error */
+} side;
+
+typedef struct report {
+  char symbol[256];
+  char lib[1024];
+  char form[16];
+  char signature[2048];
+  int runs, equal;
+  int failed;                 /* of the equal runs, those where both sides failed alike */
+  int status;                 /* 0 equal, 1 differ, 2 crashed, 3 error, 4 overran */
+  long first_byte;            /* the first differing byte, or -1 */
+  size_t first_result;        /* of which result */
+  char detail[2400];
+  char legacy[MESSAGE_CAP], typed[MESSAGE_CAP];
+} report;
+
+static const char* form_name(int api, ccshim_platform p) {
+  static char buf[16];
+  snprintf(buf, sizeof buf, "%s v%d", p == CCSHIM_PLATFORM_HOST ? "CPU" : "GPU", api);
+  return buf;
+}
+
+/* --- Inputs ----------------------------------------------------------------- */
+
+static uint64_t next(uint64_t* s) {
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* Random values for one buffer: integers any bits, pred 0 or 1, the rest
+ * any bytes; floats ordinary values, with NaN, +-Inf and -0 among them when
+ * `specials` (every other run, so that kernels which refuse non-finite
+ * input are compared on the results they compute as well). */
+static void fill(void* data, size_t bytes, int dtype, uint64_t seed, int specials) {
+  uint64_t s = seed | 1;
+  unsigned char* p = data;
+  if (dtype == XLA_FFI_DataType_F32 || dtype == XLA_FFI_DataType_C64) {
+    float* f = data;
+    for (size_t i = 0; i < bytes / 4; i++) {
+      uint64_t r = next(&s);
+      switch (specials ? r % 53 : 53) {
+        case 0: f[i] = NAN; break;
+        case 1: f[i] = INFINITY; break;
+        case 2: f[i] = -INFINITY; break;
+        case 3: f[i] = -0.0f; break;
+        default: f[i] = (float)((double)(int64_t)(r >> 11) / 9007199254740992.0 * 200.0);
+      }
+    }
+    return;
+  }
+  if (dtype == XLA_FFI_DataType_F64 || dtype == XLA_FFI_DataType_C128) {
+    double* f = data;
+    for (size_t i = 0; i < bytes / 8; i++) {
+      uint64_t r = next(&s);
+      switch (specials ? r % 53 : 53) {
+        case 0: f[i] = NAN; break;
+        case 1: f[i] = INFINITY; break;
+        case 2: f[i] = -INFINITY; break;
+        case 3: f[i] = -0.0; break;
+        default: f[i] = (double)(int64_t)(r >> 11) / 9007199254740992.0 * 200.0;
+      }
+    }
+    return;
+  }
+  for (size_t i = 0; i < bytes; i++) p[i] = (unsigned char)next(&s);
+  if (dtype == XLA_FFI_DataType_PRED)
+    for (size_t i = 0; i < bytes; i++) p[i] &= 1;
+}
+
+/* --- Comparing ---------------------------------------------------------------- */
+
+static double half_to_double(uint16_t h, int bf16) {
+  uint32_t f;
+  if (bf16) {
+    f = (uint32_t)h << 16;
+  } else {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023;
+    if (exp == 0) {
+      float v = ldexpf((float)man, -24);
+      return sign ? -v : v;
+    }
+    f = sign | (exp == 31 ? 0xff << 23 : (exp - 15 + 127) << 23) | man << 13;
+  }
+  float v;
+  memcpy(&v, &f, 4);
+  return v;
+}
+
+/* Within rtol: equal bits, both NaN, or |a - b| <= rtol * |b|. */
+static int close_enough(double a, double b, double rtol) {
+  if (isnan(a) && isnan(b)) return 1;
+  if (a == b) return 1;
+  return fabs(a - b) <= rtol * fabs(b);
+}
+
+/* Returns the first differing byte of a buffer, or -1. */
+static long compare(const unsigned char* a, const unsigned char* b, size_t bytes, int dtype,
+                    double rtol) {
+  if (rtol <= 0) {
+    for (size_t i = 0; i < bytes; i++)
+      if (a[i] != b[i]) return (long)i;
+    return -1;
+  }
+  size_t w = 0;
+  switch (dtype) {
+    case XLA_FFI_DataType_F16: case XLA_FFI_DataType_BF16: w = 2; break;
+    case XLA_FFI_DataType_F32: case XLA_FFI_DataType_C64: w = 4; break;
+    case XLA_FFI_DataType_F64: case XLA_FFI_DataType_C128: w = 8; break;
+    default: return compare(a, b, bytes, dtype, 0);
+  }
+  for (size_t i = 0; i + w <= bytes; i += w) {
+    double x, y;
+    if (w == 2) {
+      uint16_t u, v;
+      memcpy(&u, a + i, 2);
+      memcpy(&v, b + i, 2);
+      x = half_to_double(u, dtype == XLA_FFI_DataType_BF16);
+      y = half_to_double(v, dtype == XLA_FFI_DataType_BF16);
+    } else if (w == 4) {
+      float u, v;
+      memcpy(&u, a + i, 4);
+      memcpy(&v, b + i, 4);
+      x = u;
+      y = v;
+    } else {
+      memcpy(&x, a + i, 8);
+      memcpy(&y, b + i, 8);
+    }
+    if (!close_enough(x, y, rtol)) return (long)i;
+  }
+  return -1;
+}
+
+/* --- Buffers ------------------------------------------------------------------ */
+
+/* Every buffer ends at a guard page, the way Electric Fence places them: a
+ * kernel that writes past the end of a buffer faults on the page, and one
+ * that writes into the alignment slack before it (under 64 bytes) is caught
+ * by the canary there.  Buffers start 64-byte aligned, as XLA's do. */
+enum { ALIGN = 64, CANARY = 0xCB, UNWRITTEN = 0xA5 };
+
+typedef struct buffer {
+  unsigned char* data; /* NULL for a token */
+  size_t bytes;
+  size_t slack;        /* canary bytes after the buffer, up to the guard */
+  int dtype;
+} buffer;
+
+typedef struct layout {
+  ccshim_signature* sig;
+  buffer* args;
+  buffer* rets[2]; /* [0] the legacy side's results, [1] the typed side's */
+  unsigned char* map;
+  size_t map_bytes;
+} layout;
+
+static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+static void layout_free(layout* l) {
+  if (l->map) munmap(l->map, l->map_bytes);
+  free(l->args);
+  free(l->rets[0]);
+  free(l->rets[1]);
+  ccshim_signature_free(l->sig);
+  memset(l, 0, sizeof *l);
+}
+
+/* Sizes every leaf, maps the buffers with their guards; 0 or -1 with detail. */
+static int layout_init(layout* l, char* detail, size_t cap) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t na = l->sig->num_arg_leaves, nr = l->sig->num_ret_leaves;
+  l->args = calloc(na + 1, sizeof(buffer));
+  l->rets[0] = calloc(nr + 1, sizeof(buffer));
+  l->rets[1] = calloc(nr + 1, sizeof(buffer));
+  if (!l->args || !l->rets[0] || !l->rets[1]) {
+    snprintf(detail, cap, "out of memory");
+    return -1;
+  }
+  buffer* all[3] = {l->args, l->rets[0], l->rets[1]};
+  size_t count[3] = {na, nr, nr};
+  size_t total = 0;
+  for (int g = 0; g < 3; g++)
+    for (size_t i = 0; i < count[g]; i++) {
+      const ccshim_shape* s = g == 0 ? l->sig->arg_leaves[i] : l->sig->ret_leaves[i];
+      buffer* b = &all[g][i];
+      b->dtype = s->dtype;
+      b->bytes = ccshim_dtype_bytes(s->dtype, (uint64_t)ccshim_shape_elements(s), NULL);
+      if (b->bytes > ((size_t)1 << 40)) {
+        snprintf(detail, cap, "%s %zu needs %zu bytes; conform maps at most 1 TiB a buffer",
+                 g == 0 ? "argument" : "result", i, b->bytes);
+        return -1;
+      }
+      if (s->dtype != XLA_FFI_DataType_TOKEN)
+        total += round_up(round_up(b->bytes, ALIGN), page) + page;
+    }
+  l->map_bytes = total ? total : page;
+  l->map = mmap(NULL, l->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (l->map == MAP_FAILED) {
+    l->map = NULL;
+    snprintf(detail, cap, "cannot map %zu bytes for the buffers: %s", total, strerror(errno));
+    return -1;
+  }
+  unsigned char* at = l->map;
+  for (int g = 0; g < 3; g++)
+    for (size_t i = 0; i < count[g]; i++) {
+      buffer* b = &all[g][i];
+      if (b->dtype == XLA_FFI_DataType_TOKEN) continue;
+      size_t used = round_up(b->bytes, ALIGN);
+      unsigned char* guard = at + round_up(used, page);
+      mprotect(guard, page, PROT_NONE);
+      b->data = guard - used;
+      b->slack = used - b->bytes;
+      at = guard + page;
+    }
+  return 0;
+}
+
+/* Fills a buffer and its slack; the contents come from fill() or a byte. */
+static void prepare(buffer* b, int byte, uint64_t seed, int specials) {
+  if (b->data == NULL) return;
+  if (byte < 0) fill(b->data, b->bytes, b->dtype, seed, specials);
+  else memset(b->data, byte, b->bytes);
+  memset(b->data + b->bytes, CANARY, b->slack);
+}
+
+/* The first byte past the end that a kernel wrote, or -1. */
+static long overrun(const buffer* b) {
+  for (size_t k = 0; b->data && k < b->slack; k++)
+    if (b->data[b->bytes + k] != CANARY) return (long)(b->bytes + k);
+  return -1;
+}
+
+/* --- Running one side in a child ---------------------------------------------- */
+
+static ccshim_legacy_fn kernel(const target* t) {
+  ccshim_legacy_fn fn;
+  void* sym = dlsym(t->handle, t->symbol);
+  memcpy(&fn, &sym, sizeof fn);
+  return fn;
+}
+
+static void run_legacy(const target* t, layout* l, side* out) {
+  size_t na = l->sig->num_arg_leaves, nr = l->sig->num_ret_leaves;
+  void** args = calloc(na + 1, sizeof *args);
+  void** rets = calloc(nr + 1, sizeof *rets);
+  for (size_t i = 0; i < na; i++) args[i] = l->args[i].data;
+  for (size_t i = 0; i < nr; i++) rets[i] = l->rets[0][i].data;
+  ccshim_legacy_call c;
+  memset(&c, 0, sizeof c);
+  c.fn = kernel(t);
+  c.api_version = t->api;
+  c.platform = t->platform;
+  c.signature = l->sig;
+  c.args = args;
+  c.num_args = na;
+  c.rets = rets;
+  c.num_rets = nr;
+  c.opaque = (const char*)t->opaque;
+  c.opaque_len = t->opaque_len;
+  ccshim_legacy_outcome o;
+  if (ccshim_legacy_invoke(&c, &o) != CCSHIM_OK) {
+    out->state = BROKEN;
+    snprintf(out->message, sizeof out->message, "%s", ccshim_last_error());
+    return;
+  }
+  if (o.failed) {
+    out->state = FAILED;
+    out->code = o.code;
+    snprintf(out->message, sizeof out->message, "%s", o.message);
+  }
+  ccshim_legacy_outcome_reset(&o);
+}
+
+static void run_typed(const target* t, layout* l, side* out) {
+  ccshim_adapter* a;
+  ccshim_context* ctx;
+  ccshim_frame_builder* fb;
+  ccshim_context_options co;
+  memset(&co, 0, sizeof co);
+  co.platform = ccshim_platform_name(t->platform);
+  if (ccshim_wrap(kernel(t), t->api, t->platform, t->signature, NULL, &a) ||
+      ccshim_context_new(&co, &ctx) || ccshim_frame_builder_new(&fb)) {
+    out->state = BROKEN;
+    snprintf(out->message, sizeof out->message, "%s", ccshim_last_error());
+    return;
+  }
+  for (size_t i = 0; i < l->sig->num_arg_leaves; i++) {
+    const ccshim_shape* s = l->sig->arg_leaves[i];
+    ccshim_frame_builder_add_arg(fb, (XLA_FFI_DataType)s->dtype, l->args[i].data, s->rank,
+                                 s->dims);
+  }
+  for (size_t i = 0; i < l->sig->num_ret_leaves; i++) {
+    const ccshim_shape* s = l->sig->ret_leaves[i];
+    ccshim_frame_builder_add_ret(fb, (XLA_FFI_DataType)s->dtype, l->rets[1][i].data, s->rank,
+                                 s->dims);
+  }
+  if (t->opaque_len)
+    ccshim_frame_builder_add_array(fb, "opaque", XLA_FFI_DataType_U8, t->opaque, t->opaque_len);
+  XLA_FFI_Error* err = NULL;
+  ccshim_status st = ccshim_invoke_handler(ccshim_adapter_handler(a), ctx,
+                                           XLA_FFI_ExecutionStage_EXECUTE, fb, &err);
+  if (st == CCSHIM_EHANDLER) {
+    out->state = FAILED;
+    out->code = (int)ccshim_error_code(err);
+    snprintf(out->message, sizeof out->message, "%s", ccshim_error_message(err));
+  } else if (st != CCSHIM_OK) {
+    out->state = BROKEN;
+    snprintf(out->message, sizeof out->message, "%s", ccshim_last_error());
+  }
+  ccshim_error_free(err);
+}
+
+/* Forks, runs one side, and reads back how it ended.  `out` lies in shared
+ * memory apart from the buffers, so a kernel cannot overwrite it. */
+static void in_child(const target* t, layout* l, side* out, int typed) {
+  memset(out, 0, sizeof *out);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    out->state = BROKEN;
+    snprintf(out->message, sizeof out->message, "fork: %s", strerror(errno));
+    return;
+  }
+  if (pid == 0) {
+    alarm((unsigned)t->timeout);
+    if (typed) run_typed(t, l, out);
+    else run_legacy(t, l, out);
+    out->done = 1;
+    _exit(0);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    out->state = sig == SIGALRM ? TIMED_OUT : CRASHED;
+    if (sig == SIGALRM)
+      snprintf(out->message, sizeof out->message, "timed out after %d s", t->timeout);
+    else
+      snprintf(out->message, sizeof out->message, "crashed: signal %d (%s)", sig, strsignal(sig));
+  } else if (!out->done) {
+    out->state = CRASHED;
+    snprintf(out->message, sizeof out->message, "exited with status %d inside the kernel",
+             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+}
+
+/* --- One target ------------------------------------------------------------------ */
+
+static const char* outcome(const side* s) { return s->state == RAN ? "ran" : s->message; }
+
+/* Runs one target's K runs; the report says how they compared. */
+static int compare_runs(const target* t, layout* l, side* sides, report* r) {
+  size_t na = l->sig->num_arg_leaves, nr = l->sig->num_ret_leaves;
+  for (int run = 0; run < t->runs; run++) {
+    for (int which = 0; which < 2; which++) {
+      /* Both sides get the same inputs, made afresh in case a kernel wrote
+       * into one; and results that start as the same bytes, so that bytes
+       * a kernel leaves unwritten compare equal. */
+      for (size_t i = 0; i < na; i++)
+        prepare(&l->args[i], -1, t->seed * 1000003u + (uint64_t)run * 7919u + i, run % 2);
+      for (size_t i = 0; i < nr; i++) prepare(&l->rets[which][i], UNWRITTEN, 0, 0);
+      in_child(t, l, &sides[which], which);
+      for (size_t i = 0; i < na + nr; i++) {
+        const buffer* b = i < na ? &l->args[i] : &l->rets[which][i - na];
+        long at = overrun(b);
+        if (at >= 0) {
+          snprintf(r->detail, sizeof r->detail,
+                   "run %d: the %s side wrote byte %ld of %s %zu, which has %zu bytes "
+                   "(does the signature match the kernel?)",
+                   run, which ? "typed" : "legacy", at, i < na ? "argument" : "result",
+                   i < na ? i : i - na, b->bytes);
+          return 4;
+        }
+      }
+    }
+    const side* lg = &sides[0];
+    const side* ty = &sides[1];
+    snprintf(r->legacy, sizeof r->legacy, "%s", outcome(lg));
+    snprintf(r->typed, sizeof r->typed, "%s", outcome(ty));
+    if (lg->state >= CRASHED || ty->state >= CRASHED) {
+      snprintf(r->detail, sizeof r->detail, "run %d: legacy %s; typed %s%s", run, outcome(lg),
+               outcome(ty),
+               lg->state == CRASHED && ty->state == CRASHED
+                   ? " (both crashed: does the signature match the kernel?)" : "");
+      return lg->state == BROKEN || ty->state == BROKEN ? 3 : 2;
+    }
+    if (lg->state == FAILED || ty->state == FAILED) {
+      /* Failures compare as outcomes. */
+      if (lg->state == ty->state && lg->code == ty->code &&
+          strcmp(lg->message, ty->message) == 0) {
+        r->equal++;
+        r->failed++;
+        continue;
+      }
+      snprintf(r->detail, sizeof r->detail, "run %d: legacy %s; typed %s", run,
+               lg->state == FAILED ? lg->message : "succeeded",
+               ty->state == FAILED ? ty->message : "succeeded");
+      return 1;
+    }
+    for (size_t i = 0; i < nr; i++) {
+      long first = compare(l->rets[0][i].data, l->rets[1][i].data, l->rets[0][i].bytes,
+                           l->rets[0][i].dtype, t->rtol);
+      if (first >= 0) {
+        r->first_byte = first;
+        r->first_result = i;
+        snprintf(r->detail, sizeof r->detail, "run %d: result %zu differs first at byte %ld",
+                 run, i, first);
+        return 1;
+      }
+    }
+    r->equal++;
+  }
+  return 0;
+}
+
+static int check_target(target* t, report* r) {
+  memset(r, 0, sizeof *r);
+  r->first_byte = -1;
+  snprintf(r->symbol, sizeof r->symbol, "%s", t->symbol);
+  snprintf(r->lib, sizeof r->lib, "%s", t->lib);
+  snprintf(r->form, sizeof r->form, "%s", form_name(t->api, t->platform));
+  snprintf(r->signature, sizeof r->signature, "%s", t->signature);
+  r->runs = t->runs;
+  r->status = 3;
+  if (t->api < 1 || t->api > 3) {
+    snprintf(r->detail, sizeof r->detail, "--api %d: expected 1, 2 or 3", t->api);
+    return 3;
+  }
+  if (t->platform != CCSHIM_PLATFORM_HOST) {
+    snprintf(r->detail, sizeof r->detail,
+             "--platform %s: conform runs CPU kernels (GPU kernels: tests/gpu/run.sh)",
+             ccshim_platform_name(t->platform));
+    return 3;
+  }
+  t->handle = dlopen(t->lib, RTLD_NOW | RTLD_LOCAL);
+  if (t->handle == NULL) {
+    snprintf(r->detail, sizeof r->detail, "cannot load %s: %s", t->lib, dlerror());
+    return 3;
+  }
+  if (dlsym(t->handle, t->symbol) == NULL) {
+    snprintf(r->detail, sizeof r->detail, "no symbol '%s' in %s", t->symbol, t->lib);
+    return 3;
+  }
+  layout l;
+  memset(&l, 0, sizeof l);
+  if (ccshim_signature_parse(t->signature, &l.sig) != CCSHIM_OK) {
+    snprintf(r->detail, sizeof r->detail, "%s", ccshim_last_error());
+    return 3;
+  }
+  ccshim_signature_format(l.sig, r->signature, sizeof r->signature);
+  side* sides = mmap(NULL, 2 * sizeof(side), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                     -1, 0);
+  if (sides == MAP_FAILED) {
+    snprintf(r->detail, sizeof r->detail, "cannot map shared memory: %s", strerror(errno));
+    ccshim_signature_free(l.sig);
+    return 3;
+  }
+  if (layout_init(&l, r->detail, sizeof r->detail) == 0) r->status = compare_runs(t, &l, sides, r);
+  munmap(sides, 2 * sizeof(side));
+  layout_free(&l);
+  return r->status;
+}
+
+/* --- Arguments and manifests -------------------------------------------------------- */
+
+static int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* An integer option within [lo, hi]; 0, or -1 with a one-line error. */
+static int integer(const char* opt, const char* v, long lo, long hi, int* out, char* err,
+                   size_t cap) {
+  char* end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (errno || end == v || *end || n < lo || n > hi) {
+    snprintf(err, cap, "%s %s: expected an integer from %ld to %ld", opt, v, lo, hi);
+    return -1;
+  }
+  *out = (int)n;
+  return 0;
+}
+
+/* Parses one target's words; returns 0 or writes a one-line error. */
+static int parse_target(int argc, char** argv, const char* base_dir, target* t, int* json,
+                        char* err, size_t cap) {
+  memset(t, 0, sizeof *t);
+  t->platform = CCSHIM_PLATFORM_HOST;
+  t->seed = 1;
+  t->runs = 3;
+  t->timeout = 60;
+  int positional = 0;
+  for (int i = 0; i < argc; i++) {
+    const char* a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE                                                          \
+  if (v == NULL) {                                                          \
+    snprintf(err, cap, "%s needs a value", a);                              \
+    return -1;                                                              \
+  }                                                                         \
+  i++
+    if (!strcmp(a, "--json")) {
+      if (json) *json = 1;
+    } else if (!strcmp(a, "--api")) {
+      NEED_VALUE;
+      if (integer(a, v, 1, 3, &t->api, err, cap)) return -1;
+    } else if (!strcmp(a, "--platform")) {
+      NEED_VALUE;
+      if (ccshim_platform_parse(v, &t->platform) != CCSHIM_OK) {
+        snprintf(err, cap, "%s", ccshim_last_error());
+        return -1;
+      }
+    } else if (!strcmp(a, "--signature")) {
+      NEED_VALUE;
+      snprintf(t->signature, sizeof t->signature, "%s", v);
+    } else if (!strcmp(a, "--opaque-hex")) {
+      NEED_VALUE;
+      size_t n = strlen(v);
+      if (n % 2) {
+        snprintf(err, cap, "--opaque-hex: an even number of hex digits expected, got %zu", n);
+        return -1;
+      }
+      free(t->opaque);
+      t->opaque = malloc(n / 2 + 1);
+      if (t->opaque == NULL) {
+        snprintf(err, cap, "--opaque-hex: out of memory for %zu bytes", n / 2);
+        return -1;
+      }
+      for (size_t k = 0; k < n / 2; k++) {
+        int hi = hex_value(v[2 * k]), lo = hex_value(v[2 * k + 1]);
+        if (hi < 0 || lo < 0) {
+          snprintf(err, cap, "--opaque-hex: '%c%c' at %zu is not hex", v[2 * k], v[2 * k + 1],
+                   2 * k);
+          return -1;
+        }
+        t->opaque[k] = (unsigned char)(hi << 4 | lo);
+      }
+      t->opaque_len = n / 2;
+    } else if (!strcmp(a, "--opaque-file")) {
+      NEED_VALUE;
+      FILE* f = fopen(v, "rb");
+      if (f == NULL) {
+        snprintf(err, cap, "--opaque-file %s: %s", v, strerror(errno));
+        return -1;
+      }
+      free(t->opaque);
+      t->opaque = NULL;
+      t->opaque_len = 0;
+      size_t cap2 = 0, got = 0;
+      do {
+        t->opaque_len += got;
+        if (t->opaque_len == cap2) {
+          unsigned char* grown = realloc(t->opaque, cap2 = cap2 ? 2 * cap2 : 4096);
+          if (grown == NULL) {
+            fclose(f);
+            snprintf(err, cap, "--opaque-file %s: out of memory at %zu bytes", v, cap2);
+            return -1;
+          }
+          t->opaque = grown;
+        }
+      } while ((got = fread(t->opaque + t->opaque_len, 1, cap2 - t->opaque_len, f)) > 0);
+      int failed = ferror(f);
+      fclose(f);
+      if (failed) {
+        snprintf(err, cap, "--opaque-file %s: read error", v);
+        return -1;
+      }
+    } else if (!strcmp(a, "--seed")) {
+      NEED_VALUE;
+      char* end;
+      errno = 0;
+      t->seed = strtoull(v, &end, 0);
+      if (errno || end == v || *end) {
+        snprintf(err, cap, "--seed %s: expected an unsigned integer", v);
+        return -1;
+      }
+    } else if (!strcmp(a, "--runs")) {
+      NEED_VALUE;
+      if (integer(a, v, 1, 100000, &t->runs, err, cap)) return -1;
+    } else if (!strcmp(a, "--rtol")) {
+      NEED_VALUE;
+      char* end;
+      t->rtol = strtod(v, &end);
+      if (end == v || *end || !(t->rtol >= 0)) {
+        snprintf(err, cap, "--rtol %s: expected a number >= 0", v);
+        return -1;
+      }
+    } else if (!strcmp(a, "--timeout")) {
+      NEED_VALUE;
+      if (integer(a, v, 1, 86400, &t->timeout, err, cap)) return -1;
+    } else if (a[0] == '-' && a[1] == '-') {
+      snprintf(err, cap, "unknown option %s", a);
+      return -1;
+    } else if (positional == 0) {
+      if (a[0] != '/' && base_dir != NULL)
+        snprintf(t->lib, sizeof t->lib, "%s/%s", base_dir, a);
+      else if (strchr(a, '/') == NULL)
+        snprintf(t->lib, sizeof t->lib, "./%s", a); /* a file here, not a search */
+      else
+        snprintf(t->lib, sizeof t->lib, "%s", a);
+      positional++;
+    } else if (positional == 1) {
+      snprintf(t->symbol, sizeof t->symbol, "%s", a);
+      positional++;
+    } else {
+      snprintf(err, cap, "unexpected argument '%s'", a);
+      return -1;
+    }
+#undef NEED_VALUE
+  }
+  if (positional < 2) {
+    snprintf(err, cap, "expected LIB SYMBOL");
+    return -1;
+  }
+  if (t->api == 0) {
+    snprintf(err, cap, "--api N is required (1, 2 or 3)");
+    return -1;
+  }
+  if (t->signature[0] == '\0') {
+    snprintf(err, cap, "--signature is required, e.g. '(f32[128], f32[2048]) -> f32[2048]'");
+    return -1;
+  }
+  return 0;
+}
+
+/* Splits a manifest line into words: blanks separate, quotes group, '#'
+ * outside quotes ends the line. */
+static int split_words(char* line, char** words, int max) {
+  int n = 0;
+  char* p = line;
+  while (*p) {
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+    if (*p == '\0' || *p == '#') break;
+    if (n == max) return -1;
+    char* out = p;
+    words[n++] = out;
+    char quote = 0;
+    while (*p && (quote || (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n'))) {
+      if (!quote && (*p == '\'' || *p == '"')) {
+        quote = *p++;
+      } else if (quote && *p == quote) {
+        quote = 0;
+        p++;
+      } else {
+        *out++ = *p++;
+      }
+    }
+    if (quote) return -2;
+    if (*p) p++;
+    *out = '\0';
+  }
+  return n;
+}
+
+/* --- Output ---------------------------------------------------------------------------- */
+
+static const char* status_word(int s) {
+  static const char* const words[] = {"equal", "DIFFER", "CRASHED", "ERROR", "OVERRAN"};
+  return words[s];
+}
+
+static const char* json_status(int s) {
+  static const char* const words[] = {"equal", "differ", "crashed", "error", "overran"};
+  return words[s];
+}
+
+static void json_string(FILE* f, const char* s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20 || c >= 0x7f) fprintf(f, "\\u%04x", c); /* valid JSON, whatever came */
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static void print_reports(const report* r, int n, int json) {
+  if (json) {
+    int all = 1;
+    printf("{\n  \"targets\": [\n");
+    for (int i = 0; i < n; i++) {
+      all &= r[i].status == 0;
+      printf("    {\"target\": ");
+      json_string(stdout, r[i].symbol);
+      printf(", \"library\": ");
+      json_string(stdout, r[i].lib);
+      printf(", \"form\": ");
+      json_string(stdout, r[i].form);
+      printf(", \"signature\": ");
+      json_string(stdout, r[i].signature);
+      printf(", \"runs\": %d, \"equal\": %d, \"both_failed\": %d, \"status\": \"%s\"", r[i].runs,
+             r[i].equal, r[i].failed, json_status(r[i].status));
+      if (r[i].first_byte >= 0)
+        printf(", \"first_difference\": {\"result\": %zu, \"byte\": %ld}", r[i].first_result,
+               r[i].first_byte);
+      printf(", \"detail\": ");
+      json_string(stdout, r[i].detail);
+      printf("}%s\n", i + 1 < n ? "," : "");
+    }
+    printf("  ],\n  \"all_equal\": %s\n}\n", all ? "true" : "false");
+    return;
+  }
+  int wt = 6, ws = 9;
+  for (int i = 0; i < n; i++) {
+    int a = (int)strlen(r[i].symbol), b = (int)strlen(r[i].signature);
+    wt = a > wt ? a : wt;
+    ws = b > ws ? b : ws;
+  }
+  wt = wt > 40 ? 40 : wt;
+  ws = ws > 60 ? 60 : ws;
+  printf("%-*s  %-6s  %-*s  %4s  %5s  %6s  %s\n", wt, "target", "form", ws, "signature", "runs",
+         "equal", "failed", "result");
+  int equal = 0;
+  for (int i = 0; i < n; i++) {
+    printf("%-*s  %-6s  %-*s  %4d  %5d  %6d  %s%s%s\n", wt, r[i].symbol, r[i].form, ws,
+           r[i].signature, r[i].runs, r[i].equal, r[i].failed, status_word(r[i].status),
+           r[i].detail[0] ? ": " : "", r[i].detail);
+    equal += r[i].status == 0;
+  }
+  printf("%d of %d targets equal (failed: runs where both sides failed alike)\n", equal, n);
+}
+
 int ccshim_conform_main(int argc, char** argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "ccshim conform: not built yet\n");
-  return 2;
+  char err[1200];
+  int json = 0;
+  const char* manifest = NULL;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--manifest")) {
+      if (i + 1 == argc) {
+        fprintf(stderr, "ccshim conform: --manifest needs a file\n");
+        return 2;
+      }
+      manifest = argv[i + 1];
+    }
+    if (!strcmp(argv[i], "--json")) json = 1;
+  }
+  if (manifest == NULL) {
+    target t;
+    if (parse_target(argc, argv, NULL, &t, &json, err, sizeof err) != 0) {
+      free(t.opaque);
+      fprintf(stderr, "ccshim conform: %s\n", err);
+      return 2;
+    }
+    report r;
+    int st = check_target(&t, &r);
+    free(t.opaque);
+    if (st == 3 && !json) {
+      fprintf(stderr, "ccshim conform: %s\n", r.detail);
+      return 2;
+    }
+    print_reports(&r, 1, json);
+    return st == 0 ? 0 : st == 3 ? 2 : 1;
+  }
+
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--manifest")) {
+      i++;
+    } else if (strcmp(argv[i], "--json")) {
+      fprintf(stderr,
+              "ccshim conform: with --manifest, only --json may follow (got '%s'); options "
+              "of a target go on its line\n", argv[i]);
+      return 2;
+    }
+  }
+  FILE* f = fopen(manifest, "r");
+  if (f == NULL) {
+    fprintf(stderr, "ccshim conform: cannot read manifest %s: %s\n", manifest, strerror(errno));
+    return 2;
+  }
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", manifest);
+  char* slash = strrchr(dir, '/');
+  if (slash) *slash = '\0';
+  else snprintf(dir, sizeof dir, ".");
+  report* reports = NULL;
+  int n = 0, worst = 0, lineno = 0;
+  char line[8192];
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    char* words[64];
+    int nw = split_words(line, words, 64);
+    if (nw == 0) continue;
+    reports = realloc(reports, (size_t)(n + 1) * sizeof *reports);
+    report* r = &reports[n++];
+    target t;
+    memset(&t, 0, sizeof t);
+    if (nw < 0 || parse_target(nw, words, dir, &t, NULL, err, sizeof err) != 0) {
+      free(t.opaque);
+      memset(r, 0, sizeof *r);
+      r->first_byte = -1;
+      snprintf(r->symbol, sizeof r->symbol, "line %d", lineno);
+      snprintf(r->lib, sizeof r->lib, "%s", manifest);
+      snprintf(r->detail, sizeof r->detail, "%s",
+               nw == -2 ? "unclosed quote" : nw < 0 ? "too many words" : err);
+      r->status = 3;
+      worst = 3;
+      continue;
+    }
+    int st = check_target(&t, r);
+    free(t.opaque);
+    if (st > worst) worst = st;
+  }
+  fclose(f);
+  if (n == 0) {
+    fprintf(stderr, "ccshim conform: manifest %s names no target\n", manifest);
+    return 2;
+  }
+  print_reports(reports, n, json);
+  free(reports);
+  return worst == 0 ? 0 : 1;
 }

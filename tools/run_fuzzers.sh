@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work="$build/fuzz-runs"
 mkdir -p "$work"
 status=0
-for h in fuzz_adapter_frames fuzz_signature fuzz_frame_builder; do
+for h in fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan; do
   rm -rf "$work/$h" && mkdir -p "$work/$h/corpus" "$work/$h/findings"
   cp "$root/tests/fuzz/corpus/$h/"* "$work/$h/corpus/"
   log="$work/$h/log"

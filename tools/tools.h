@@ -4,7 +4,14 @@
 #ifndef CCSHIM_TOOLS_H
 #define CCSHIM_TOOLS_H
 
+#include <stddef.h>
+
 int ccshim_conform_main(int argc, char** argv);
 int ccshim_scan_main(int argc, char** argv);
+
+/* Scans one file's text, named `name` (its extension says the language),
+ * and prints the inventory to stdout; the exit status of `ccshim scan`.
+ * For the fuzzer. */
+int ccshim_scan_buffer(const char* name, const char* data, size_t len, int json);
 
 #endif

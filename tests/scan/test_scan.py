@@ -1,0 +1,151 @@
+"""`ccshim scan` on the fixture codebase (tests/scan/fixture): what it must
+find, what it must not, and its answers to bad input.  Standard library
+only; run by ctest:
+
+    test_scan.py CCSHIM FIXTURE_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+CCSHIM, FIXTURE = (os.path.abspath(a) for a in sys.argv[1:3])
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print(f"FAIL: {what}")
+
+
+def scan(*args):
+    p = subprocess.run([CCSHIM, "scan", *args], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+rc, out, err = scan(FIXTURE, "--json")
+check(rc == 0 and err == "", f"scan --json: rc={rc} stderr={err!r}")
+report = json.loads(out)
+targets = {t["name"]: t for t in report["targets"]}
+
+# --- What it finds ------------------------------------------------------------
+expected = {
+    # name: (platform, api_version, where the version comes from, anchor file:line)
+    "cpu_add_v1": ("cpu", 1, "call site python/ops.py:25", "csrc/cpu_kernels.cc:17"),
+    "scale_status": ("cpu", 2, "definition's parameters (CPU v2)", "csrc/cpu_kernels.cc:25"),
+    "describe": ("cpu", 3, "definition's parameters (CPU v3)", "csrc/cpu_kernels.cc:36"),
+    "mismatched": ("cpu", 3, "call site python/ops.py:44", "csrc/cpu_kernels.cc:48"),
+    "lapack_sgetrf": ("cpu", 2, "definition's parameters (CPU v2)", "csrc/lapack_ext.cc:20"),
+    "blas_strsm": ("cpu", 1, "definition's parameters (CPU v1)", "cython/blas.pyx:15"),
+    "gpu_axpy_v1": ("cuda", 1, "definition's parameters (GPU v1)", "gpu/kernels.cu:20"),
+    "gpu_norm": ("cuda", 3, "call site python/ops.py:48", "gpu/kernels.cu:30"),
+    "rocm_fill": ("rocm", 2, "GPU v2/v3", "gpu/rocm_kernels.hip:15"),
+    "old_cpu": ("cpu", 2, "call site python/old_client.py:12", "python/old_client.py:8"),
+    "py_capsule_v2": ("cpu", 0, "unknown", "python/ops.py:14"),
+    "legacy_zero": ("cpu", 0, "unknown", "python/ops.py:16"),
+}
+for name, (platform, version, how, where) in expected.items():
+    t = targets.get(name)
+    check(t is not None, f"{name} not found")
+    if t is None:
+        continue
+    check(t["platform"] == platform, f"{name}: platform {t['platform']}, expected {platform}")
+    check(t["api_version"] == version, f"{name}: version {t['api_version']}, expected {version}")
+    check(how in t["api_version_from"], f"{name}: version from {t['api_version_from']!r}")
+    check(f"{t['file']}:{t['line']}" == where, f"{name}: at {t['file']}:{t['line']}, not {where}")
+    check(t["wrap"].startswith(f'ccshim.jax.register_legacy("{name}", '), f"{name}: {t['wrap']}")
+
+computed = [t for t in report["targets"] if "(" not in t["name"] and t["name"] not in targets
+            or t["name"] in ("_name", "fn_name")]
+check({t["name"] for t in computed} == {"_name", "fn_name"},
+      f"computed names: {[t['name'] for t in computed]}")
+check(targets["_name"]["wrap"].startswith("ccshim.jax.register_legacy(_name, _value, "),
+      targets["_name"]["wrap"])
+check(len(report["targets"]) == len(expected) + 2, f"{len(report['targets'])} targets")
+
+# --- What it must not find: comments, strings, docstrings, macro bodies, notes,
+# and typed handlers (counted apart) ---------------------------------------------
+for name in ("commented", "commented_out", "in_a_string", "doc_only", "md_only", "fn",
+             "add_one_typed", "typed_one", "AddOne", "axpy_kernel"):
+    check(name not in targets, f"{name} must not be a legacy target")
+typed = sorted(t["name"] for t in report["typed"])
+check(typed == ["AddOne", "add_one_typed", "add_one_typed", "typed_one"], f"typed: {typed}")
+
+# --- Details per target ---------------------------------------------------------
+t = targets["cpu_add_v1"]
+check(t["definition"]["line"] == 12 and t["form"] == "CPU v1", f"cpu_add_v1 definition: {t}")
+check(t["registrations"][0]["via"] == "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET", t["registrations"])
+check(t["call_site_change"] == 'ccshim.jax.legacy_call("cpu_add_v1", result_shape_dtypes)'
+      "(*operands)", t["call_site_change"])
+t = targets["scale_status"]
+check('"scale_v2"' in t["wrap"] and t["call_sites"][0]["api_version_is_default"],
+      f"scale_status: {t}")
+check("opaque=descriptor" in t["call_site_change"], t["call_site_change"])
+check("C++ linkage" in targets["describe"]["note"], targets["describe"]["note"])
+check("reinterpret_cast" not in targets["describe"]["wrap_c"], targets["describe"]["wrap_c"])
+check("wrong arguments" in targets["mismatched"]["note"], targets["mismatched"]["note"])
+t = targets["lapack_sgetrf"]
+check('registrations()["lapack_sgetrf"]' in t["wrap"], t["wrap"])
+check("(ccshim_legacy_fn)Getrf<float>::Kernel, 2," in t["wrap_c"], t["wrap_c"])
+check("<uintptr_t><void*>(blas_strsm)" in targets["blas_strsm"]["wrap"],
+      targets["blas_strsm"]["wrap"])
+check("CCSHIM_PLATFORM_ROCM" in targets["rocm_fill"]["wrap_c"], targets["rocm_fill"]["wrap_c"])
+check('platform="cuda", api_version=3' in targets["gpu_norm"]["wrap"], targets["gpu_norm"]["wrap"])
+check("jax.ShapeDtypeStruct(x.shape, x.dtype), opaque=descriptor" in
+      targets["gpu_norm"]["call_site_change"], targets["gpu_norm"]["call_site_change"])
+check(targets["legacy_zero"]["registrations"][0]["via"] == "register_ffi_target",
+      targets["legacy_zero"]["registrations"])
+check("_ext.old_cpu()" in targets["old_cpu"]["wrap"], targets["old_cpu"]["wrap"])
+
+s = report["summary"]
+check(s == {"files": 8, "lines": s["lines"], "legacy_targets": 14, "typed": 4,
+            "unscanned_files": 0}, f"summary: {s}")
+
+# --- The table: one block per target, then the summary; the same every run ------
+rc, text, err = scan(FIXTURE)
+check(rc == 0, f"scan: rc={rc}")
+check("14 legacy targets in 8 files" in text and "5 legacy call sites" in text
+      and "4 typed-FFI handlers or calls already" in text, text.splitlines()[-1])
+for name in expected:
+    check(any(line.startswith(name + "  ") for line in text.splitlines()), f"{name} in table")
+check(scan(FIXTURE)[1] == text, "the same report twice")
+
+# A single file is accepted too.
+rc, one, err = scan(os.path.join(FIXTURE, "gpu", "kernels.cu"))
+check(rc == 0 and "gpu_axpy_v1" in one and "2 legacy targets in 1 files" in one, one)
+
+# --- Bad input: one line on stderr and a non-zero exit; nothing lost -------------
+with tempfile.TemporaryDirectory() as tmp:
+    tree = os.path.join(tmp, "tree")
+    shutil.copytree(FIXTURE, tree)
+    with open(os.path.join(tree, "csrc", "blob.cc"), "wb") as f:
+        f.write(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
+    rc, out, err = scan(tree)
+    lines = err.strip().splitlines()
+    check(rc == 1 and len(lines) == 1 and "csrc/blob.cc" in lines[0] and "binary" in lines[0],
+          f"binary file: rc={rc} stderr={err!r}")
+    check("14 legacy targets in 8 files" in out, "the rest is still reported")
+    rc, out, err = scan(tree, "--json")
+    check(rc == 1 and json.loads(out)["summary"]["unscanned_files"] == 1, "binary file, JSON")
+
+    not_source = os.path.join(tmp, "data.bin")
+    with open(not_source, "wb") as f:
+        f.write(b"\0\0")
+    bad = [([os.path.join(tmp, "missing")], "No such file or directory"),
+           ([not_source], "neither a directory nor"),
+           ([FIXTURE, "--bogus"], "unknown option --bogus"),
+           ([FIXTURE, tmp], "one directory expected"),
+           ([], "expected a directory")]
+    for args, expect in bad:
+        rc, out, err = scan(*args)
+        lines = err.strip().splitlines()
+        check(rc == 2 and len(lines) == 1 and expect in lines[0] and out == "",
+              f"bad input {args}: rc={rc} stderr={err!r}")
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("ccshim scan: every check passed")
