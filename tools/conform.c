@@ -9,7 +9,19 @@
  *   ccshim conform LIB SYMBOL --api N --signature SIG [--platform cpu]
  *                  [--opaque-hex HEX | --opaque-file F] [--seed S] [--runs K]
  *                  [--rtol R] [--timeout SECONDS] [--json]
+ *                  [--arg-hex I=HEX]... [--against LIB2:HANDLER [--attr NAME=TYPE:VALUE]...]
  *   ccshim conform --manifest FILE [--json]
+ *
+ * --arg-hex fixes argument I to the given bytes in every run, for kernels that
+ * read dimensions or flags from an operand (jaxlib's early kernels did); the
+ * other arguments stay random.
+ *
+ * With --against, the typed side is not an adapter but a native typed-FFI
+ * handler (an XLA_FFI_Handler symbol, as XLA_FFI_DEFINE_HANDLER_SYMBOL
+ * exports), given the same buffers and the attributes named by --attr
+ * (TYPE: pred, s8..s64, u8..u64, f32, f64, or str; an array as TYPE[] with
+ * values separated by commas): the regression test of a kernel ported from
+ * its legacy form.
  *
  * A manifest has one target a line, the same arguments as above ('#'
  * starts a comment; quotes group words; a relative LIB is relative to the
@@ -33,6 +45,22 @@
 
 enum { MESSAGE_CAP = 512 };
 
+enum { MAX_ATTRS = 32, ATTR_VALUES = 64 };
+
+/* One --attr: a scalar, a string, or an array of up to ATTR_VALUES. */
+typedef struct attr {
+  char name[64];
+  int dtype;                    /* XLA_FFI_DataType; STRING for str */
+  int array;
+  size_t count;
+  union {
+    int64_t i[ATTR_VALUES];
+    uint64_t u[ATTR_VALUES];
+    double f[ATTR_VALUES];
+  } v;
+  char text[256];               /* a str value */
+} attr;
+
 typedef struct target {
   char lib[1024];
   char symbol[256];
@@ -46,6 +74,17 @@ typedef struct target {
   double rtol; /* 0: byte for byte */
   int timeout;
   void* handle; /* the loaded library */
+  char against_lib[1024];    /* --against: the native handler's library */
+  char against_symbol[256];
+  void* against_handle;
+  attr attrs[MAX_ATTRS];
+  int num_attrs;
+  struct {
+    size_t index;
+    unsigned char* bytes;
+    size_t len;
+  } fixed[MAX_ATTRS];         /* --arg-hex */
+  int num_fixed;
 } target;
 
 /* How one side of one run ended. */
@@ -61,7 +100,7 @@ typedef struct side {
 typedef struct report {
   char symbol[256];
   char lib[1024];
-  char form[16];
+  char form[32];
   char signature[2048];
   int runs, equal;
   int failed;                 /* of the equal runs, those where both sides failed alike */
@@ -333,15 +372,59 @@ static void run_legacy(const target* t, layout* l, side* out) {
   ccshim_legacy_outcome_reset(&o);
 }
 
+/* Adds the --attr attributes to a frame. */
+static ccshim_status add_attrs(const target* t, ccshim_frame_builder* fb) {
+  for (int i = 0; i < t->num_attrs; i++) {
+    const attr* a = &t->attrs[i];
+    ccshim_status st;
+    if (a->dtype == XLA_FFI_DataType_INVALID) { /* str */
+      st = ccshim_frame_builder_add_string(fb, a->name, a->text, strlen(a->text));
+    } else if (a->array) {
+      /* Narrow to the element type's width, as an array attribute holds it. */
+      size_t w = ccshim_dtype_bytes(a->dtype, 1, NULL);
+      unsigned char bytes[ATTR_VALUES * 8];
+      for (size_t k = 0; k < a->count; k++) {
+        if (a->dtype == XLA_FFI_DataType_F32) {
+          float f = (float)a->v.f[k];
+          memcpy(bytes + k * 4, &f, 4);
+        } else if (a->dtype == XLA_FFI_DataType_F64) {
+          memcpy(bytes + k * 8, &a->v.f[k], 8);
+        } else {
+          memcpy(bytes + k * w, &a->v.u[k], w); /* little-endian low bytes */
+        }
+      }
+      st = ccshim_frame_builder_add_array(fb, a->name, (XLA_FFI_DataType)a->dtype, bytes,
+                                          a->count);
+    } else {
+      unsigned char bytes[8];
+      if (a->dtype == XLA_FFI_DataType_F32) {
+        float f = (float)a->v.f[0];
+        memcpy(bytes, &f, 4);
+      } else {
+        memcpy(bytes, &a->v.u[0], 8);
+      }
+      st = ccshim_frame_builder_add_scalar(fb, a->name, (XLA_FFI_DataType)a->dtype, bytes);
+    }
+    if (st != CCSHIM_OK) return st;
+  }
+  return CCSHIM_OK;
+}
+
 static void run_typed(const target* t, layout* l, side* out) {
-  ccshim_adapter* a;
+  ccshim_adapter* a = NULL;
   ccshim_context* ctx;
   ccshim_frame_builder* fb;
   ccshim_context_options co;
   memset(&co, 0, sizeof co);
   co.platform = ccshim_platform_name(t->platform);
-  if (ccshim_wrap(kernel(t), t->api, t->platform, t->signature, NULL, &a) ||
-      ccshim_context_new(&co, &ctx) || ccshim_frame_builder_new(&fb)) {
+  XLA_FFI_Handler* handler = NULL;
+  if (t->against_handle) {
+    void* sym = dlsym(t->against_handle, t->against_symbol);
+    memcpy(&handler, &sym, sizeof handler);
+  } else if (ccshim_wrap(kernel(t), t->api, t->platform, t->signature, NULL, &a) == CCSHIM_OK) {
+    handler = ccshim_adapter_handler(a);
+  }
+  if (handler == NULL || ccshim_context_new(&co, &ctx) || ccshim_frame_builder_new(&fb)) {
     out->state = BROKEN;
     snprintf(out->message, sizeof out->message, "%s", ccshim_last_error());
     return;
@@ -356,11 +439,16 @@ static void run_typed(const target* t, layout* l, side* out) {
     ccshim_frame_builder_add_ret(fb, (XLA_FFI_DataType)s->dtype, l->rets[1][i].data, s->rank,
                                  s->dims);
   }
-  if (t->opaque_len)
+  if (t->opaque_len && !t->against_handle)
     ccshim_frame_builder_add_array(fb, "opaque", XLA_FFI_DataType_U8, t->opaque, t->opaque_len);
+  if (add_attrs(t, fb) != CCSHIM_OK) {
+    out->state = BROKEN;
+    snprintf(out->message, sizeof out->message, "--attr: %s", ccshim_last_error());
+    return;
+  }
   XLA_FFI_Error* err = NULL;
-  ccshim_status st = ccshim_invoke_handler(ccshim_adapter_handler(a), ctx,
-                                           XLA_FFI_ExecutionStage_EXECUTE, fb, &err);
+  ccshim_status st = ccshim_invoke_handler(handler, ctx, XLA_FFI_ExecutionStage_EXECUTE, fb,
+                                           &err);
   if (st == CCSHIM_EHANDLER) {
     out->state = FAILED;
     out->code = (int)ccshim_error_code(err);
@@ -421,6 +509,8 @@ static int compare_runs(const target* t, layout* l, side* sides, report* r) {
        * a kernel leaves unwritten compare equal. */
       for (size_t i = 0; i < na; i++)
         prepare(&l->args[i], -1, t->seed * 1000003u + (uint64_t)run * 7919u + i, run % 2);
+      for (int f = 0; f < t->num_fixed; f++)
+        memcpy(l->args[t->fixed[f].index].data, t->fixed[f].bytes, t->fixed[f].len);
       for (size_t i = 0; i < nr; i++) prepare(&l->rets[which][i], UNWRITTEN, 0, 0);
       in_child(t, l, &sides[which], which);
       for (size_t i = 0; i < na + nr; i++) {
@@ -449,7 +539,9 @@ static int compare_runs(const target* t, layout* l, side* sides, report* r) {
     }
     if (lg->state == FAILED || ty->state == FAILED) {
       /* Failures compare as outcomes. */
-      if (lg->state == ty->state && lg->code == ty->code &&
+      /* A port may choose a better error code than the legacy INTERNAL:
+       * against one, failures compare by message. */
+      if (lg->state == ty->state && (lg->code == ty->code || t->against_handle) &&
           strcmp(lg->message, ty->message) == 0) {
         r->equal++;
         r->failed++;
@@ -504,6 +596,20 @@ static int check_target(target* t, report* r) {
     snprintf(r->detail, sizeof r->detail, "no symbol '%s' in %s", t->symbol, t->lib);
     return 3;
   }
+  if (t->against_lib[0]) {
+    snprintf(r->form + strlen(r->form), sizeof r->form - strlen(r->form), " vs typed");
+    t->against_handle = dlopen(t->against_lib, RTLD_NOW | RTLD_LOCAL);
+    if (t->against_handle == NULL) {
+      snprintf(r->detail, sizeof r->detail, "--against: cannot load %s: %s", t->against_lib,
+               dlerror());
+      return 3;
+    }
+    if (dlsym(t->against_handle, t->against_symbol) == NULL) {
+      snprintf(r->detail, sizeof r->detail, "--against: no symbol '%s' in %s", t->against_symbol,
+               t->against_lib);
+      return 3;
+    }
+  }
   layout l;
   memset(&l, 0, sizeof l);
   if (ccshim_signature_parse(t->signature, &l.sig) != CCSHIM_OK) {
@@ -517,6 +623,23 @@ static int check_target(target* t, report* r) {
     snprintf(r->detail, sizeof r->detail, "cannot map shared memory: %s", strerror(errno));
     ccshim_signature_free(l.sig);
     return 3;
+  }
+  for (int f = 0; f < t->num_fixed; f++) {
+    size_t i = t->fixed[f].index;
+    if (i >= l.sig->num_arg_leaves || t->fixed[f].len != ccshim_dtype_bytes(
+            l.sig->arg_leaves[i]->dtype,
+            (uint64_t)ccshim_shape_elements(l.sig->arg_leaves[i]), NULL)) {
+      char want[64] = "no such argument";
+      if (i < l.sig->num_arg_leaves)
+        snprintf(want, sizeof want, "argument %zu has %zu bytes", i,
+                 ccshim_dtype_bytes(l.sig->arg_leaves[i]->dtype,
+                                    (uint64_t)ccshim_shape_elements(l.sig->arg_leaves[i]), NULL));
+      snprintf(r->detail, sizeof r->detail, "--arg-hex %zu: %zu bytes given, but %s", i,
+               t->fixed[f].len, want);
+      munmap(sides, 2 * sizeof(side));
+      ccshim_signature_free(l.sig);
+      return 3;
+    }
   }
   if (layout_init(&l, r->detail, sizeof r->detail) == 0) r->status = compare_runs(t, &l, sides, r);
   munmap(sides, 2 * sizeof(side));
@@ -533,6 +656,41 @@ static int hex_value(char c) {
   return -1;
 }
 
+/* Frees what parsing a target allocated. */
+static void target_reset(target* t) {
+  free(t->opaque);
+  for (int f = 0; f < t->num_fixed; f++) free(t->fixed[f].bytes);
+  t->opaque = NULL;
+  t->num_fixed = 0;
+}
+
+/* Decodes hex digits into a new buffer (*out, owned by the caller). */
+static int hex_bytes(const char* opt, const char* v, unsigned char** out, size_t* len, char* err,
+                     size_t cap) {
+  size_t n = strlen(v);
+  if (n % 2) {
+    snprintf(err, cap, "%s: an even number of hex digits expected, got %zu", opt, n);
+    return -1;
+  }
+  *out = malloc(n / 2 + 1);
+  if (*out == NULL) {
+    snprintf(err, cap, "%s: out of memory for %zu bytes", opt, n / 2);
+    return -1;
+  }
+  for (size_t k = 0; k < n / 2; k++) {
+    int hi = hex_value(v[2 * k]), lo = hex_value(v[2 * k + 1]);
+    if (hi < 0 || lo < 0) {
+      snprintf(err, cap, "%s: '%c%c' at %zu is not hex", opt, v[2 * k], v[2 * k + 1], 2 * k);
+      free(*out);
+      *out = NULL;
+      return -1;
+    }
+    (*out)[k] = (unsigned char)(hi << 4 | lo);
+  }
+  *len = n / 2;
+  return 0;
+}
+
 /* An integer option within [lo, hi]; 0, or -1 with a one-line error. */
 static int integer(const char* opt, const char* v, long lo, long hi, int* out, char* err,
                    size_t cap) {
@@ -544,6 +702,74 @@ static int integer(const char* opt, const char* v, long lo, long hi, int* out, c
     return -1;
   }
   *out = (int)n;
+  return 0;
+}
+
+/* NAME=TYPE:VALUE, NAME=TYPE[]:V1,V2,..., or NAME=str:TEXT. */
+static int parse_attr(const char* v, attr* a, char* err, size_t cap) {
+  memset(a, 0, sizeof *a);
+  const char* eq = strchr(v, '=');
+  const char* colon = eq ? strchr(eq, ':') : NULL;
+  if (eq == NULL || colon == NULL || eq == v || (size_t)(eq - v) >= sizeof a->name) {
+    snprintf(err, cap, "--attr %s: expected NAME=TYPE:VALUE, e.g. lo=f32:0.5 or dims=s64[]:2,3",
+             v);
+    return -1;
+  }
+  memcpy(a->name, v, (size_t)(eq - v));
+  const char* type = eq + 1;
+  size_t tlen = (size_t)(colon - type);
+  const char* value = colon + 1;
+  if (tlen == 3 && !strncmp(type, "str", 3)) {
+    a->dtype = XLA_FFI_DataType_INVALID;
+    if (strlen(value) >= sizeof a->text) {
+      snprintf(err, cap, "--attr %s: a string of at most %zu bytes", a->name,
+               sizeof a->text - 1);
+      return -1;
+    }
+    snprintf(a->text, sizeof a->text, "%s", value);
+    return 0;
+  }
+  if (tlen > 2 && type[tlen - 2] == '[' && type[tlen - 1] == ']') {
+    a->array = 1;
+    tlen -= 2;
+  }
+  a->dtype = ccshim_dtype_from_name(type, tlen);
+  int d = a->dtype;
+  int is_float = d == XLA_FFI_DataType_F32 || d == XLA_FFI_DataType_F64;
+  int is_signed = d >= XLA_FFI_DataType_S8 && d <= XLA_FFI_DataType_S64;
+  int is_unsigned = (d >= XLA_FFI_DataType_U8 && d <= XLA_FFI_DataType_U64) ||
+                    (d == XLA_FFI_DataType_PRED && !a->array);
+  if (!is_float && !is_signed && !is_unsigned) {
+    snprintf(err, cap,
+             "--attr %s: type '%.*s' is not an attribute type (pred, s8..s64, u8..u64, f32, "
+             "f64, str; arrays as TYPE[])",
+             a->name, (int)tlen, type);
+    return -1;
+  }
+  const char* p = value;
+  for (;;) {
+    if (a->count == ATTR_VALUES) {
+      snprintf(err, cap, "--attr %s: at most %d values", a->name, ATTR_VALUES);
+      return -1;
+    }
+    char* end;
+    errno = 0;
+    if (is_float) a->v.f[a->count] = strtod(p, &end);
+    else if (is_signed) a->v.i[a->count] = strtoll(p, &end, 0);
+    else a->v.u[a->count] = strtoull(p, &end, 0);
+    if (end == p || errno || (*end != '\0' && !(a->array && *end == ','))) {
+      snprintf(err, cap, "--attr %s: '%s' is not a %s value", a->name, value,
+               ccshim_dtype_name(d));
+      return -1;
+    }
+    a->count++;
+    if (*end == '\0') break;
+    p = end + 1;
+  }
+  if (!a->array && a->count != 1) {
+    snprintf(err, cap, "--attr %s: one value expected", a->name);
+    return -1;
+  }
   return 0;
 }
 
@@ -581,27 +807,27 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
       snprintf(t->signature, sizeof t->signature, "%s", v);
     } else if (!strcmp(a, "--opaque-hex")) {
       NEED_VALUE;
-      size_t n = strlen(v);
-      if (n % 2) {
-        snprintf(err, cap, "--opaque-hex: an even number of hex digits expected, got %zu", n);
-        return -1;
-      }
       free(t->opaque);
-      t->opaque = malloc(n / 2 + 1);
-      if (t->opaque == NULL) {
-        snprintf(err, cap, "--opaque-hex: out of memory for %zu bytes", n / 2);
+      t->opaque = NULL;
+      if (hex_bytes(a, v, &t->opaque, &t->opaque_len, err, cap)) return -1;
+    } else if (!strcmp(a, "--arg-hex")) {
+      NEED_VALUE;
+      char* end;
+      errno = 0;
+      unsigned long index = strtoul(v, &end, 10);
+      if (end == v || *end != '=' || errno) {
+        snprintf(err, cap, "--arg-hex %s: expected I=HEX, the argument's index and its bytes", v);
         return -1;
       }
-      for (size_t k = 0; k < n / 2; k++) {
-        int hi = hex_value(v[2 * k]), lo = hex_value(v[2 * k + 1]);
-        if (hi < 0 || lo < 0) {
-          snprintf(err, cap, "--opaque-hex: '%c%c' at %zu is not hex", v[2 * k], v[2 * k + 1],
-                   2 * k);
-          return -1;
-        }
-        t->opaque[k] = (unsigned char)(hi << 4 | lo);
+      if (t->num_fixed == MAX_ATTRS) {
+        snprintf(err, cap, "--arg-hex: at most %d arguments", MAX_ATTRS);
+        return -1;
       }
-      t->opaque_len = n / 2;
+      t->fixed[t->num_fixed].index = index;
+      if (hex_bytes(a, end + 1, &t->fixed[t->num_fixed].bytes, &t->fixed[t->num_fixed].len, err,
+                    cap))
+        return -1;
+      t->num_fixed++;
     } else if (!strcmp(a, "--opaque-file")) {
       NEED_VALUE;
       FILE* f = fopen(v, "rb");
@@ -651,6 +877,29 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
         snprintf(err, cap, "--rtol %s: expected a number >= 0", v);
         return -1;
       }
+    } else if (!strcmp(a, "--against")) {
+      NEED_VALUE;
+      const char* colon = strrchr(v, ':');
+      if (colon == NULL || colon == v || colon[1] == '\0') {
+        snprintf(err, cap, "--against %s: expected LIB:HANDLER_SYMBOL", v);
+        return -1;
+      }
+      int n = (int)(colon - v);
+      if (v[0] != '/' && base_dir != NULL)
+        snprintf(t->against_lib, sizeof t->against_lib, "%s/%.*s", base_dir, n, v);
+      else if (memchr(v, '/', (size_t)n) == NULL)
+        snprintf(t->against_lib, sizeof t->against_lib, "./%.*s", n, v);
+      else
+        snprintf(t->against_lib, sizeof t->against_lib, "%.*s", n, v);
+      snprintf(t->against_symbol, sizeof t->against_symbol, "%s", colon + 1);
+    } else if (!strcmp(a, "--attr")) {
+      NEED_VALUE;
+      if (t->num_attrs == MAX_ATTRS) {
+        snprintf(err, cap, "--attr: at most %d attributes", MAX_ATTRS);
+        return -1;
+      }
+      if (parse_attr(v, &t->attrs[t->num_attrs], err, cap) != 0) return -1;
+      t->num_attrs++;
     } else if (!strcmp(a, "--timeout")) {
       NEED_VALUE;
       if (integer(a, v, 1, 86400, &t->timeout, err, cap)) return -1;
@@ -680,6 +929,10 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
   }
   if (t->api == 0) {
     snprintf(err, cap, "--api N is required (1, 2 or 3)");
+    return -1;
+  }
+  if (t->num_attrs && !t->against_lib[0]) {
+    snprintf(err, cap, "--attr goes with --against (the adapter's only attribute is the opaque)");
     return -1;
   }
   if (t->signature[0] == '\0') {
@@ -767,19 +1020,20 @@ static void print_reports(const report* r, int n, int json) {
     printf("  ],\n  \"all_equal\": %s\n}\n", all ? "true" : "false");
     return;
   }
-  int wt = 6, ws = 9;
+  int wt = 6, wf = 4, ws = 9;
   for (int i = 0; i < n; i++) {
-    int a = (int)strlen(r[i].symbol), b = (int)strlen(r[i].signature);
+    int a = (int)strlen(r[i].symbol), f = (int)strlen(r[i].form), b = (int)strlen(r[i].signature);
     wt = a > wt ? a : wt;
+    wf = f > wf ? f : wf;
     ws = b > ws ? b : ws;
   }
   wt = wt > 40 ? 40 : wt;
   ws = ws > 60 ? 60 : ws;
-  printf("%-*s  %-6s  %-*s  %4s  %5s  %6s  %s\n", wt, "target", "form", ws, "signature", "runs",
-         "equal", "failed", "result");
+  printf("%-*s  %-*s  %-*s  %4s  %5s  %6s  %s\n", wt, "target", wf, "form", ws, "signature",
+         "runs", "equal", "failed", "result");
   int equal = 0;
   for (int i = 0; i < n; i++) {
-    printf("%-*s  %-6s  %-*s  %4d  %5d  %6d  %s%s%s\n", wt, r[i].symbol, r[i].form, ws,
+    printf("%-*s  %-*s  %-*s  %4d  %5d  %6d  %s%s%s\n", wt, r[i].symbol, wf, r[i].form, ws,
            r[i].signature, r[i].runs, r[i].equal, r[i].failed, status_word(r[i].status),
            r[i].detail[0] ? ": " : "", r[i].detail);
     equal += r[i].status == 0;
@@ -804,13 +1058,13 @@ int ccshim_conform_main(int argc, char** argv) {
   if (manifest == NULL) {
     target t;
     if (parse_target(argc, argv, NULL, &t, &json, err, sizeof err) != 0) {
-      free(t.opaque);
+      target_reset(&t);
       fprintf(stderr, "ccshim conform: %s\n", err);
       return 2;
     }
     report r;
     int st = check_target(&t, &r);
-    free(t.opaque);
+    target_reset(&t);
     if (st == 3 && !json) {
       fprintf(stderr, "ccshim conform: %s\n", r.detail);
       return 2;
@@ -852,7 +1106,7 @@ int ccshim_conform_main(int argc, char** argv) {
     target t;
     memset(&t, 0, sizeof t);
     if (nw < 0 || parse_target(nw, words, dir, &t, NULL, err, sizeof err) != 0) {
-      free(t.opaque);
+      target_reset(&t);
       memset(r, 0, sizeof *r);
       r->first_byte = -1;
       snprintf(r->symbol, sizeof r->symbol, "line %d", lineno);
@@ -864,7 +1118,7 @@ int ccshim_conform_main(int argc, char** argv) {
       continue;
     }
     int st = check_target(&t, r);
-    free(t.opaque);
+    target_reset(&t);
     if (st > worst) worst = st;
   }
   fclose(f);

@@ -1108,8 +1108,10 @@ static void name_code(const target* t, char* out, size_t cap) {
 /* The kernel's function name, or "". */
 static const char* function_name(const target* t) {
   if (t->def) return t->def->function;
+  /* A C registration names a function; a Python one, an object. */
   for (int i = 0; i < t->num_reg; i++)
-    if (t->reg[i]->function[0]) return t->reg[i]->function;
+    if (t->reg[i]->function[0] && (t->reg[i]->lang == LANG_C || !t->computed))
+      return t->reg[i]->function;
   return t->computed ? "" : t->name;
 }
 

@@ -151,6 +151,32 @@ with tempfile.TemporaryDirectory() as tmp:
     check("column" in details[3], details[3])
     check("unclosed quote" in details[4], details[4])
 
+# --- Fixed operands and native ports (the staged migration's libraries) --------
+MIGRATION = os.path.join(os.path.dirname(EXAMPLES), "libmigration_legacy.so")
+PORTED = os.path.join(os.path.dirname(EXAMPLES), "libmigration_ported.so")
+RMS = ["--api", "2", "--signature", "(u8[16], f32[8,64]) -> f32[8,64]"]
+rc, t = one_json(MIGRATION, "rms_norm", *RMS, "--arg-hex", "0=0800000040000000acc5273700000000")
+check(rc == 0 and t["status"] == "equal" and t["both_failed"] == 0, f"rms_norm fixed: {t}")
+rc, t = one_json(MIGRATION, "rms_norm", *RMS, "--arg-hex", "0=08000000400000000000000000000000")
+check(rc == 0 and t["both_failed"] == t["runs"], f"rms_norm eps 0 fails alike: {t}")
+rc, t = one_json(MIGRATION, "rms_norm", *RMS, "--arg-hex", "0=00")
+check(rc == 2 and "--arg-hex 0: 1 bytes given, but argument 0 has 16 bytes" in t["detail"], t)
+rc, t = one_json(MIGRATION, "rms_norm", *RMS, "--arg-hex", "7=00")
+check(rc == 2 and "--arg-hex 7: 1 bytes given, but no such argument" in t["detail"], t)
+CLIP = ["--api", "3", "--signature", "(f32[1000]) -> f32[1000]", "--opaque-hex",
+        "0000c0bf00002040e803000000000000"]
+if os.path.exists(PORTED):
+    against = ["--against", f"{PORTED}:clip_ffi", "--attr", "lo=f32:-1.5"]
+    rc, t = one_json(MIGRATION, "clip", *CLIP, *against, "--attr", "hi=f32:2.5")
+    check(rc == 0 and t["status"] == "equal" and t["form"] == "CPU v3 vs typed", f"port: {t}")
+    rc, t = one_json(MIGRATION, "clip", *CLIP, *against, "--attr", "hi=f32:2.0")
+    check(rc == 1 and t["status"] == "differ", f"a port with another bound differs: {t}")
+    rc, t = one_json(MIGRATION, "clip", *CLIP, *against)
+    check(rc == 1 and "Wrong number of attributes" in t["detail"], f"missing attribute: {t}")
+else:
+    print(f"note: {PORTED} not built (no jaxlib headers); --against checked by "
+          "example_migration_conform_ported where it is")
+
 # --- Bad input: one line on stderr, exit 2, never a trace ---------------------
 for args, expect in [
     (["/no/such/lib.so", "k", "--api", "1", "--signature", "() -> f32[1]"], "cannot load"),
@@ -178,6 +204,20 @@ for args, expect in [
      "conform runs CPU kernels"),
     ([KERNELS, "crash_v1", "--api", "1", "--signature", "() -> f32[1]", "--bogus"],
      "unknown option --bogus"),
+    ([KERNELS, "crash_v1", "--api", "1", "--signature", "() -> f32[1]", "--attr", "a=f32:1"],
+     "--attr goes with --against"),
+    ([KERNELS, "crash_v1", "--api", "1", "--signature", "() -> f32[1]", "--against", "x.so"],
+     "expected LIB:HANDLER_SYMBOL"),
+    ([KERNELS, "crash_v1", "--api", "1", "--signature", "(f32[1]) -> f32[1]", "--against",
+      "/no/such.so:h"], "--against: cannot load /no/such.so"),
+    ([KERNELS, "crash_v1", "--api", "1", "--signature", "() -> f32[1]", "--against", "x.so:h",
+      "--attr", "lo"], "expected NAME=TYPE:VALUE"),
+    ([KERNELS, "crash_v1", "--api", "1", "--signature", "() -> f32[1]", "--against", "x.so:h",
+      "--attr", "lo=q8:1"], "type 'q8' is not an attribute type"),
+    ([KERNELS, "crash_v1", "--api", "1", "--signature", "() -> f32[1]", "--against", "x.so:h",
+      "--attr", "lo=f32:one"], "'one' is not a f32 value"),
+    ([KERNELS, "crash_v1", "--api", "1", "--signature", "() -> f32[1]", "--arg-hex", "x=00"],
+     "expected I=HEX"),
     (["--manifest", "/no/such/manifest"], "cannot read manifest"),
     ([], "expected LIB SYMBOL"),
 ]:
