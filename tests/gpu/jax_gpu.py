@@ -6,10 +6,13 @@
     "CUDA" (the stream comes from XLA_FFI_Stream_Get).
 
 Both run under jax.jit on the same device arrays; outputs must be
-byte-identical and right, and a bad opaque must fail alike on both.  Also
+byte-identical and right, and a bad opaque must fail alike on both.  With
+--ported, also (d): the kernel's native typed-FFI port
+(examples/migration/ported/add_gpu_ffi.cu), which must match (b) byte for
+byte.  Also
 times a lax.fori_loop of calls on each path and prints the figures.
 
-usage: jax_gpu.py KERNEL_LIBRARY [--cpu-self-check]
+usage: jax_gpu.py KERNEL_LIBRARY [--ported PORTED_LIBRARY] [--cpu-self-check]
 
 With --cpu-self-check the same steps run on the CPU with the CPU example
 (add_v2), to check this script where there is no GPU.
@@ -43,6 +46,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("library")
     parser.add_argument("--cpu-self-check", action="store_true")
+    parser.add_argument("--ported", help="the library of the native port (add_gpu_ffi)")
     args = parser.parse_args()
 
     platform = "cpu" if args.cpu_self_check else "cuda"
@@ -89,6 +93,18 @@ def main():
         alike = all("add_gpu_v2: the opaque is not a number" in m for m in msgs)
         print(f"failure on both paths: {'alike' if alike else 'DIFFERENT'}: {msgs}")
         ok = ok and alike
+
+    if args.ported and not args.cpu_self_check:
+        import ctypes
+        ported = ctypes.CDLL(args.ported)
+        jax.ffi.register_ffi_target("ported_add_gpu", jax.ffi.pycapsule(ported.add_gpu_ffi),
+                                    platform="CUDA")
+        native = jax.jit(lambda b, c: jax.ffi.ffi_call("ported_add_gpu", out)(
+            b, c, scale=np.float32(scale)))
+        y_native = np.asarray(native(b, c))
+        same = y_native.tobytes() == y_typed.tobytes()
+        print(f"(d) the native port vs (b) ccshim: {'byte-identical' if same else 'DIFFERENT'}")
+        ok = ok and same
 
     n = 1000
     loop = lambda f: jax.jit(lambda b, c: jax.lax.fori_loop(  # noqa: E731

@@ -5,7 +5,9 @@
 #   (c) the example through ccshim in the embedded runtime, with a real
 #       cudaStream_t and device memory, next to the legacy invoker;
 #   (a) and (b) the same kernel in JAX on the GPU, through XLA's legacy GPU
-#       path and through ccshim, compared byte for byte (jax_gpu.py).
+#       path and through ccshim, compared byte for byte (jax_gpu.py);
+#   (d) its native typed-FFI port (examples/migration/ported/add_gpu_ffi.cu)
+#       against (b).
 #
 # Exits 77 where there is no GPU.  Needs nvcc, cmake and a python3 with JAX;
 # libffi's headers may be missing (they are on such machines): put the
@@ -53,11 +55,12 @@ jax_include=$("$python" -c 'import jax; print(jax.ffi.include_dir())')
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCCSHIM_JAXLIB_INCLUDE="$jax_include" "${cmake_extra[@]}" >/dev/null
 cmake --build "$build" -j "$(nproc)" --target ccshim add_gpu_cuda \
-  ccshim_example_gpu_cuda >/dev/null
+  ccshim_example_gpu_cuda migration_ported_gpu >/dev/null
 
 echo "== (c) the embedded runtime, a real stream and device memory"
 "$build/examples/add_gpu_cuda"
 
 echo "== (a) XLA's legacy GPU path and (b) ccshim, in JAX"
 CCSHIM_LIBRARY="$PWD/$build/libccshim.so" PYTHONPATH="$PWD/python" \
-  "$python" tests/gpu/jax_gpu.py "$build/examples/libccshim_example_gpu_cuda.so"
+  "$python" tests/gpu/jax_gpu.py "$build/examples/libccshim_example_gpu_cuda.so" \
+  --ported "$build/examples/libmigration_ported_gpu.so"
