@@ -128,39 +128,32 @@ static uint64_t next(uint64_t* s) {
   return x * 0x2545F4914F6CDD1Dull;
 }
 
-/* Random values for one buffer: integers any bits, pred 0 or 1, the rest
- * any bytes; floats ordinary values, with NaN, +-Inf and -0 among them when
- * `specials` (every other run, so that kernels which refuse non-finite
+/* One random float value: ordinary, or with `specials` now and then NaN,
+ * +-Inf or -0 (every other run, so that kernels which refuse non-finite
  * input are compared on the results they compute as well). */
+static double random_value(uint64_t r, int specials) {
+  switch (specials ? r % 53 : 53) {
+    case 0: return NAN;
+    case 1: return INFINITY;
+    case 2: return -INFINITY;
+    case 3: return -0.0;
+    default: return (double)(int64_t)(r >> 11) / 9007199254740992.0 * 200.0;
+  }
+}
+
+/* Random values for one buffer: floats from random_value, integers any
+ * bits, pred 0 or 1, the rest any bytes. */
 static void fill(void* data, size_t bytes, int dtype, uint64_t seed, int specials) {
   uint64_t s = seed | 1;
   unsigned char* p = data;
   if (dtype == XLA_FFI_DataType_F32 || dtype == XLA_FFI_DataType_C64) {
     float* f = data;
-    for (size_t i = 0; i < bytes / 4; i++) {
-      uint64_t r = next(&s);
-      switch (specials ? r % 53 : 53) {
-        case 0: f[i] = NAN; break;
-        case 1: f[i] = INFINITY; break;
-        case 2: f[i] = -INFINITY; break;
-        case 3: f[i] = -0.0f; break;
-        default: f[i] = (float)((double)(int64_t)(r >> 11) / 9007199254740992.0 * 200.0);
-      }
-    }
+    for (size_t i = 0; i < bytes / 4; i++) f[i] = (float)random_value(next(&s), specials);
     return;
   }
   if (dtype == XLA_FFI_DataType_F64 || dtype == XLA_FFI_DataType_C128) {
     double* f = data;
-    for (size_t i = 0; i < bytes / 8; i++) {
-      uint64_t r = next(&s);
-      switch (specials ? r % 53 : 53) {
-        case 0: f[i] = NAN; break;
-        case 1: f[i] = INFINITY; break;
-        case 2: f[i] = -INFINITY; break;
-        case 3: f[i] = -0.0; break;
-        default: f[i] = (double)(int64_t)(r >> 11) / 9007199254740992.0 * 200.0;
-      }
-    }
+    for (size_t i = 0; i < bytes / 8; i++) f[i] = random_value(next(&s), specials);
     return;
   }
   for (size_t i = 0; i < bytes; i++) p[i] = (unsigned char)next(&s);

@@ -81,6 +81,17 @@ def check_raises(what, fn, message):
     failures.append(what)
 
 
+def check_kernels(rms_norm, clip, moments):
+    """The checks every stage makes of its three kernels, under jit."""
+    import jax
+
+    check("rms_norm", jax.jit(rms_norm)(X), rms_norm_ref(X, 1e-5))
+    check("clip", jax.jit(clip, static_argnums=(1, 2))(V, -1.5, 2.5), clip_ref(V, -1.5, 2.5))
+    check("moments", jax.jit(moments)(V), moments_ref(V), rtol=1e-5)
+    check_raises("clip refuses lo > hi", lambda: clip(V, 2.5, -1.5).block_until_ready(),
+                 "clip: lo (2.5) must not exceed hi (-1.5)")
+
+
 def finish(stage):
     if failures:
         print(f"{stage}: {len(failures)} check(s) failed")
