@@ -971,17 +971,6 @@ static const char* json_status(int s) {
   return words[s];
 }
 
-static void json_string(FILE* f, const char* s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20 || c >= 0x7f) fprintf(f, "\\u%04x", c); /* valid JSON, whatever came */
-    else fputc(c, f);
-  }
-  fputc('"', f);
-}
-
 static void print_reports(const report* r, int n, int json) {
   if (json) {
     int all = 1;
@@ -989,20 +978,20 @@ static void print_reports(const report* r, int n, int json) {
     for (int i = 0; i < n; i++) {
       all &= r[i].status == 0;
       printf("    {\"target\": ");
-      json_string(stdout, r[i].symbol);
+      ccshim_tool_json_string(stdout, r[i].symbol);
       printf(", \"library\": ");
-      json_string(stdout, r[i].lib);
+      ccshim_tool_json_string(stdout, r[i].lib);
       printf(", \"form\": ");
-      json_string(stdout, r[i].form);
+      ccshim_tool_json_string(stdout, r[i].form);
       printf(", \"signature\": ");
-      json_string(stdout, r[i].signature);
+      ccshim_tool_json_string(stdout, r[i].signature);
       printf(", \"runs\": %d, \"equal\": %d, \"both_failed\": %d, \"status\": \"%s\"", r[i].runs,
              r[i].equal, r[i].failed, json_status(r[i].status));
       if (r[i].first_byte >= 0)
         printf(", \"first_difference\": {\"result\": %zu, \"byte\": %ld}", r[i].first_result,
                r[i].first_byte);
       printf(", \"detail\": ");
-      json_string(stdout, r[i].detail);
+      ccshim_tool_json_string(stdout, r[i].detail);
       printf("}%s\n", i + 1 < n ? "," : "");
     }
     printf("  ],\n  \"all_equal\": %s\n}\n", all ? "true" : "false");

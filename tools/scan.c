@@ -1175,16 +1175,7 @@ static void call_change(const target* t, char* out, size_t cap) {
 
 /* --- Output ---------------------------------------------------------------------------------- */
 
-static void json_str(const char* s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') printf("\\%c", c);
-    else if (c < 0x20 || c >= 0x7f) printf("\\u%04x", c);
-    else putchar(c);
-  }
-  putchar('"');
-}
+static void json_str(const char* s) { ccshim_tool_json_string(stdout, s); }
 
 static void json_site(const finding* f) {
   printf("{\"file\": ");

@@ -5,6 +5,7 @@
 #define CCSHIM_TOOLS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 int ccshim_conform_main(int argc, char** argv);
 int ccshim_scan_main(int argc, char** argv);
@@ -13,5 +14,9 @@ int ccshim_scan_main(int argc, char** argv);
  * and prints the inventory to stdout; the exit status of `ccshim scan`.
  * For the fuzzer. */
 int ccshim_scan_buffer(const char* name, const char* data, size_t len, int json);
+
+/* Writes s as a JSON string; bytes outside printable ASCII as \u00XX, so
+ * that the output is valid JSON whatever a kernel's message held. */
+void ccshim_tool_json_string(FILE* f, const char* s);
 
 #endif
