@@ -109,8 +109,11 @@ static XLA_FFI_Error* count_error(const ccshim_adapter* a, const XLA_FFI_Api* ap
                  (long long)na, (long long)nr, CCSHIM_FRAME_MAX_BUFFERS);
 }
 
+/* A token, or a buffer with no elements, needs no address.  Only a rank
+ * ccshim can trust is read: buffer_error words the others. */
 static int may_be_null(const XLA_FFI_Buffer* b) {
   if (b->dtype == XLA_FFI_DataType_TOKEN) return 1;
+  if (b->rank < 0 || b->rank > CCSHIM_MAX_RANK) return 0;
   for (int64_t d = 0; b->dims != NULL && d < b->rank; d++)
     if (b->dims[d] == 0) return 1; /* no elements, no address needed */
   return 0;
@@ -123,11 +126,12 @@ static XLA_FFI_Error* buffer_error(const ccshim_adapter* a, const XLA_FFI_Api* a
   char who[32], got[1400];
   side_name(a, i, na, who, sizeof who);
   if (b == NULL) return invalid(api, "%s: the buffer pointer is NULL", who);
+  if (b->rank < 0 || b->rank > CCSHIM_MAX_RANK)
+    return invalid(api, "%s: rank %lld is out of range; expected 0..%d", who,
+                   (long long)b->rank, CCSHIM_MAX_RANK);
   if (b->rank > 0 && b->dims == NULL)
     return invalid(api, "%s: rank %lld but dims is NULL", who, (long long)b->rank);
-  ccshim__format_shape(got, sizeof got, (int)b->dtype,
-                       b->rank > CCSHIM_MAX_RANK ? CCSHIM_MAX_RANK : b->rank,
-                       b->dims);
+  ccshim__format_shape(got, sizeof got, (int)b->dtype, b->rank, b->dims);
   return invalid(api, "%s: data is NULL for %s; expected a buffer address", who,
                  got);
 }
@@ -161,6 +165,16 @@ static XLA_FFI_Error* check_specs(const ccshim_adapter* a, const XLA_FFI_Api* ap
   return NULL;
 }
 
+/* The opaque's length, refused past the largest attribute value a frame
+ * carries (the frame builder's limit; XLA's are smaller), so that neither
+ * len + 1 nor the copy can wrap. */
+static XLA_FFI_Error* check_opaque_len(const ccshim_adapter* a, const XLA_FFI_Api* api,
+                                       size_t len) {
+  if (CCSHIM__LIKELY(len <= CCSHIM_FRAME_MAX_ATTR_BYTES)) return NULL;
+  return invalid(api, "attribute '%s': %zu bytes; expected at most %u", a->opaque_name,
+                 len, (unsigned)CCSHIM_FRAME_MAX_ATTR_BYTES);
+}
+
 /* Finds the opaque attribute.  Absent means empty, as XLA's legacy runtime
  * passes an empty backend config. */
 static XLA_FFI_Error* find_opaque(const ccshim_adapter* a, const XLA_FFI_Api* api,
@@ -190,7 +204,7 @@ static XLA_FFI_Error* find_opaque(const ccshim_adapter* a, const XLA_FFI_Api* ap
                        a->opaque_name, s->len);
       *ptr = s->ptr ? s->ptr : "";
       *len = s->len;
-      return NULL;
+      return check_opaque_len(a, api, s->len);
     }
     if (attrs->types[i] == XLA_FFI_AttrType_ARRAY) {
       const XLA_FFI_Array* arr = v;
@@ -200,7 +214,7 @@ static XLA_FFI_Error* find_opaque(const ccshim_adapter* a, const XLA_FFI_Api* ap
                          a->opaque_name, arr->size);
         *ptr = arr->data ? arr->data : "";
         *len = arr->size;
-        return NULL;
+        return check_opaque_len(a, api, arr->size);
       }
       const char* t = ccshim_dtype_name((int)arr->dtype);
       return invalid(api, "attribute '%s': expected a string or a u8/s8 array, "
@@ -279,19 +293,24 @@ XLA_FFI_Error* ccshim__kernel_failed(const ccshim_adapter* a,
 XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f) {
   if (CCSHIM__UNLIKELY(a == NULL || f == NULL)) return NULL;
   const XLA_FFI_Api* api = f->api;
-  if (CCSHIM__UNLIKELY(f->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE)) {
-    if (api == NULL) return NULL;
-    return invalid(api, "Unexpected XLA_FFI_CallFrame size: expected %d, got %zu",
+  if (CCSHIM__UNLIKELY(f->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE))
+    return invalid(api ? api : ccshim_ffi_api(),
+                   "Unexpected XLA_FFI_CallFrame size: expected %d, got %zu",
                    (int)XLA_FFI_CallFrame_STRUCT_SIZE, f->struct_size);
-  }
   if (CCSHIM__UNLIKELY(f->extension_start != NULL)) {
     int handled;
     XLA_FFI_Error* err = answer_metadata(a, f, &handled);
     if (handled) return err;
   }
   if (CCSHIM__UNLIKELY(f->stage != XLA_FFI_ExecutionStage_EXECUTE)) return NULL;
-  /* Without an API table no error can be made; XLA always passes one. */
-  if (CCSHIM__UNLIKELY(api == NULL)) return NULL;
+  /* XLA always passes an API table to execute.  Without one a failure could
+   * not be reported through the caller's runtime, so the kernel is not run,
+   * and the refusal is made by ccshim's own table: a non-NULL error, never a
+   * success that hides an unwritten result. */
+  if (CCSHIM__UNLIKELY(api == NULL))
+    return invalid(ccshim_ffi_api(),
+                   "the call frame's api is NULL; the kernel was not called (XLA "
+                   "passes its XLA_FFI_Api to every execute call)");
 
   const int64_t na = f->args.size, nr = f->rets.size;
   if (a->count_checked) {

@@ -7,7 +7,8 @@
  * start the call again from the frame.
  *
  * The common case: a well-formed frame at the execute stage, counts as the
- * signature says (or at most FAST_PTRS buffers without one), every buffer
+ * signature says (at most FAST_PTRS buffers in all; an adapter whose
+ * signature has more never gets a fast path), an API table, every buffer
  * and data pointer non-NULL, dtypes and dims as the signature says, the
  * opaque (if the form takes one) shorter than FAST_OPAQUE bytes, and the flat
  * tuple layout.  Tokens and empty buffers (NULL data), nested tuples, large
@@ -202,7 +203,7 @@ FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
                               const form form, const gather_fn gather,
                               const int checked) {
   if (CCSHIM__UNLIKELY(f == NULL || f->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE ||
-                       f->extension_start != NULL))
+                       f->extension_start != NULL || f->api == NULL))
     goto general;
   if (CCSHIM__UNLIKELY(f->stage != XLA_FFI_ExecutionStage_EXECUTE)) return NULL;
   const int64_t na = f->args.size, nr = f->rets.size;
@@ -241,7 +242,6 @@ FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
       ((ccshim_cpu_v3_fn)a->fn)(out, (const void**)ptrs, opaque, opaque_len, &status);
   } else {
     const XLA_FFI_Api* api = f->api;
-    if (CCSHIM__UNLIKELY(api == NULL)) goto general;
     XLA_FFI_Stream_Get_Args sargs;
     sargs.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
     sargs.extension_start = NULL;
@@ -291,6 +291,10 @@ static int use_avx2(void) {
 
 ccshim__call_fn ccshim__select_call(const ccshim_adapter* a) {
   if (a->nested != NULL || a->form > FORM_GPU_V2) return ccshim__adapter_call;
+  /* A signature fixes the counts, so a frame that fits it may have more
+   * buffers than the stack block: decided here, once, for every call. */
+  if (a->count_checked && (int64_t)a->num_args + a->num_rets > FAST_PTRS)
+    return ccshim__adapter_call;
   if (a->specs != NULL) return fast_checked[a->form];
 #if defined(CCSHIM_HAVE_AVX2_PATH)
   if (use_avx2()) return fast_avx2[a->form];

@@ -3,13 +3,17 @@
  * from the fuzzer's bytes: random struct sizes, metadata extensions (good
  * and malformed), stages, counts (negative, too many), NULL arrays, NULL
  * buffer pointers, dtypes, ranks and dims, NULL data, attribute kinds and
- * names, an api and a context or none.  Every value is laid out as the kind
+ * names, an api and a context or none.  Edges past every internal block:
+ * buffer counts from 127 to 600 (adapters whose signatures have 130 and 300
+ * buffers among them), ranks up to 2^63 with real dims behind them, and
+ * opaque lengths up to SIZE_MAX.  Every value is laid out as the kind
  * its type tag declares (no handler can detect a scalar disguised as a
  * string), otherwise anything goes.
  *
  * Properties: no crash and no sanitizer report; an error, when one comes,
  * is readable; a kernel, when it runs, gets what the adapter promises (data
- * pointers, a NUL-terminated opaque with its length, a stream on GPU).
+ * pointers, a NUL-terminated opaque with its length, a stream on GPU); a
+ * frame at the execute stage without an API table is refused, not run.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -33,9 +37,11 @@ static void maybe_fail(XlaCustomCallStatus* s) {
 }
 /* (out may be NULL: a single result with no elements, or a token, has no
  * address, in XLA as here.) */
+static int kernel_ran;
 static void cpu_v1(void* out, const void** in) {
   (void)out;
   (void)in;
+  kernel_ran = 1;
 }
 static void cpu_v2(void* out, const void** in, XlaCustomCallStatus* s) {
   cpu_v1(out, in);
@@ -56,6 +62,16 @@ static void cpu_nested(void* out, const void** in, XlaCustomCallStatus* s) {
 static void gpu_v1(void* stream, void** buffers, const char* o, size_t n) {
   if (stream == NULL || buffers == NULL) abort();
   check_opaque(o, n);
+  kernel_ran = 1;
+}
+/* For the wide signatures: every buffer is an f32[1] in the arena. */
+static size_t wide_count;
+static char arena[4096 + 64];
+static void cpu_wide(void* out, const void** in, XlaCustomCallStatus* s) {
+  for (size_t i = 0; i < wide_count; i++)
+    if (in[i] != arena) abort();
+  if (out != arena) abort();
+  cpu_v2(out, in, s);
 }
 static void gpu_v2(void* stream, void** buffers, const char* o, size_t n,
                    XlaCustomCallStatus* s) {
@@ -65,7 +81,18 @@ static void gpu_v2(void* stream, void** buffers, const char* o, size_t n,
 
 /* --- The adapters, made once ------------------------------------------------ */
 
-enum { NUM_ADAPTERS = 22 }; /* 2 entry kinds x (3 signatures x 3 forms + 2) */
+enum { NUM_ADAPTERS = 26 }; /* 2 entry kinds x (3 signatures x 3 forms + 4) */
+static const size_t wide_sizes[2] = {130, 300}; /* operands, and one result */
+
+/* "(f32[1], ...) -> f32[1]" with n operands, in a static buffer. */
+static const char* wide_signature(size_t n) {
+  static char text[300 * 8 + 32];
+  char* p = text;
+  *p++ = '(';
+  for (size_t i = 0; i < n; i++) p += sprintf(p, i ? ", f32[1]" : "f32[1]");
+  strcpy(p, ") -> f32[1]");
+  return text;
+}
 static ccshim_adapter* adapters[NUM_ADAPTERS];
 static ccshim_context *host, *gpu;
 
@@ -84,6 +111,9 @@ static void make_adapters(void) {
       ccshim_wrap((ccshim_legacy_fn)gpu_v2, 2, CCSHIM_PLATFORM_CUDA, sigs[s], &o, &adapters[n++]);
     }
     ccshim_wrap((ccshim_legacy_fn)cpu_v2, 2, CCSHIM_PLATFORM_HOST, NULL, &o, &adapters[n++]);
+    for (int w = 0; w < 2; w++)
+      ccshim_wrap((ccshim_legacy_fn)cpu_wide, 2, CCSHIM_PLATFORM_HOST,
+                  wide_signature(wide_sizes[w]), &o, &adapters[n++]);
     o.tuple_operands = CCSHIM_TUPLES_NESTED;
     ccshim_wrap((ccshim_legacy_fn)cpu_nested, 2, CCSHIM_PLATFORM_HOST,
                 "((f32[2], f32[2])) -> f32[2]", &o, &adapters[n++]);
@@ -101,18 +131,19 @@ static void make_adapters(void) {
 
 /* --- Building a frame from the recipe ---------------------------------------- */
 
-enum { MAX_BUF = 12, MAX_ATTR = 6 };
+enum { MAX_BUF = 12, MAX_ATTR = 6, MAX_RANK = 64, WIDE_BUF = 600 };
 
 typedef struct storage {
   XLA_FFI_CallFrame frame;
   XLA_FFI_Metadata_Extension ext;
   XLA_FFI_Metadata metadata;
   XLA_FFI_Buffer buffers[2 * MAX_BUF];
-  int64_t dims[2 * MAX_BUF][8];
-  void* args[MAX_BUF];
-  void* rets[MAX_BUF];
-  XLA_FFI_ArgType arg_types[MAX_BUF];
-  XLA_FFI_RetType ret_types[MAX_BUF];
+  int64_t dims[2 * MAX_BUF][MAX_RANK];
+  XLA_FFI_Buffer wide;          /* the one buffer every slot of a wide side shares */
+  void* args[WIDE_BUF];
+  void* rets[WIDE_BUF];
+  XLA_FFI_ArgType arg_types[WIDE_BUF];
+  XLA_FFI_RetType ret_types[WIDE_BUF];
   XLA_FFI_AttrType attr_types[MAX_ATTR];
   XLA_FFI_ByteSpan name_spans[MAX_ATTR];
   XLA_FFI_ByteSpan* names[MAX_ATTR];
@@ -126,20 +157,47 @@ typedef struct storage {
 } storage;
 
 /* Every data pointer and byte string points in here: values start within
- * the first 8 bytes and are at most 4096 bytes (or 512 elements) long. */
-static char arena[4096 + 64];
+ * the first 8 bytes and are at most 4096 bytes (or 512 elements) long,
+ * unless a length is one of the huge ones the adapter must refuse unread. */
+static size_t huge_length(fuzz_input* in) {
+  static const size_t huge[] = {(size_t)-1, (size_t)-2, ((size_t)1 << 30) + 1,
+                                (size_t)1 << 62, (size_t)1 << 40};
+  return huge[take_below(in, 5)];
+}
 
 static void fill_buffer(fuzz_input* in, XLA_FFI_Buffer* b, int64_t* dims) {
   memset(b, 0, sizeof *b);
   b->struct_size = XLA_FFI_Buffer_STRUCT_SIZE;
   b->dtype = (XLA_FFI_DataType)take_below(in, 36);
   b->data = take_below(in, 6) ? arena : NULL;
-  unsigned r = take_below(in, 10);
-  b->rank = r < 7 ? (int64_t)r : r == 7 ? -1 : r == 8 ? 1000000 : take_i64(in);
+  unsigned r = take_below(in, 12);
+  b->rank = r < 7 ? (int64_t)r : r == 7 ? -1 : r == 8 ? 1000000 : r == 9 ? MAX_RANK
+          : r == 10 ? (int64_t)1 << 40 : take_i64(in);
   for (int d = 0; d < 8; d++) dims[d] = take_below(in, 8) ? take_below(in, 5) : take_i64(in);
+  for (int d = 8; d < MAX_RANK; d++) dims[d] = 1;
   b->dims = take_below(in, 8) ? dims : NULL;
-  /* Keep rank honest about the memory behind dims when it is not NULL. */
-  if (b->dims != NULL && (b->rank < 0 || b->rank > 8)) b->dims = NULL;
+  /* The memory behind dims holds MAX_RANK entries, whatever rank claims: a
+   * rank past it with dims set is what a careless runtime sends, and the
+   * adapter must not read past the ranks it accepts (0..64). */
+}
+
+/* A side of `n` buffers (n past every internal block), all one f32[1] in
+ * the arena, so that a wide signature matches; sometimes one is spoiled. */
+static void fill_wide(fuzz_input* in, storage* s, void** ptrs, int64_t n, int side) {
+  static int64_t one = 1;
+  s->wide = (XLA_FFI_Buffer){XLA_FFI_Buffer_STRUCT_SIZE, NULL, XLA_FFI_DataType_F32,
+                             arena, 1, &one};
+  for (int64_t i = 0; i < n; i++) {
+    ptrs[i] = &s->wide;
+    if (side) s->ret_types[i] = XLA_FFI_RetType_BUFFER;
+    else s->arg_types[i] = XLA_FFI_ArgType_BUFFER;
+  }
+  if (take_below(in, 4) == 0) {
+    int64_t k = (int64_t)(take_u32(in) % (uint32_t)n);
+    XLA_FFI_Buffer* b = &s->buffers[side * MAX_BUF];
+    fill_buffer(in, b, s->dims[side * MAX_BUF]);
+    ptrs[k] = take_below(in, 4) ? b : NULL;
+  }
 }
 
 static void build(fuzz_input* in, storage* s, const XLA_FFI_Api** api) {
@@ -161,10 +219,12 @@ static void build(fuzz_input* in, storage* s, const XLA_FFI_Api** api) {
   f->ctx = c == 0 ? NULL : c < 5 ? host : gpu;
   f->stage = (XLA_FFI_ExecutionStage)(take_below(in, 4) ? 3 : take_below(in, 7));
 
+  static const int64_t wide_counts[] = {127, 128, 129, 130, 150, 300, 301, 600};
   int64_t counts[2];
   for (int side = 0; side < 2; side++) {
-    unsigned n = take_below(in, 16);
-    counts[side] = n <= MAX_BUF ? (int64_t)n : n == 13 ? -1 : take_i64(in);
+    unsigned n = take_below(in, 17);
+    counts[side] = n <= MAX_BUF ? (int64_t)n : n == 13 ? -1 : n >= 15 ?
+        wide_counts[take_below(in, 8)] : take_i64(in);
   }
   f->args.struct_size = XLA_FFI_Args_STRUCT_SIZE;
   f->rets.struct_size = XLA_FFI_Rets_STRUCT_SIZE;
@@ -173,9 +233,11 @@ static void build(fuzz_input* in, storage* s, const XLA_FFI_Api** api) {
   /* Arrays large enough for any count that is in range; a count out of
    * range comes with NULL arrays, which the adapter must refuse unread. */
   for (int side = 0; side < 2; side++) {
-    int in_range = counts[side] >= 0 && counts[side] <= MAX_BUF;
+    int wide = counts[side] > MAX_BUF && counts[side] <= WIDE_BUF;
+    int in_range = (counts[side] >= 0 && counts[side] <= MAX_BUF) || wide;
     void** ptrs = side ? s->rets : s->args;
-    for (int i = 0; in_range && i < counts[side]; i++) {
+    if (wide) fill_wide(in, s, ptrs, counts[side], side);
+    for (int i = 0; !wide && in_range && i < counts[side]; i++) {
       XLA_FFI_Buffer* b = &s->buffers[side * MAX_BUF + i];
       fill_buffer(in, b, s->dims[side * MAX_BUF + i]);
       ptrs[i] = take_below(in, 24) ? b : NULL;
@@ -207,7 +269,9 @@ static void build(fuzz_input* in, storage* s, const XLA_FFI_Api** api) {
     s->names[i] = take_below(in, 24) ? &s->name_spans[i] : NULL;
     unsigned kind = take_below(in, 5); /* 0 is no valid kind */
     s->attr_types[i] = (XLA_FFI_AttrType)kind;
-    size_t len = take_below(in, 4) ? take_below(in, 40) : take_u32(in) % 4096;
+    unsigned how = take_below(in, 16);
+    size_t len = how < 12 ? take_below(in, 40) : how < 15 ? take_u32(in) % 4096
+                                                           : huge_length(in);
     const char* ptr = take_below(in, 16) ? arena + take_below(in, 8) : NULL;
     switch (kind) {
       case XLA_FFI_AttrType_STRING:
@@ -216,7 +280,8 @@ static void build(fuzz_input* in, storage* s, const XLA_FFI_Api** api) {
         break;
       case XLA_FFI_AttrType_ARRAY:
         s->arrays[i].dtype = (XLA_FFI_DataType)take_below(in, 14);
-        s->arrays[i].size = len / 8; /* at most 8 bytes an element: in the arena */
+        /* at most 8 bytes an element: in the arena, unless huge */
+        s->arrays[i].size = len > 4096 ? len : len / 8;
         s->arrays[i].data = ptr ? (void*)ptr : NULL;
         s->attr_values[i] = &s->arrays[i];
         break;
@@ -253,9 +318,16 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static storage s;
   const XLA_FFI_Api* api;
   build(&in, &s, &api);
+  wide_count = s.frame.args.size > 0 ? (size_t)s.frame.args.size : 0;
+  kernel_ran = 0;
   XLA_FFI_Error* err = ccshim_adapter_handler(a)(&s.frame);
+  /* Without an API table nothing may run, and an execute call must not
+   * come back as a success (ccshim's own table makes the refusal). */
+  if (api == NULL && kernel_ran) abort();
+  if (api == NULL && err == NULL && s.frame.stage == XLA_FFI_ExecutionStage_EXECUTE &&
+      s.frame.struct_size >= XLA_FFI_CallFrame_STRUCT_SIZE && s.frame.extension_start == NULL)
+    abort();
   if (err != NULL) {
-    if (api == NULL) abort(); /* no error can be made without an api */
     XLA_FFI_Error_Code code = ccshim_error_code(err);
     if (code <= XLA_FFI_Error_Code_OK || code > XLA_FFI_Error_Code_UNAUTHENTICATED) abort();
     if (ccshim_error_message(err) == NULL) abort();
