@@ -2,9 +2,13 @@
  * `ccshim conform`: a legacy kernel side by side, through the legacy invoker
  * (as XLA's legacy runtime called it) and through an adapter in the embedded
  * typed runtime, on deterministic random inputs, compared byte for byte or
- * within a relative tolerance.  Each side runs in a child process, so a
- * kernel that crashes is reported as crashed; outputs come back through
- * shared memory.
+ * within a relative tolerance.  Each side runs in a child process of its
+ * own, which alone loads the kernel's library: in its own process group,
+ * stdin from /dev/null, stdout and stderr captured, and killed with SIGKILL
+ * (with everything it started) at a deadline the parent keeps.  So a kernel
+ * or a library initialiser that crashes, exits, hangs, blocks signals, stops
+ * itself or forks is reported as what it did, and never ends conform or
+ * writes into its report.  Outputs come back through shared memory.
  *
  *   ccshim conform LIB SYMBOL --api N --signature SIG [--platform cpu]
  *                  [--opaque-hex HEX | --opaque-file F] [--seed S] [--runs K]
@@ -30,20 +34,24 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ccshim/ccshim.h"
 #include "tools.h"
 
-enum { MESSAGE_CAP = 512 };
+enum { MESSAGE_CAP = 512, OUTPUT_SHOWN = 2048 };
 
 enum { MAX_ATTRS = 32, ATTR_VALUES = 64 };
 
@@ -61,22 +69,21 @@ typedef struct attr {
   char text[256];               /* a str value */
 } attr;
 
+/* A target; every string is owned (target_reset frees), so none is cut. */
 typedef struct target {
-  char lib[1024];
-  char symbol[256];
+  char* lib;
+  char* symbol;
   int api;
   ccshim_platform platform;
-  char signature[2048];
+  char* signature;
   unsigned char* opaque;
   size_t opaque_len;
   uint64_t seed;
   int runs;
   double rtol; /* 0: byte for byte */
   int timeout;
-  void* handle; /* the loaded library */
-  char against_lib[1024];    /* --against: the native handler's library */
-  char against_symbol[256];
-  void* against_handle;
+  char* against_lib;          /* --against: the native handler's library, or NULL */
+  char* against_symbol;
   attr attrs[MAX_ATTRS];
   int num_attrs;
   struct {
@@ -90,26 +97,88 @@ typedef struct target {
 /* How one side of one run ended. */
 enum { RAN = 0, FAILED = 1, CRASHED = 2, TIMED_OUT = 3, BROKEN = 4 };
 
+/* Written by the child, in shared memory apart from the buffers.  A
+ * failure's message is kept to MESSAGE_CAP bytes for the report, but
+ * compared whole, by its length and hash. */
 typedef struct side {
   int state;
+  int loaded;                 /* the child got past loading the libraries */
   int done;                   /* the child came back from the kernel */
   int code;                   /* XLA code of a failure */
+  size_t message_len;         /* the whole failure message's length */
+  uint64_t message_hash;      /* and its FNV-1a hash */
   char message[MESSAGE_CAP];  /* failure message, crash signal, or setup error */
 } side;
 
 typedef struct report {
-  char symbol[256];
-  char lib[1024];
+  char* symbol;               /* owned, as every string here */
+  char* lib;
   char form[32];
-  char signature[2048];
+  char* signature;
   int runs, equal;
   int failed;                 /* of the equal runs, those where both sides failed alike */
   int status;                 /* 0 equal, 1 differ, 2 crashed, 3 error, 4 overran */
   long first_byte;            /* the first differing byte, or -1 */
   size_t first_result;        /* of which result */
-  char detail[2400];
-  char legacy[MESSAGE_CAP], typed[MESSAGE_CAP];
+  char* detail;               /* NULL when there is nothing to say */
+  char* output;               /* what a kernel printed first, or NULL */
 } report;
+
+/* A formatted string on the heap, however long; exits on no memory, the
+ * one thing a command-line tool cannot report into a report. */
+static char* format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static char* format(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char* s = NULL;
+  int n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    fputs("ccshim conform: out of memory\n", stderr);
+    exit(2);
+  }
+  return s;
+}
+
+static void set_detail(report* r, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_detail(report* r, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char* s = NULL;
+  int n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    fputs("ccshim conform: out of memory\n", stderr);
+    exit(2);
+  }
+  free(r->detail);
+  r->detail = s;
+}
+
+static void report_reset(report* r) {
+  free(r->symbol);
+  free(r->lib);
+  free(r->signature);
+  free(r->detail);
+  free(r->output);
+  memset(r, 0, sizeof *r);
+}
+
+static uint64_t fnv1a(const char* s, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* Records a failure's message: the whole of it compared, a prefix shown. */
+static void set_message(side* out, const char* m) {
+  size_t n = strlen(m);
+  out->message_len = n;
+  out->message_hash = fnv1a(m, n);
+  snprintf(out->message, sizeof out->message, "%s", m);
+  if (n >= sizeof out->message)
+    snprintf(out->message + sizeof out->message - 32, 32, "... (%zu bytes)", n);
+}
 
 static const char* form_name(int api, ccshim_platform p) {
   static char buf[16];
@@ -326,14 +395,42 @@ static long overrun(const buffer* b) {
 
 /* --- Running one side in a child ---------------------------------------------- */
 
-static ccshim_legacy_fn kernel(const target* t) {
-  ccshim_legacy_fn fn;
-  void* sym = dlsym(t->handle, t->symbol);
-  memcpy(&fn, &sym, sizeof fn);
-  return fn;
+/* Loads a library and finds a symbol, in the child; NULL with BROKEN set. */
+static void* load_symbol(const char* what, const char* lib, const char* symbol, side* out) {
+  void* handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) {
+    out->state = BROKEN;
+    snprintf(out->message, sizeof out->message, "%scannot load %s: %s", what, lib, dlerror());
+    return NULL;
+  }
+  void* sym = dlsym(handle, symbol);
+  if (sym == NULL) {
+    out->state = BROKEN;
+    snprintf(out->message, sizeof out->message, "%sno symbol '%s' in %s", what, symbol, lib);
+  }
+  return sym;
+}
+
+/* The kernel, and with --against the native handler, loaded in the child;
+ * 0, or -1 with BROKEN set. */
+static int load(const target* t, ccshim_legacy_fn* fn, XLA_FFI_Handler** handler, side* out) {
+  void* sym = load_symbol("", t->lib, t->symbol, out);
+  if (sym == NULL) return -1;
+  memcpy(fn, &sym, sizeof *fn);
+  *handler = NULL;
+  if (t->against_lib) {
+    sym = load_symbol("--against: ", t->against_lib, t->against_symbol, out);
+    if (sym == NULL) return -1;
+    memcpy(handler, &sym, sizeof *handler);
+  }
+  out->loaded = 1;
+  return 0;
 }
 
 static void run_legacy(const target* t, layout* l, side* out) {
+  ccshim_legacy_fn fn;
+  XLA_FFI_Handler* unused;
+  if (load(t, &fn, &unused, out) != 0) return;
   size_t na = l->sig->num_arg_leaves, nr = l->sig->num_ret_leaves;
   void** args = calloc(na + 1, sizeof *args);
   void** rets = calloc(nr + 1, sizeof *rets);
@@ -341,7 +438,7 @@ static void run_legacy(const target* t, layout* l, side* out) {
   for (size_t i = 0; i < nr; i++) rets[i] = l->rets[0][i].data;
   ccshim_legacy_call c;
   memset(&c, 0, sizeof c);
-  c.fn = kernel(t);
+  c.fn = fn;
   c.api_version = t->api;
   c.platform = t->platform;
   c.signature = l->sig;
@@ -360,7 +457,7 @@ static void run_legacy(const target* t, layout* l, side* out) {
   if (o.failed) {
     out->state = FAILED;
     out->code = o.code;
-    snprintf(out->message, sizeof out->message, "%s", o.message);
+    set_message(out, o.message);
   }
   ccshim_legacy_outcome_reset(&o);
 }
@@ -404,19 +501,19 @@ static ccshim_status add_attrs(const target* t, ccshim_frame_builder* fb) {
 }
 
 static void run_typed(const target* t, layout* l, side* out) {
+  ccshim_legacy_fn fn;
+  XLA_FFI_Handler* native;
+  if (load(t, &fn, &native, out) != 0) return;
   ccshim_adapter* a = NULL;
   ccshim_context* ctx;
   ccshim_frame_builder* fb;
   ccshim_context_options co;
   memset(&co, 0, sizeof co);
   co.platform = ccshim_platform_name(t->platform);
-  XLA_FFI_Handler* handler = NULL;
-  if (t->against_handle) {
-    void* sym = dlsym(t->against_handle, t->against_symbol);
-    memcpy(&handler, &sym, sizeof handler);
-  } else if (ccshim_wrap(kernel(t), t->api, t->platform, t->signature, NULL, &a) == CCSHIM_OK) {
+  XLA_FFI_Handler* handler = native;
+  if (native == NULL &&
+      ccshim_wrap(fn, t->api, t->platform, t->signature, NULL, &a) == CCSHIM_OK)
     handler = ccshim_adapter_handler(a);
-  }
   if (handler == NULL || ccshim_context_new(&co, &ctx) || ccshim_frame_builder_new(&fb)) {
     out->state = BROKEN;
     snprintf(out->message, sizeof out->message, "%s", ccshim_last_error());
@@ -432,7 +529,7 @@ static void run_typed(const target* t, layout* l, side* out) {
     ccshim_frame_builder_add_ret(fb, (XLA_FFI_DataType)s->dtype, l->rets[1][i].data, s->rank,
                                  s->dims);
   }
-  if (t->opaque_len && !t->against_handle)
+  if (t->opaque_len && !t->against_lib)
     ccshim_frame_builder_add_array(fb, "opaque", XLA_FFI_DataType_U8, t->opaque, t->opaque_len);
   if (add_attrs(t, fb) != CCSHIM_OK) {
     out->state = BROKEN;
@@ -445,7 +542,7 @@ static void run_typed(const target* t, layout* l, side* out) {
   if (st == CCSHIM_EHANDLER) {
     out->state = FAILED;
     out->code = (int)ccshim_error_code(err);
-    snprintf(out->message, sizeof out->message, "%s", ccshim_error_message(err));
+    set_message(out, ccshim_error_message(err));
   } else if (st != CCSHIM_OK) {
     out->state = BROKEN;
     snprintf(out->message, sizeof out->message, "%s", ccshim_last_error());
@@ -453,39 +550,127 @@ static void run_typed(const target* t, layout* l, side* out) {
   ccshim_error_free(err);
 }
 
-/* Forks, runs one side, and reads back how it ended.  `out` lies in shared
- * memory apart from the buffers, so a kernel cannot overwrite it. */
-static void in_child(const target* t, layout* l, side* out, int typed) {
+/* A file the child's stdout and stderr go to: not a pipe, so a process the
+ * kernel leaves behind cannot hold the parent up.  -1 when none can be
+ * made (the child's output then goes to /dev/null). */
+static int capture_file(void) {
+  FILE* f = tmpfile();
+  if (f == NULL) return -1;
+  int fd = dup(fileno(f));
+  fclose(f);
+  return fd;
+}
+
+/* What a child printed, read back from its capture file, or NULL. */
+static char* captured(int fd, const char* who) {
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) return NULL;
+  char buf[OUTPUT_SHOWN + 1];
+  ssize_t n = pread(fd, buf, OUTPUT_SHOWN, 0);
+  if (n <= 0) return NULL;
+  buf[n] = '\0';
+  for (ssize_t i = 0; i < n; i++)
+    if (buf[i] == '\0') buf[i] = ' ';
+  if ((off_t)n < st.st_size)
+    return format("%s printed %lld bytes; the first %zd: %s", who, (long long)st.st_size, n,
+                  buf);
+  return format("%s printed %lld bytes: %s", who, (long long)st.st_size, buf);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Waits for the child until the deadline, without reaping it; returns 1
+ * when it ended, 0 at the deadline. */
+static int wait_until(pid_t pid, double deadline) {
+  long nap_ns = 100000; /* 0.1 ms, doubling to 10 ms */
+  for (;;) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    int r = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT);
+    if (r == 0 && info.si_pid == pid) return 1;
+    if (r < 0 && errno != EINTR) return 1; /* nothing to wait for */
+    if (now_s() >= deadline) return 0;
+    struct timespec nap = {0, nap_ns};
+    nanosleep(&nap, NULL);
+    if (nap_ns < 10000000) nap_ns *= 2;
+  }
+}
+
+enum { RUN_LEGACY, RUN_TYPED, RUN_PROBE };
+
+/* The probe: only loads the libraries, so that conform can say at once
+ * that a library or a symbol is missing, or that a library's initialiser
+ * crashes or exits. */
+static void probe(const target* t, side* out) {
+  ccshim_legacy_fn fn;
+  XLA_FFI_Handler* handler;
+  load(t, &fn, &handler, out);
+}
+
+/* Forks, runs one side (or the probe) in a child, and reads back how it
+ * ended.  The child is the leader of its own process group; when it ends,
+ * or at the deadline, the whole group is killed with SIGKILL before the
+ * child is reaped (so its process group cannot be reused meanwhile).
+ * `*output`, when it is NULL and the child printed something, gets a
+ * description of it (owned by the caller). */
+static void in_child(const target* t, layout* l, side* out, int what, char** output) {
   memset(out, 0, sizeof *out);
+  int fd = capture_file();
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) {
     out->state = BROKEN;
     snprintf(out->message, sizeof out->message, "fork: %s", strerror(errno));
+    if (fd >= 0) close(fd);
     return;
   }
   if (pid == 0) {
-    alarm((unsigned)t->timeout);
-    if (typed) run_typed(t, l, out);
-    else run_legacy(t, l, out);
+    setpgid(0, 0);
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) dup2(null, 0);
+    if (fd < 0) fd = null;
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    if (what == RUN_TYPED) run_typed(t, l, out);
+    else if (what == RUN_LEGACY) run_legacy(t, l, out);
+    else probe(t, out);
     out->done = 1;
+    fflush(NULL); /* what the kernel printed through stdio, into the capture */
     _exit(0);
   }
+  setpgid(pid, pid); /* as the child does: whichever runs first */
+  int ended = wait_until(pid, now_s() + t->timeout);
+  kill(-pid, SIGKILL); /* the child at the deadline, and whatever it started */
+  if (!ended) kill(pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFSIGNALED(status)) {
+  const char* where = out->loaded ? "" : " while loading the library (in its initialiser)";
+  if (!ended) {
+    out->state = TIMED_OUT;
+    snprintf(out->message, sizeof out->message, "timed out after %d s%s (killed)", t->timeout,
+             where);
+  } else if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    out->state = sig == SIGALRM ? TIMED_OUT : CRASHED;
-    if (sig == SIGALRM)
-      snprintf(out->message, sizeof out->message, "timed out after %d s", t->timeout);
-    else
-      snprintf(out->message, sizeof out->message, "crashed: signal %d (%s)", sig, strsignal(sig));
+    out->state = CRASHED;
+    snprintf(out->message, sizeof out->message, "crashed: signal %d (%s)%s", sig,
+             strsignal(sig), where);
   } else if (!out->done) {
     out->state = CRASHED;
-    snprintf(out->message, sizeof out->message, "exited with status %d inside the kernel",
-             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    snprintf(out->message, sizeof out->message, "exited with status %d %s",
+             WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+             out->loaded ? "inside the kernel" : where + 1);
   }
+  if (output != NULL && *output == NULL)
+    *output = captured(fd, what == RUN_PROBE ? "loading the library"
+                          : what == RUN_TYPED ? "the typed side" : "the legacy side");
+  if (fd >= 0) close(fd);
 }
 
 /* --- One target ------------------------------------------------------------------ */
@@ -506,44 +691,42 @@ static int compare_runs(const target* t, layout* l, side* sides, report* r) {
         if (t->fixed[f].len)
           memcpy(l->args[t->fixed[f].index].data, t->fixed[f].bytes, t->fixed[f].len);
       for (size_t i = 0; i < nr; i++) prepare(&l->rets[which][i], UNWRITTEN, 0, 0);
-      in_child(t, l, &sides[which], which);
+      in_child(t, l, &sides[which], which ? RUN_TYPED : RUN_LEGACY, &r->output);
       for (size_t i = 0; i < na + nr; i++) {
         const buffer* b = i < na ? &l->args[i] : &l->rets[which][i - na];
         long at = overrun(b);
         if (at >= 0) {
-          snprintf(r->detail, sizeof r->detail,
-                   "run %d: the %s side wrote byte %ld of %s %zu, which has %zu bytes "
-                   "(does the signature match the kernel?)",
-                   run, which ? "typed" : "legacy", at, i < na ? "argument" : "result",
-                   i < na ? i : i - na, b->bytes);
+          set_detail(r,
+                     "run %d: the %s side wrote byte %ld of %s %zu, which has %zu bytes "
+                     "(does the signature match the kernel?)",
+                     run, which ? "typed" : "legacy", at, i < na ? "argument" : "result",
+                     i < na ? i : i - na, b->bytes);
           return 4;
         }
       }
     }
     const side* lg = &sides[0];
     const side* ty = &sides[1];
-    snprintf(r->legacy, sizeof r->legacy, "%s", outcome(lg));
-    snprintf(r->typed, sizeof r->typed, "%s", outcome(ty));
     if (lg->state >= CRASHED || ty->state >= CRASHED) {
-      snprintf(r->detail, sizeof r->detail, "run %d: legacy %s; typed %s%s", run, outcome(lg),
-               outcome(ty),
-               lg->state == CRASHED && ty->state == CRASHED
-                   ? " (both crashed: does the signature match the kernel?)" : "");
+      set_detail(r, "run %d: legacy %s; typed %s%s", run, outcome(lg), outcome(ty),
+                 lg->state == CRASHED && ty->state == CRASHED
+                     ? " (both crashed: does the signature match the kernel?)" : "");
       return lg->state == BROKEN || ty->state == BROKEN ? 3 : 2;
     }
     if (lg->state == FAILED || ty->state == FAILED) {
       /* Failures compare as outcomes. */
       /* A port may choose a better error code than the legacy INTERNAL:
        * against one, failures compare by message. */
-      if (lg->state == ty->state && (lg->code == ty->code || t->against_handle) &&
+      if (lg->state == ty->state && (lg->code == ty->code || t->against_lib) &&
+          lg->message_len == ty->message_len && lg->message_hash == ty->message_hash &&
           strcmp(lg->message, ty->message) == 0) {
         r->equal++;
         r->failed++;
         continue;
       }
-      snprintf(r->detail, sizeof r->detail, "run %d: legacy %s; typed %s", run,
-               lg->state == FAILED ? lg->message : "succeeded",
-               ty->state == FAILED ? ty->message : "succeeded");
+      set_detail(r, "run %d: legacy %s; typed %s", run,
+                 lg->state == FAILED ? lg->message : "succeeded",
+                 ty->state == FAILED ? ty->message : "succeeded");
       return 1;
     }
     for (size_t i = 0; i < nr; i++) {
@@ -552,8 +735,7 @@ static int compare_runs(const target* t, layout* l, side* sides, report* r) {
       if (first >= 0) {
         r->first_byte = first;
         r->first_result = i;
-        snprintf(r->detail, sizeof r->detail, "run %d: result %zu differs first at byte %ld",
-                 run, i, first);
+        set_detail(r, "run %d: result %zu differs first at byte %ld", run, i, first);
         return 1;
       }
     }
@@ -565,68 +747,66 @@ static int compare_runs(const target* t, layout* l, side* sides, report* r) {
 static int check_target(target* t, report* r) {
   memset(r, 0, sizeof *r);
   r->first_byte = -1;
-  snprintf(r->symbol, sizeof r->symbol, "%s", t->symbol);
-  snprintf(r->lib, sizeof r->lib, "%s", t->lib);
+  r->symbol = format("%s", t->symbol);
+  r->lib = format("%s", t->lib);
   snprintf(r->form, sizeof r->form, "%s", form_name(t->api, t->platform));
-  snprintf(r->signature, sizeof r->signature, "%s", t->signature);
+  r->signature = format("%s", t->signature);
   r->runs = t->runs;
   r->status = 3;
   if (t->api < 1 || t->api > 3) {
-    snprintf(r->detail, sizeof r->detail, "--api %d: expected 1, 2 or 3", t->api);
+    set_detail(r, "--api %d: expected 1, 2 or 3", t->api);
     return 3;
   }
   if (t->platform != CCSHIM_PLATFORM_HOST) {
-    snprintf(r->detail, sizeof r->detail,
-             "--platform %s: conform runs CPU kernels (GPU kernels: tests/gpu/run.sh)",
-             ccshim_platform_name(t->platform));
+    set_detail(r, "--platform %s: conform runs CPU kernels (GPU kernels: tests/gpu/run.sh)",
+               ccshim_platform_name(t->platform));
     return 3;
   }
-  t->handle = dlopen(t->lib, RTLD_NOW | RTLD_LOCAL);
-  if (t->handle == NULL) {
-    snprintf(r->detail, sizeof r->detail, "cannot load %s: %s", t->lib, dlerror());
-    return 3;
-  }
-  if (dlsym(t->handle, t->symbol) == NULL) {
-    snprintf(r->detail, sizeof r->detail, "no symbol '%s' in %s", t->symbol, t->lib);
-    return 3;
-  }
-  if (t->against_lib[0]) {
+  if (t->against_lib)
     snprintf(r->form + strlen(r->form), sizeof r->form - strlen(r->form), " vs typed");
-    t->against_handle = dlopen(t->against_lib, RTLD_NOW | RTLD_LOCAL);
-    if (t->against_handle == NULL) {
-      snprintf(r->detail, sizeof r->detail, "--against: cannot load %s: %s", t->against_lib,
-               dlerror());
-      return 3;
-    }
-    if (dlsym(t->against_handle, t->against_symbol) == NULL) {
-      snprintf(r->detail, sizeof r->detail, "--against: no symbol '%s' in %s", t->against_symbol,
-               t->against_lib);
-      return 3;
-    }
+  /* The libraries are loaded only in children: first once, to say now that
+   * one is missing or that its initialiser misbehaves. */
+  side* loaded = mmap(NULL, sizeof(side), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                      -1, 0);
+  if (loaded == MAP_FAILED) {
+    set_detail(r, "cannot map shared memory: %s", strerror(errno));
+    return 3;
   }
+  in_child(t, NULL, loaded, RUN_PROBE, &r->output);
+  int load_state = loaded->state;
+  if (load_state != RAN) set_detail(r, "%s", loaded->message);
+  munmap(loaded, sizeof(side));
+  if (load_state != RAN) return 3;
   layout l;
   memset(&l, 0, sizeof l);
   if (ccshim_signature_parse(t->signature, &l.sig) != CCSHIM_OK) {
-    snprintf(r->detail, sizeof r->detail, "%s", ccshim_last_error());
+    set_detail(r, "%s", ccshim_last_error());
     return 3;
   }
-  ccshim_signature_format(l.sig, r->signature, sizeof r->signature);
+  size_t sig_len = ccshim_signature_format(l.sig, NULL, 0);
+  char* canonical = malloc(sig_len + 1);
+  if (canonical != NULL) {
+    ccshim_signature_format(l.sig, canonical, sig_len + 1);
+    free(r->signature);
+    r->signature = canonical;
+  }
   side* sides = mmap(NULL, 2 * sizeof(side), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                      -1, 0);
   if (sides == MAP_FAILED) {
-    snprintf(r->detail, sizeof r->detail, "cannot map shared memory: %s", strerror(errno));
+    set_detail(r, "cannot map shared memory: %s", strerror(errno));
     ccshim_signature_free(l.sig);
     return 3;
   }
-  int ok = layout_init(&l, r->detail, sizeof r->detail) == 0;
+  char layout_error[256] = "";
+  int ok = layout_init(&l, layout_error, sizeof layout_error) == 0;
+  if (!ok) set_detail(r, "%s", layout_error);
   for (int f = 0; ok && f < t->num_fixed; f++) {
     size_t i = t->fixed[f].index;
     if (i < l.sig->num_arg_leaves && t->fixed[f].len == l.args[i].bytes) continue;
     char want[64] = "no such argument";
     if (i < l.sig->num_arg_leaves)
       snprintf(want, sizeof want, "argument %zu has %zu bytes", i, l.args[i].bytes);
-    snprintf(r->detail, sizeof r->detail, "--arg-hex %zu: %zu bytes given, but %s", i,
-             t->fixed[f].len, want);
+    set_detail(r, "--arg-hex %zu: %zu bytes given, but %s", i, t->fixed[f].len, want);
     ok = 0;
   }
   if (ok) r->status = compare_runs(t, &l, sides, r);
@@ -648,8 +828,20 @@ static int hex_value(char c) {
 static void target_reset(target* t) {
   free(t->opaque);
   for (int f = 0; f < t->num_fixed; f++) free(t->fixed[f].bytes);
-  t->opaque = NULL;
-  t->num_fixed = 0;
+  free(t->lib);
+  free(t->symbol);
+  free(t->signature);
+  free(t->against_lib);
+  free(t->against_symbol);
+  memset(t, 0, sizeof *t);
+}
+
+/* A library path as conform loads it: relative to the manifest's folder
+ * when one is given, and a bare name as a file here, not a search. */
+static char* library_path(const char* base_dir, const char* v, size_t n) {
+  if (v[0] != '/' && base_dir != NULL) return format("%s/%.*s", base_dir, (int)n, v);
+  if (memchr(v, '/', n) == NULL) return format("./%.*s", (int)n, v);
+  return format("%.*s", (int)n, v);
 }
 
 /* Decodes hex digits into a new buffer (*out, owned by the caller). */
@@ -698,7 +890,12 @@ static int parse_attr(const char* v, attr* a, char* err, size_t cap) {
   memset(a, 0, sizeof *a);
   const char* eq = strchr(v, '=');
   const char* colon = eq ? strchr(eq, ':') : NULL;
-  if (eq == NULL || colon == NULL || eq == v || (size_t)(eq - v) >= sizeof a->name) {
+  if (eq != NULL && (size_t)(eq - v) >= sizeof a->name) {
+    snprintf(err, cap, "--attr: the name is %zu bytes; at most %zu", (size_t)(eq - v),
+             sizeof a->name - 1);
+    return -1;
+  }
+  if (eq == NULL || colon == NULL || eq == v) {
     snprintf(err, cap, "--attr %s: expected NAME=TYPE:VALUE, e.g. lo=f32:0.5 or dims=s64[]:2,3",
              v);
     return -1;
@@ -792,7 +989,8 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
       }
     } else if (!strcmp(a, "--signature")) {
       NEED_VALUE;
-      snprintf(t->signature, sizeof t->signature, "%s", v);
+      free(t->signature);
+      t->signature = format("%s", v);
     } else if (!strcmp(a, "--opaque-hex")) {
       NEED_VALUE;
       free(t->opaque);
@@ -872,14 +1070,10 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
         snprintf(err, cap, "--against %s: expected LIB:HANDLER_SYMBOL", v);
         return -1;
       }
-      int n = (int)(colon - v);
-      if (v[0] != '/' && base_dir != NULL)
-        snprintf(t->against_lib, sizeof t->against_lib, "%s/%.*s", base_dir, n, v);
-      else if (memchr(v, '/', (size_t)n) == NULL)
-        snprintf(t->against_lib, sizeof t->against_lib, "./%.*s", n, v);
-      else
-        snprintf(t->against_lib, sizeof t->against_lib, "%.*s", n, v);
-      snprintf(t->against_symbol, sizeof t->against_symbol, "%s", colon + 1);
+      free(t->against_lib);
+      free(t->against_symbol);
+      t->against_lib = library_path(base_dir, v, (size_t)(colon - v));
+      t->against_symbol = format("%s", colon + 1);
     } else if (!strcmp(a, "--attr")) {
       NEED_VALUE;
       if (t->num_attrs == MAX_ATTRS) {
@@ -895,15 +1089,10 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
       snprintf(err, cap, "unknown option %s", a);
       return -1;
     } else if (positional == 0) {
-      if (a[0] != '/' && base_dir != NULL)
-        snprintf(t->lib, sizeof t->lib, "%s/%s", base_dir, a);
-      else if (strchr(a, '/') == NULL)
-        snprintf(t->lib, sizeof t->lib, "./%s", a); /* a file here, not a search */
-      else
-        snprintf(t->lib, sizeof t->lib, "%s", a);
+      t->lib = library_path(base_dir, a, strlen(a));
       positional++;
     } else if (positional == 1) {
-      snprintf(t->symbol, sizeof t->symbol, "%s", a);
+      t->symbol = format("%s", a);
       positional++;
     } else {
       snprintf(err, cap, "unexpected argument '%s'", a);
@@ -919,11 +1108,11 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
     snprintf(err, cap, "--api N is required (1, 2 or 3)");
     return -1;
   }
-  if (t->num_attrs && !t->against_lib[0]) {
+  if (t->num_attrs && !t->against_lib) {
     snprintf(err, cap, "--attr goes with --against (the adapter's only attribute is the opaque)");
     return -1;
   }
-  if (t->signature[0] == '\0') {
+  if (t->signature == NULL || t->signature[0] == '\0') {
     snprintf(err, cap, "--signature is required, e.g. '(f32[128], f32[2048]) -> f32[2048]'");
     return -1;
   }
@@ -991,7 +1180,11 @@ static void print_reports(const report* r, int n, int json) {
         printf(", \"first_difference\": {\"result\": %zu, \"byte\": %ld}", r[i].first_result,
                r[i].first_byte);
       printf(", \"detail\": ");
-      ccshim_tool_json_string(stdout, r[i].detail);
+      ccshim_tool_json_string(stdout, r[i].detail ? r[i].detail : "");
+      if (r[i].output) {
+        printf(", \"kernel_output\": ");
+        ccshim_tool_json_string(stdout, r[i].output);
+      }
       printf("}%s\n", i + 1 < n ? "," : "");
     }
     printf("  ],\n  \"all_equal\": %s\n}\n", all ? "true" : "false");
@@ -1012,16 +1205,79 @@ static void print_reports(const report* r, int n, int json) {
   for (int i = 0; i < n; i++) {
     printf("%-*s  %-*s  %-*s  %4d  %5d  %6d  %s%s%s\n", wt, r[i].symbol, wf, r[i].form, ws,
            r[i].signature, r[i].runs, r[i].equal, r[i].failed, status_word(r[i].status),
-           r[i].detail[0] ? ": " : "", r[i].detail);
+           r[i].detail ? ": " : "", r[i].detail ? r[i].detail : "");
+    if (r[i].output) printf("    (%s)\n", r[i].output);
     equal += r[i].status == 0;
   }
   printf("%d of %d targets equal (failed: runs where both sides failed alike)\n", equal, n);
+}
+
+static const char conform_usage[] =
+    "usage: ccshim conform LIB SYMBOL --api N --signature SIG [options]\n"
+    "       ccshim conform --manifest FILE [--json]\n"
+    "\n"
+    "Runs a legacy kernel through XLA's legacy convention (ccshim's invoker) and\n"
+    "through an adapter in the embedded typed runtime, each side in a child process\n"
+    "that alone loads LIB, on the same deterministic inputs, and compares results.\n"
+    "\n"
+    "  --api N                 1, 2 or 3: the kernel's legacy API version\n"
+    "  --signature SIG         its buffers, e.g. '(f32[128], f32[2048]) -> f32[2048]'\n"
+    "  --platform cpu          CPU kernels only (GPU: tests/gpu/run.sh)\n"
+    "  --opaque-hex HEX        the opaque (backend config) bytes, or\n"
+    "  --opaque-file F         ... read from a file\n"
+    "  --arg-hex I=HEX         fix argument I to these bytes (dims, flags)\n"
+    "  --seed S  --runs K      inputs (default seed 1, 3 runs)\n"
+    "  --rtol R                compare floats within R instead of byte for byte\n"
+    "  --timeout SECONDS       each side's deadline, then SIGKILL (default 60)\n"
+    "  --against LIB2:HANDLER  a native typed-FFI port instead of the adapter\n"
+    "  --attr NAME=TYPE:VALUE  an attribute for the port (TYPE[] for arrays, str)\n"
+    "  --json                  the report as JSON\n"
+    "\n"
+    "A manifest has one target a line in the same words ('#' comments, quotes group).\n"
+    "Exit status: 0 all equal, 1 a target differs or failed, 2 the command is wrong.\n"
+    "\n"
+    "examples:\n"
+    "  ccshim conform ./libk.so add_v2 --api 2 --signature '(f32[4], f32[4]) -> f32[4]'\n"
+    "  ccshim conform ./libk.so add_v3 --api 3 --signature '(f32[8]) -> f32[8]' \\\n"
+    "      --opaque-hex 0000c03f --runs 10 --json\n"
+    "  ccshim conform --manifest kernels.manifest\n";
+
+/* A manifest line of any length up to MANIFEST_LINE_MAX, in *buf (grown);
+ * returns its length, -1 at the end, -2 for a line longer than that, -3 for
+ * a NUL byte (not a text file), -4 for a read error. */
+enum { MANIFEST_LINE_MAX = 1 << 20 };
+static long read_line(FILE* f, char** buf, size_t* cap) {
+  size_t n = 0;
+  int c;
+  while ((c = getc(f)) != EOF) {
+    if (c == '\0') return -3;
+    if (n + 2 > *cap) {
+      if (n >= MANIFEST_LINE_MAX) return -2;
+      size_t want = *cap ? 2 * *cap : 256;
+      char* grown = realloc(*buf, want);
+      if (grown == NULL) return -2;
+      *buf = grown;
+      *cap = want;
+    }
+    (*buf)[n++] = (char)c;
+    if (c == '\n') break;
+  }
+  if (ferror(f)) return -4;
+  if (n == 0 && c == EOF) return -1;
+  (*buf)[n] = '\0';
+  return (long)n;
 }
 
 int ccshim_conform_main(int argc, char** argv) {
   char err[1200];
   int json = 0;
   const char* manifest = NULL;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(conform_usage, stdout);
+      return 0;
+    }
+  }
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--manifest")) {
       if (i + 1 == argc) {
@@ -1043,10 +1299,13 @@ int ccshim_conform_main(int argc, char** argv) {
     int st = check_target(&t, &r);
     target_reset(&t);
     if (st == 3 && !json) {
-      fprintf(stderr, "ccshim conform: %s\n", r.detail);
+      fprintf(stderr, "ccshim conform: %s\n", r.detail ? r.detail : "error");
+      if (r.output) fprintf(stderr, "ccshim conform: (%s)\n", r.output);
+      report_reset(&r);
       return 2;
     }
     print_reports(&r, 1, json);
+    report_reset(&r);
     return st == 0 ? 0 : st == 3 ? 2 : 1;
   }
 
@@ -1065,20 +1324,55 @@ int ccshim_conform_main(int argc, char** argv) {
     fprintf(stderr, "ccshim conform: cannot read manifest %s: %s\n", manifest, strerror(errno));
     return 2;
   }
-  char dir[1024];
-  snprintf(dir, sizeof dir, "%s", manifest);
-  char* slash = strrchr(dir, '/');
-  if (slash) *slash = '\0';
-  else snprintf(dir, sizeof dir, ".");
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "ccshim conform: manifest %s is a directory; expected a text file\n",
+            manifest);
+    fclose(f);
+    return 2;
+  }
+  const char* slash = strrchr(manifest, '/');
+  char* dir = slash ? format("%.*s", (int)(slash - manifest), manifest) : format(".");
+  if (dir[0] == '\0') {
+    free(dir);
+    dir = format("/");
+  }
   report* reports = NULL;
   int n = 0, worst = 0, lineno = 0;
-  char line[8192];
-  while (fgets(line, sizeof line, f)) {
+  char* line = NULL;
+  size_t cap = 0;
+  long len;
+  while ((len = read_line(f, &line, &cap)) != -1) {
     lineno++;
-    char* words[64];
-    int nw = split_words(line, words, 64);
-    if (nw == 0) continue;
-    reports = realloc(reports, (size_t)(n + 1) * sizeof *reports);
+    if (len < 0) {
+      fprintf(stderr, "ccshim conform: manifest %s, line %d: %s\n", manifest, lineno,
+              len == -2 ? "longer than 1 MiB (is it a manifest?)"
+              : len == -3 ? "holds a NUL byte; expected a text file"
+                          : strerror(errno));
+      for (int i = 0; i < n; i++) report_reset(&reports[i]);
+      free(reports);
+      free(line);
+      free(dir);
+      fclose(f);
+      return 2;
+    }
+    int max_words = (int)(len / 2 + 1);
+    char** words = malloc((size_t)max_words * sizeof *words);
+    if (words == NULL) {
+      fputs("ccshim conform: out of memory\n", stderr);
+      exit(2);
+    }
+    int nw = split_words(line, words, max_words);
+    if (nw == 0) {
+      free(words);
+      continue;
+    }
+    report* grown = realloc(reports, (size_t)(n + 1) * sizeof *reports);
+    if (grown == NULL) {
+      fputs("ccshim conform: out of memory\n", stderr);
+      exit(2);
+    }
+    reports = grown;
     report* r = &reports[n++];
     target t;
     memset(&t, 0, sizeof t);
@@ -1086,24 +1380,29 @@ int ccshim_conform_main(int argc, char** argv) {
       target_reset(&t);
       memset(r, 0, sizeof *r);
       r->first_byte = -1;
-      snprintf(r->symbol, sizeof r->symbol, "line %d", lineno);
-      snprintf(r->lib, sizeof r->lib, "%s", manifest);
-      snprintf(r->detail, sizeof r->detail, "%s",
-               nw == -2 ? "unclosed quote" : nw < 0 ? "too many words" : err);
+      r->symbol = format("line %d", lineno);
+      r->lib = format("%s", manifest);
+      r->signature = format("%s", "");
+      set_detail(r, "%s", nw == -2 ? "unclosed quote" : err);
       r->status = 3;
       worst = 3;
+      free(words);
       continue;
     }
-    int st = check_target(&t, r);
+    free(words);
+    int status = check_target(&t, r);
     target_reset(&t);
-    if (st > worst) worst = st;
+    if (status > worst) worst = status;
   }
+  free(line);
+  free(dir);
   fclose(f);
   if (n == 0) {
     fprintf(stderr, "ccshim conform: manifest %s names no target\n", manifest);
     return 2;
   }
   print_reports(reports, n, json);
+  for (int i = 0; i < n; i++) report_reset(&reports[i]);
   free(reports);
   return worst == 0 ? 0 : 1;
 }

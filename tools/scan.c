@@ -29,15 +29,19 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tools.h"
 
-enum { NAME_CAP = 256, TEXT_CAP = 512, PATH_CAP = 4096, LINE_CAP = 4 * TEXT_CAP };
+enum { NAME_CAP = 256, TEXT_CAP = 512, LINE_CAP = 4 * TEXT_CAP };
 enum { MAX_FILE_BYTES = 64 << 20 };
 
 typedef enum lang { LANG_C, LANG_PY } lang;
@@ -54,7 +58,7 @@ typedef enum kind { REGISTRATION, CALL_SITE, DEFINITION, TYPED } kind;
 
 typedef struct finding {
   kind kind;
-  char file[PATH_CAP];
+  const char* file;         /* owned by the scan (scan.paths), any length */
   int line;
   char what[NAME_CAP];      /* the macro or function that was matched */
   char name[NAME_CAP];      /* target name; "" when computed at run time */
@@ -75,9 +79,40 @@ typedef struct finding {
 typedef struct scan {
   finding* f;
   size_t n, cap;
+  char** paths;             /* every file name a finding points at */
+  size_t num_paths, paths_cap;
   size_t files, lines, errors;
   int json;
 } scan;
+
+/* Exits on no memory: a scan that silently left things out would mislead. */
+static void* grow(void* p, size_t* cap, size_t elem, size_t want) {
+  if (want <= *cap) return p;
+  size_t n = *cap ? *cap : 16;
+  while (n < want) n *= 2;
+  void* q = realloc(p, n * elem);
+  if (q == NULL) {
+    fprintf(stderr, "ccshim scan: out of memory\n");
+    exit(2);
+  }
+  *cap = n;
+  return q;
+}
+
+static char* scan_strdup(const char* text) {
+  char* d = strdup(text);
+  if (d == NULL) {
+    fprintf(stderr, "ccshim scan: out of memory\n");
+    exit(2);
+  }
+  return d;
+}
+
+/* A copy of a file's name that lives as long as the scan. */
+static const char* keep_path(scan* s, const char* path) {
+  s->paths = grow(s->paths, &s->paths_cap, sizeof *s->paths, s->num_paths + 1);
+  return s->paths[s->num_paths++] = scan_strdup(path);
+}
 
 static const char* form_text(form f) {
   static const char* const text[] = {"", "CPU v1", "CPU v2", "CPU v3", "GPU v1", "GPU v2/v3"};
@@ -109,6 +144,15 @@ typedef struct source {
   size_t len;
   size_t* line_at; /* offset where each line starts */
   size_t num_lines;
+  /* Each opening bracket's offset and its closing one's (len when none),
+   * matched in one pass, so that finding a call's end costs a search, not
+   * a scan to the end of the file (quadratic on unbalanced text). */
+  uint32_t* opens;
+  uint32_t* closes;
+  size_t num_opens;
+  /* Offsets of `extern "C"`, found once. */
+  size_t* externs;
+  size_t num_externs, externs_cap;
 } source;
 
 /* Blanks comments in `code` and, in `skel`, string contents too.  Newlines
@@ -179,7 +223,7 @@ static finding* add(scan* s, kind k, const source* src, int line, const char* wh
   finding* f = &s->f[s->n++];
   memset(f, 0, sizeof *f);
   f->kind = k;
-  snprintf(f->file, sizeof f->file, "%s", src->path);
+  f->file = src->path;
   f->lang = src->lang;
   f->cython = src->cython;
   f->line = line;
@@ -194,16 +238,47 @@ static size_t skip_space(const char* s, size_t i, size_t n) {
   return i;
 }
 
-/* The offset of the parenthesis that closes the one at `open`, or n. */
-static size_t closing(const char* skel, size_t open, size_t n) {
-  int depth = 0;
-  for (size_t i = open; i < n; i++) {
-    char ch = skel[i];
-    if (ch == '(' || ch == '[' || ch == '{') depth++;
-    else if (ch == ')' || ch == ']' || ch == '}')
-      if (--depth == 0) return i;
+static int opener(char ch) { return ch == '(' || ch == '[' || ch == '{'; }
+static int closer(char ch) { return ch == ')' || ch == ']' || ch == '}'; }
+
+/* Matches every bracket of the skeleton (any kind closes any kind, as a
+ * depth count does); 0, or -1 on no memory. */
+static int match_brackets(source* src) {
+  size_t n = src->len, count = 0;
+  for (size_t i = 0; i < n; i++) count += opener(src->skel[i]);
+  src->opens = malloc((count ? count : 1) * sizeof *src->opens);
+  src->closes = malloc((count ? count : 1) * sizeof *src->closes);
+  uint32_t* stack = malloc((count ? count : 1) * sizeof *stack);
+  if (src->opens == NULL || src->closes == NULL || stack == NULL) {
+    free(stack);
+    return -1;
   }
-  return n;
+  size_t k = 0, depth = 0;
+  for (size_t i = 0; i < n; i++) {
+    char ch = src->skel[i];
+    if (opener(ch)) {
+      src->opens[k] = (uint32_t)i;
+      src->closes[k] = (uint32_t)n;
+      stack[depth++] = (uint32_t)k++;
+    } else if (closer(ch) && depth > 0) {
+      src->closes[stack[--depth]] = (uint32_t)i;
+    }
+  }
+  src->num_opens = k;
+  free(stack);
+  return 0;
+}
+
+/* The offset of the bracket that closes the one at `open`, or len. */
+static size_t closing(const source* src, size_t open) {
+  size_t lo = 0, hi = src->num_opens;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (src->opens[mid] < open) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < src->num_opens && src->opens[lo] == open) return src->closes[lo];
+  return src->len;
 }
 
 /* The arguments of a call: [begin, end) offsets, trimmed, split at the
@@ -215,13 +290,16 @@ typedef struct args {
 
 static void split_args(const source* src, size_t open, size_t close, args* a) {
   a->n = 0;
-  int depth = 0;
   size_t start = open + 1;
   for (size_t i = open + 1; i <= close && a->n < 32; i++) {
     char ch = src->skel[i];
-    if (i < close && (ch == '(' || ch == '[' || ch == '{')) depth++;
-    else if (i < close && (ch == ')' || ch == ']' || ch == '}')) depth--;
-    else if (i == close || (ch == ',' && depth == 0)) {
+    if (i < close && opener(ch)) {
+      /* Over a nested bracket in one step: each byte of a file is read at
+       * one level only, however deep calls nest. */
+      size_t c = closing(src, i);
+      if (c >= close) c = close - 1;
+      i = c;
+    } else if (i == close || ch == ',') {
       size_t b = skip_space(src->skel, start, i), e = i;
       while (e > b && isspace((unsigned char)src->skel[e - 1])) e--;
       if (e > b) {
@@ -473,7 +551,7 @@ static void definition(scan* s, const source* src, size_t i) {
   if (name_e == name_b || isdigit((unsigned char)k[name_b])) return;
   j = skip_space(k, j, n);
   if (j >= n || k[j] != '(') return;
-  size_t close = closing(k, j, n);
+  size_t close = closing(src, j);
   if (close >= n) return;
   /* After the parameters: qualifiers, then the body. */
   size_t after = skip_space(k, close + 1, n);
@@ -486,7 +564,7 @@ static void definition(scan* s, const source* src, size_t i) {
       if (!strncmp(k + after, quals[q], ql)) {
         after = skip_space(k, after + ql, n);
         if (!strcmp(quals[q], "__attribute__") && after < n && k[after] == '(')
-          after = skip_space(k, closing(k, after, n) + 1, n);
+          after = skip_space(k, closing(src, after) + 1, n);
         moved = 1;
       }
     }
@@ -529,11 +607,12 @@ static void definition(scan* s, const source* src, size_t i) {
   if (cxx || strstr(src->path, ".cu") || strstr(src->path, ".hip")) {
     size_t line_b = src->line_at[line_of(src, i) - 1];
     int c_linkage = 0;
-    for (size_t m = 0; m + 10 <= i && !c_linkage; m++) {
-      if (strncmp(src->code + m, "extern \"C\"", 10) != 0) continue;
+    for (size_t x = 0; x < src->num_externs && !c_linkage; x++) {
+      size_t m = src->externs[x];
+      if (m + 10 > i) break;
       size_t brace = skip_space(src->code, m + 10, n);
       c_linkage = m >= line_b || (brace < n && src->code[brace] == '{' &&
-                                  i < closing(src->skel, brace, n));
+                                  i < closing(src, brace));
     }
     d->cxx_linkage = !c_linkage;
   }
@@ -786,7 +865,7 @@ static void scan_source(scan* s, source* src) {
           if (strcmp(word, words[w]) != 0) continue;
           size_t open = skip_space(k, j, n);
           if (open >= n || k[open] != '(') break;
-          size_t close = closing(k, open, n);
+          size_t close = closing(src, open);
           if (close >= n) break;
           if (src->lang == LANG_C) match_c(s, src, word, i, open, close);
           else match_py(s, src, word, i, open, close);
@@ -835,7 +914,7 @@ static void file_error(scan* s, const char* path, const char* fmt, ...) {
 static void scan_text(scan* s, const char* shown, lang l, int cython, char* code, size_t len) {
   source src;
   memset(&src, 0, sizeof src);
-  src.path = shown;
+  src.path = keep_path(s, shown);
   src.lang = l;
   src.cython = cython;
   src.code = code;
@@ -861,6 +940,15 @@ static void scan_text(scan* s, const char* shown, lang l, int cython, char* code
     if (code[i] == '\n') src.line_at[ln++] = i + 1;
   src.num_lines = lines;
   blank(&src);
+  if (len > UINT32_MAX || match_brackets(&src) != 0) {
+    file_error(s, shown, "out of memory for %zu bytes", len);
+    goto done;
+  }
+  for (const char* m = src.code; (m = strstr(m, "extern \"C\"")) != NULL; m += 10) {
+    src.externs = grow(src.externs, &src.externs_cap, sizeof *src.externs,
+                       src.num_externs + 1);
+    src.externs[src.num_externs++] = (size_t)(m - src.code);
+  }
   scan_source(s, &src);
   s->files++;
   s->lines += lines;
@@ -868,19 +956,79 @@ done:
   free(src.code);
   free(src.skel);
   free(src.line_at);
+  free(src.opens);
+  free(src.closes);
+  free(src.externs);
 }
 
+/* Opens a path of any length: one open() below PATH_MAX, else component
+ * by component with openat(), in pieces that each fit.  Returns an fd or
+ * -1 with errno set. */
+static int open_any(const char* path, int flags) {
+  size_t len = strlen(path);
+  if (len < PATH_MAX) return open(path, flags);
+  int dir = AT_FDCWD;
+  const char* p = path;
+  for (;;) {
+    size_t rest = strlen(p);
+    if (rest < PATH_MAX) {
+      int fd = openat(dir, p, flags);
+      int e = errno;
+      if (dir != AT_FDCWD) close(dir);
+      errno = e;
+      return fd;
+    }
+    /* The longest piece that ends at a '/' and fits. */
+    size_t cut = PATH_MAX - 1;
+    while (cut > 0 && p[cut] != '/') cut--;
+    if (cut == 0) {
+      if (dir != AT_FDCWD) close(dir);
+      errno = ENAMETOOLONG; /* one name longer than PATH_MAX */
+      return -1;
+    }
+    char* piece = strndup(p, cut);
+    int next = piece ? openat(dir, piece, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    int e = errno;
+    free(piece);
+    if (dir != AT_FDCWD) close(dir);
+    if (next < 0) {
+      errno = e;
+      return -1;
+    }
+    dir = next;
+    p += cut;
+    while (*p == '/') p++;
+  }
+}
+
+/* Reads one file.  Only a regular file is read: the open never blocks (a
+ * FIFO or a device behind a name or a symbolic link is refused with a
+ * line, not waited on). */
 static void scan_file(scan* s, const char* path, const char* shown, lang l, int cython) {
-  FILE* fp = fopen(path, "rb");
-  if (fp == NULL) {
+  int fd = open_any(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
     file_error(s, shown, "cannot read: %s", strerror(errno));
     return;
   }
   struct stat st;
-  if (fstat(fileno(fp), &st) != 0 || st.st_size > MAX_FILE_BYTES) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    file_error(s, shown, "not a regular file (%s); not scanned",
+               S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
+               : S_ISBLK(st.st_mode) ? "a block device" : S_ISSOCK(st.st_mode) ? "a socket"
+               : S_ISDIR(st.st_mode) ? "a directory" : "unknown kind");
+    close(fd);
+    return;
+  }
+  if (st.st_size > MAX_FILE_BYTES) {
     file_error(s, shown, "larger than %d MiB; not a source file a person wrote, not scanned",
                MAX_FILE_BYTES >> 20);
-    fclose(fp);
+    close(fd);
+    return;
+  }
+  FILE* fp = fdopen(fd, "rb");
+  if (fp == NULL) {
+    file_error(s, shown, "cannot read: %s", strerror(errno));
+    close(fd);
     return;
   }
   char* code = malloc((size_t)st.st_size + 1);
@@ -900,34 +1048,123 @@ static void scan_file(scan* s, const char* path, const char* shown, lang l, int 
   scan_text(s, shown, l, cython, code, len);
 }
 
-/* Depth first in name order, so that reports are the same on every machine.
- * Hidden directories (.git), __pycache__ and symbolic links to directories
- * are not entered. */
-static void walk(scan* s, const char* dir, const char* shown) {
-  struct dirent** entries;
-  int n = scandir(dir, &entries, NULL, alphasort);
-  if (n < 0) {
-    file_error(s, shown, "cannot list: %s", strerror(errno));
+/* One directory being walked: its entries in name order, and where the
+ * walk is in them. */
+typedef struct entry {
+  char* name;
+  unsigned char is_dir, is_file; /* is_file: a regular file or a symbolic link */
+} entry;
+
+typedef struct level {
+  char* path;  /* as opened */
+  char* shown; /* as reported: relative to the scanned directory */
+  entry* entries;
+  size_t n, next;
+} level;
+
+static int by_name(const void* a, const void* b) {
+  return strcmp(((const entry*)a)->name, ((const entry*)b)->name);
+}
+
+static char* join(const char* a, const char* b) {
+  size_t la = strlen(a), lb = strlen(b);
+  char* p = malloc(la + lb + 2);
+  if (p == NULL) {
+    fprintf(stderr, "ccshim scan: out of memory\n");
+    exit(2);
+  }
+  memcpy(p, a, la);
+  size_t o = la;
+  if (la) p[o++] = '/';
+  memcpy(p + o, b, lb + 1);
+  return p;
+}
+
+/* Lists a directory into `lv`, its entries sorted; 0, or -1 with a line. */
+static int list(scan* s, level* lv) {
+  int fd = open_any(lv->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (d == NULL) {
+    file_error(s, lv->shown[0] ? lv->shown : lv->path, "cannot list: %s", strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  size_t cap = 0;
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL) {
+    const char* name = e->d_name;
+    if (name[0] == '.' || !strcmp(name, "__pycache__")) continue;
+    struct stat st;
+    if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      char* rel = join(lv->shown, name);
+      file_error(s, rel, "cannot stat: %s", strerror(errno));
+      free(rel);
+      continue;
+    }
+    lv->entries = grow(lv->entries, &cap, sizeof *lv->entries, lv->n + 1);
+    entry* en = &lv->entries[lv->n++];
+    en->name = scan_strdup(name);
+    en->is_dir = S_ISDIR(st.st_mode);
+    en->is_file = !en->is_dir;
+  }
+  closedir(d);
+  if (lv->n) qsort(lv->entries, lv->n, sizeof *lv->entries, by_name);
+  return 0;
+}
+
+static void level_free(level* lv) {
+  for (size_t i = 0; i < lv->n; i++) free(lv->entries[i].name);
+  free(lv->entries);
+  free(lv->path);
+  free(lv->shown);
+}
+
+/* Depth first in name order, so that reports are the same on every machine;
+ * iterative, so that no depth overflows a stack, and by openat() below
+ * PATH_MAX pieces, so that no path is too long.  Hidden directories (.git),
+ * __pycache__ and symbolic links to directories are not entered; a file
+ * with a source extension that is not a regular file (behind a symbolic
+ * link too) gets a line on stderr. */
+static void walk(scan* s, const char* dir) {
+  level* stack = NULL;
+  size_t depth = 0, cap = 0;
+  stack = grow(stack, &cap, sizeof *stack, 1);
+  memset(&stack[0], 0, sizeof stack[0]);
+  stack[0].path = scan_strdup(dir);
+  stack[0].shown = scan_strdup("");
+  if (list(s, &stack[0]) != 0) {
+    level_free(&stack[0]);
+    free(stack);
     return;
   }
-  for (int i = 0; i < n; i++) {
-    const char* name = entries[i]->d_name;
-    char path[PATH_CAP], rel[PATH_CAP];
-    int skip = name[0] == '.' || !strcmp(name, "__pycache__");
-    if (!skip && (size_t)snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path &&
-        (size_t)snprintf(rel, sizeof rel, "%s%s%s", shown, shown[0] ? "/" : "", name) <
-            sizeof rel) {
-      struct stat st;
-      lang l;
-      int cython;
-      if (lstat(path, &st) != 0) file_error(s, rel, "cannot stat: %s", strerror(errno));
-      else if (S_ISDIR(st.st_mode)) walk(s, path, rel);
-      else if (source_lang(name, &l, &cython) && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
-        scan_file(s, path, rel, l, cython);
+  depth = 1;
+  while (depth > 0) {
+    level* top = &stack[depth - 1];
+    if (top->next == top->n) {
+      level_free(top);
+      depth--;
+      continue;
     }
-    free(entries[i]);
+    const entry* en = &top->entries[top->next++];
+    char* path = join(top->path, en->name);
+    char* rel = join(top->shown, en->name);
+    lang l;
+    int cython;
+    if (en->is_dir) {
+      stack = grow(stack, &cap, sizeof *stack, depth + 1);
+      level* lv = &stack[depth];
+      memset(lv, 0, sizeof *lv);
+      lv->path = path;
+      lv->shown = rel;
+      if (list(s, lv) == 0) depth++;
+      else level_free(lv);
+      continue;
+    }
+    if (en->is_file && source_lang(en->name, &l, &cython)) scan_file(s, path, rel, l, cython);
+    free(path);
+    free(rel);
   }
-  free(entries);
+  free(stack);
 }
 
 /* --- Targets ------------------------------------------------------------------------------ */
@@ -943,7 +1180,7 @@ typedef struct target {
   plat platform;
   form form;               /* of the definition, as resolved */
   int version;
-  char how[PATH_CAP + TEXT_CAP]; /* how the version is known */
+  char* how;               /* how the version is known (owned) */
   char note[TEXT_CAP];     /* a conflict, or what is missing */
 } target;
 
@@ -978,12 +1215,27 @@ static const finding* definition_of(const scan* s, const char* function) {
   return NULL;
 }
 
+/* Appends to a note; a note that does not fit ends in "..." (said, not
+ * silently cut). */
 static void appendf(char* buf, size_t cap, const char* fmt, ...) {
   size_t len = strlen(buf);
-  if (len >= cap) return;
+  if (len + 4 >= cap) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf + len, cap - len, fmt, ap);
+  int n = vsnprintf(buf + len, cap - len, fmt, ap);
+  va_end(ap);
+  if (n >= 0 && (size_t)n >= cap - len) memcpy(buf + cap - 4, "...", 4);
+}
+
+static void set_how(target* t, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_how(target* t, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  free(t->how);
+  if (vasprintf(&t->how, fmt, ap) < 0) {
+    fprintf(stderr, "ccshim scan: out of memory\n");
+    exit(2);
+  }
   va_end(ap);
 }
 
@@ -1020,24 +1272,28 @@ static void resolve(target* t) {
                                                            : 0;
   if (explicit_call) {
     t->version = explicit_call->version;
-    snprintf(t->how, sizeof t->how, "api_version=%d at the call site %s:%d", t->version,
+    set_how(t, "api_version=%d at the call site %s:%d", t->version,
              explicit_call->file, explicit_call->line);
   } else if (def_version) {
     t->version = def_version;
-    snprintf(t->how, sizeof t->how, "the definition's parameters (%s)", form_text(t->form));
+    set_how(t, "the definition's parameters (%s)", form_text(t->form));
   } else if (default_call) {
     t->version = default_call->version;
-    snprintf(t->how, sizeof t->how, "the default of %s at %s:%d (no api_version given)",
+    set_how(t, "the default of %s at %s:%d (no api_version given)",
              default_call->what, default_call->file, default_call->line);
   } else if (t->form == GPU_V23) {
     t->version = 2;
-    snprintf(t->how, sizeof t->how,
+    set_how(t,
              "the definition's parameters (GPU v2/v3: the same on GPU; no call site says which)");
   } else {
-    snprintf(t->how, sizeof t->how, "unknown: no definition or call site found");
+    set_how(t, "unknown: no definition or call site found");
   }
-  if (void_stream)
-    appendf(t->how, sizeof t->how, "; its first parameter, a void*, is the GPU stream");
+  if (void_stream) {
+    char* base = t->how;
+    t->how = NULL;
+    set_how(t, "%s; its first parameter, a void*, is the GPU stream", base);
+    free(base);
+  }
   /* Conflicts worth a person's look. */
   if (d && t->version) {
     int fits = t->form == GPU_V23 ? t->version >= 2 : def_version == t->version;
@@ -1215,7 +1471,7 @@ static void print_json(const scan* s, const inventory* inv) {
     json_str(t->name);
     printf(", \"platform\": \"%s\", \"api_version\": %d, \"api_version_from\": ",
            plat_text(t->platform), t->version);
-    json_str(t->how);
+    json_str(t->how ? t->how : "");
     printf(", \"file\": ");
     json_str(a->file);
     printf(", \"line\": %d,\n     \"definition\": ", a->line);
@@ -1277,7 +1533,7 @@ static void print_text(const scan* s, const inventory* inv) {
     if (t->version) snprintf(version, sizeof version, "v%d", t->version);
     printf("%s%s  %s %s  %s:%d\n", t->name, t->computed ? " (name computed)" : "",
            plat_text(t->platform), version, a->file, a->line);
-    printf("    version    %s\n", t->how);
+    printf("    version    %s\n", t->how ? t->how : "");
     if (t->def)
       printf("    defined    %s:%d (%s parameters)\n", t->def->file, t->def->line,
              form_text(t->form));
@@ -1321,8 +1577,11 @@ static int finish(scan* s) {
   build(s, &inv);
   if (s->json) print_json(s, &inv);
   else print_text(s, &inv);
+  for (size_t i = 0; i < inv.n; i++) free(inv.t[i].how);
   free(inv.t);
   free(s->f);
+  for (size_t i = 0; i < s->num_paths; i++) free(s->paths[i]);
+  free(s->paths);
   return s->errors ? 1 : 0;
 }
 
@@ -1331,6 +1590,19 @@ int ccshim_scan_main(int argc, char** argv) {
   scan s;
   memset(&s, 0, sizeof s);
   for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      printf("usage: ccshim scan DIR|FILE [--json]\n\n"
+             "Lists the legacy custom-call targets of a source tree (C, C++, CUDA, HIP,\n"
+             "Python, Cython): registrations, call sites and kernel definitions joined\n"
+             "per target, with platform, API version (and how it is known), file:line,\n"
+             "the line that wraps it with ccshim and the call-site change.\n"
+             "Exit status: 0; 1 when a file could not be scanned (one line each on\n"
+             "stderr, after the inventory); 2 when DIR is wrong.\n\n"
+             "examples:\n"
+             "  ccshim scan path/to/project\n"
+             "  ccshim scan path/to/project --json > inventory.json\n");
+      return 0;
+    }
     if (!strcmp(argv[i], "--json")) {
       s.json = 1;
     } else if (argv[i][0] == '-' && argv[i][1] == '-') {
@@ -1355,7 +1627,7 @@ int ccshim_scan_main(int argc, char** argv) {
   lang l;
   int cython;
   if (S_ISDIR(st.st_mode)) {
-    walk(&s, dir, "");
+    walk(&s, dir);
   } else if (source_lang(dir, &l, &cython)) {
     scan_file(&s, dir, dir, l, cython);
   } else {

@@ -15,8 +15,10 @@ int ccshim_scan_main(int argc, char** argv);
  * For the fuzzer. */
 int ccshim_scan_buffer(const char* name, const char* data, size_t len, int json);
 
-/* Writes s as a JSON string; bytes outside printable ASCII as \u00XX, so
- * that the output is valid JSON whatever a kernel's message held. */
+/* Writes s as a JSON string: UTF-8 as it is, control characters escaped,
+ * and each byte that is not UTF-8 as the lone surrogate \udcXX (Python's
+ * "surrogateescape"), so that the output is valid JSON whatever a file name
+ * or a kernel's message held, and the bytes can be recovered. */
 void ccshim_tool_json_string(FILE* f, const char* s);
 
 #endif

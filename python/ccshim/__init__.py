@@ -19,7 +19,7 @@ import ctypes
 import os
 from typing import Any, NamedTuple
 
-from . import _native
+from . import _args, _native
 from ._native import lib
 
 __all__ = [
@@ -40,7 +40,10 @@ class CcshimError(ValueError):
 def _check(status: int, what: str | None) -> None:
     if status != 0:
         message = _native.last_error()
-        raise CcshimError(status, f"{what}: {message}" if what else message)
+        # libccshim's messages often name the call already ("wrap: ...").
+        if what and not message.startswith(f"{what}:"):
+            message = f"{what}: {message}"
+        raise CcshimError(status, message)
 
 
 def version() -> str:
@@ -110,8 +113,9 @@ class Signature:
     """
 
     def __init__(self, text: str):
+        encoded = _args.text("signature", text)
         ptr = ctypes.POINTER(_native.SignatureStruct)()
-        _check(lib.ccshim_signature_parse(text.encode(), ctypes.byref(ptr)), None)
+        _check(lib.ccshim_signature_parse(encoded, ctypes.byref(ptr)), None)
         try:
             sig = ptr.contents
             self.operands = tuple(_leaf(sig.arg_leaves[i].contents)
@@ -120,8 +124,10 @@ class Signature:
                                  for i in range(sig.num_ret_leaves))
             self.tuple_result = bool(sig.result.contents.is_tuple)
             self.has_tuple_operand = bool(sig.has_tuple_operand)
-            buf = ctypes.create_string_buffer(4096)
-            lib.ccshim_signature_format(ptr, buf, len(buf))
+            # The canonical text, however long: sized by a first call.
+            size = lib.ccshim_signature_format(ptr, None, 0) + 1
+            buf = ctypes.create_string_buffer(size)
+            lib.ccshim_signature_format(ptr, buf, size)
             self.text = buf.value.decode()
         finally:
             lib.ccshim_signature_free(ptr)
@@ -152,6 +158,12 @@ _PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 _XLA_PLATFORM = {"host": "Host", "cuda": "CUDA", "rocm": "ROCM"}
 
+# The names a custom-call target's capsule carries: jaxlib's and legacy
+# extensions' registrations() name theirs "xla._CUSTOM_CALL_TARGET", and
+# jax.ffi.pycapsule makes unnamed ones.  A capsule of any other name holds
+# something else (a pybind11 function record, a NumPy C API table, ...).
+CAPSULE_NAME = "xla._CUSTOM_CALL_TARGET"
+
 
 def _is_capsule(obj: Any) -> bool:
     return type(obj).__name__ == "PyCapsule"
@@ -169,6 +181,11 @@ def resolve_kernel(fn: Any, platform: str = "host") -> int:
     """
     if _is_capsule(fn):
         name = _PyCapsule_GetName(fn)
+        if name is not None and name != CAPSULE_NAME.encode():
+            raise ValueError(
+                f"the capsule is named {name.decode(errors='replace')!r}, which is no "
+                f"custom-call target's name; accepted: {CAPSULE_NAME!r} (legacy "
+                "extensions' registrations()) or no name (jax.ffi.pycapsule)")
         if not _PyCapsule_IsValid(fn, name):
             raise ValueError("the capsule is not valid")
         address = _PyCapsule_GetPointer(fn, name)
@@ -183,10 +200,14 @@ def resolve_kernel(fn: Any, platform: str = "host") -> int:
     if isinstance(fn, bool):
         raise TypeError("a kernel cannot be a bool")
     if isinstance(fn, int):
-        if fn <= 0:
-            raise ValueError(f"kernel address {fn:#x} is not a valid address")
+        if fn <= 0 or fn >= _args.POINTER_LIMIT:
+            raise ValueError(
+                f"kernel address {fn:#x} is not a valid address; expected 1.."
+                f"{_args.POINTER_LIMIT - 1:#x} (a {8 * ctypes.sizeof(ctypes.c_void_p)}-bit "
+                "pointer)")
         return fn
     if isinstance(fn, str):
+        _args.text("a kernel's name", fn)
         xla_platform = _XLA_PLATFORM.get(platform, platform)
         address = lib.ccshim_legacy_lookup(fn.encode(), xla_platform.encode())
         if address:
@@ -237,7 +258,9 @@ _PLATFORMS = {"cpu": ("host", 0), "host": ("host", 0), "gpu": ("cuda", 1),
 
 def parse_platform(platform: str) -> tuple[str, int]:
     """("host" | "cuda" | "rocm", ccshim_platform) for a spelling, any case."""
-    if not isinstance(platform, str) or platform.lower() not in _PLATFORMS:
+    if not isinstance(platform, str):
+        raise TypeError(f"platform must be str, got {type(platform).__name__}")
+    if platform.lower() not in _PLATFORMS:
         raise ValueError(
             f"unknown platform {platform!r}; expected 'cpu' (or 'host'), "
             "'cuda' (or 'gpu') or 'rocm'")
@@ -274,18 +297,35 @@ class Adapter:
 _TUPLES = {"flat": 0, "nested": 1}
 
 
+def check_wrap_args(api_version: Any, platform: Any, signature: Any, opaque_attr: Any,
+                    tuple_operands: Any, traits: Any, ffi_version: Any) -> dict:
+    """Validates what wrap() and ccshim.jax.register_legacy() take; returns
+    the options as they will be used.  Raises TypeError or ValueError with
+    the argument's name."""
+    parse_platform(platform)
+    if isinstance(api_version, bool) or not isinstance(api_version, int):
+        raise TypeError(f"api_version must be int, got {type(api_version).__name__}")
+    if api_version not in (1, 2, 3):
+        raise ValueError(
+            f"api_version {api_version!r} is not a legacy form; expected 1 "
+            "(original), 2 (status returning) or 3 (status returning unified)")
+    _args.text("signature", signature, optional=True)
+    if _args.text("opaque_attr", opaque_attr) == b"":
+        raise ValueError("opaque_attr is empty; expected a name such as 'opaque'")
+    _args.choice("tuple_operands", tuple_operands, tuple(_TUPLES))
+    return dict(opaque_attr=opaque_attr, tuple_operands=tuple_operands,
+                traits=_args.integer("traits", traits, 0, _args.UINT32_MAX),
+                ffi_version=_args.version_pair("ffi_version", ffi_version))
+
+
 def wrap(fn: Any, *, api_version: int, platform: str = "cpu",
          signature: str | None = None, opaque_attr: str = "opaque",
          tuple_operands: str = "flat", traits: int = 0,
          ffi_version: tuple[int, int] = (0, 1)) -> Adapter:
     """Wraps a legacy kernel into a typed-FFI handler (see ccshim_wrap)."""
+    check_wrap_args(api_version, platform, signature, opaque_attr, tuple_operands, traits,
+                    ffi_version)
     canonical, platform_id = parse_platform(platform)
-    if api_version not in (1, 2, 3):
-        raise ValueError(
-            f"api_version {api_version!r} is not a legacy form; expected 1 "
-            "(original), 2 (status returning) or 3 (status returning unified)")
-    if tuple_operands not in _TUPLES:
-        raise ValueError(f"tuple_operands {tuple_operands!r}; expected 'flat' or 'nested'")
     sig = Signature(signature) if signature is not None else None
     kernel = resolve_kernel(fn, canonical)
     opts = _native.WrapOptions()

@@ -29,7 +29,8 @@ import jax
 import numpy as np
 from jax import custom_batching
 
-from . import Adapter, Signature, parse_platform, resolve_kernel, wrap
+from . import (Adapter, Signature, _args, check_wrap_args, parse_platform, resolve_kernel,
+               wrap)
 
 __all__ = ["register_legacy", "legacy_call", "registered", "register_xla_legacy",
            "xla_legacy_call"]
@@ -72,10 +73,11 @@ def register_legacy(name: str, fn: Any, *, platform: str = "cpu", api_version: i
     them on GPU).  Registering the same again returns the same adapter; a
     different kernel under the same name is refused.
     """
+    _args.text("name", name)
+    options = check_wrap_args(api_version, platform, signature, opaque_attr,
+                              tuple_operands, traits, ffi_version)
     canonical, _ = parse_platform(platform)
     kernel = resolve_kernel(fn, canonical)
-    options = dict(opaque_attr=opaque_attr, tuple_operands=tuple_operands,
-                   traits=traits, ffi_version=tuple(ffi_version))
     key = (name, canonical)
     with _lock:
         existing = _registered.get(key)
@@ -189,6 +191,7 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
     ccshim's ``"broadcast"``: one call on the whole batch, every operand
     broadcast to it, the opaque recomputed for the batched shapes.
     """
+    _args.text("name", name)
     adapter = registered(name, platform)
     attr = adapter.options["opaque_attr"] if adapter else "opaque"
     sig = adapter.signature if adapter else None

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from . import CcshimError, _check, dtype_number
+from . import CcshimError, _args, _check, dtype_number
 from ._native import ContextOptions, lib
 
 INSTANTIATE, PREPARE, INITIALIZE, EXECUTE, RECORD = range(5)
@@ -47,10 +47,12 @@ class Context:
     """An invoke context: one call site (State set at instantiate is read at
     execute through the same context)."""
 
+    _ptr = None  # so that close() and __del__ are quiet when __init__ failed
+
     def __init__(self, platform: str = "cpu", num_threads: int = 0):
         opts = ContextOptions()
-        opts.platform = platform.encode()
-        opts.num_threads = num_threads
+        opts.platform = _args.text("platform", platform)
+        opts.num_threads = _args.integer("num_threads", num_threads, 0, _args.INT_MAX)
         ptr = ctypes.c_void_p()
         _check(lib.ccshim_context_new(ctypes.byref(opts), ctypes.byref(ptr)), "context")
         self._ptr = ptr
@@ -65,7 +67,7 @@ class Context:
 
 
 def _add_attr(fb, name: str, value: Any, keep: list) -> None:
-    key = name.encode()
+    key = _args.text("an attribute's name", name)
     if isinstance(value, dict):
         _check(lib.ccshim_frame_builder_begin_dict(fb, key), f"attribute {name}")
         for k, v in value.items():
