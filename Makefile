@@ -66,7 +66,7 @@ test-sanitize: setup
 test-fuzz: setup
 	@echo "== the fuzzers, $(FUZZ_SECONDS)s each (libFuzzer, ASan, UBSan; clang)"
 	@cmake -S . -B build-fuzz $(CLANG_FLAGS) -DCCSHIM_FUZZ=ON -DCCSHIM_SANITIZE=address,undefined >/dev/null
-	@cmake --build build-fuzz -j $(JOBS) --target fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan fuzz_scan_tree fuzz_manifest -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
 	@bash tools/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
 
 # Longer fuzzing, by hand.

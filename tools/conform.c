@@ -53,7 +53,7 @@
 
 enum { MESSAGE_CAP = 512, OUTPUT_SHOWN = 2048 };
 
-enum { MAX_ATTRS = 32, ATTR_VALUES = 64 };
+enum { MAX_ATTRS = 32, ATTR_VALUES = 64, OPAQUE_FILE_MAX = 64 << 20 };
 
 /* One --attr: a scalar, a string, or an array of up to ATTR_VALUES. */
 typedef struct attr {
@@ -1027,6 +1027,12 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
       size_t cap2 = 0, got = 0;
       do {
         t->opaque_len += got;
+        if (t->opaque_len > OPAQUE_FILE_MAX) {
+          fclose(f);
+          snprintf(err, cap, "--opaque-file %s: more than %d MiB; an opaque (a backend "
+                   "config) is at most that here", v, OPAQUE_FILE_MAX >> 20);
+          return -1;
+        }
         if (t->opaque_len == cap2) {
           unsigned char* grown = realloc(t->opaque, cap2 = cap2 ? 2 * cap2 : 4096);
           if (grown == NULL) {
@@ -1268,6 +1274,95 @@ static long read_line(FILE* f, char** buf, size_t* cap) {
   return (long)n;
 }
 
+/* Runs (or, with parse_only, only parses) every target of a manifest and
+ * prints one report; the exit status.  Lines of any length up to
+ * MANIFEST_LINE_MAX; a longer one or a NUL byte ends it with exit 2. */
+static int run_manifest(FILE* f, const char* manifest, int json, int parse_only) {
+  char err[1200];
+  const char* slash = strrchr(manifest, '/');
+  char* dir = slash ? format("%.*s", (int)(slash - manifest), manifest) : format(".");
+  if (dir[0] == '\0') {
+    free(dir);
+    dir = format("/");
+  }
+  report* reports = NULL;
+  int n = 0, worst = 0, lineno = 0;
+  char* line = NULL;
+  size_t cap = 0;
+  long len;
+  while ((len = read_line(f, &line, &cap)) != -1) {
+    lineno++;
+    if (len < 0) {
+      fprintf(stderr, "ccshim conform: manifest %s, line %d: %s\n", manifest, lineno,
+              len == -2 ? "longer than 1 MiB (is it a manifest?)"
+              : len == -3 ? "holds a NUL byte; expected a text file"
+                          : strerror(errno));
+      for (int i = 0; i < n; i++) report_reset(&reports[i]);
+      free(reports);
+      free(line);
+      free(dir);
+      return 2;
+    }
+    int max_words = (int)(len / 2 + 1);
+    char** words = malloc((size_t)max_words * sizeof *words);
+    if (words == NULL) {
+      fputs("ccshim conform: out of memory\n", stderr);
+      exit(2);
+    }
+    int nw = split_words(line, words, max_words);
+    if (nw == 0) {
+      free(words);
+      continue;
+    }
+    report* grown = realloc(reports, (size_t)(n + 1) * sizeof *reports);
+    if (grown == NULL) {
+      fputs("ccshim conform: out of memory\n", stderr);
+      exit(2);
+    }
+    reports = grown;
+    report* r = &reports[n++];
+    target t;
+    memset(&t, 0, sizeof t);
+    if (nw < 0 || parse_target(nw, words, dir, &t, NULL, err, sizeof err) != 0) {
+      target_reset(&t);
+      memset(r, 0, sizeof *r);
+      r->first_byte = -1;
+      r->symbol = format("line %d", lineno);
+      r->lib = format("%s", manifest);
+      r->signature = format("%s", "");
+      set_detail(r, "%s", nw == -2 ? "unclosed quote" : err);
+      r->status = 3;
+      worst = 3;
+      free(words);
+      continue;
+    }
+    free(words);
+    if (parse_only) {
+      memset(r, 0, sizeof *r);
+      target_reset(&t);
+      continue;
+    }
+    int status = check_target(&t, r);
+    target_reset(&t);
+    if (status > worst) worst = status;
+  }
+  free(line);
+  free(dir);
+  if (n == 0) {
+    fprintf(stderr, "ccshim conform: manifest %s names no target\n", manifest);
+    return 2;
+  }
+  if (parse_only) {
+    for (int i = 0; i < n; i++) report_reset(&reports[i]);
+    free(reports);
+    return worst == 0 ? 0 : 1;
+  }
+  print_reports(reports, n, json);
+  for (int i = 0; i < n; i++) report_reset(&reports[i]);
+  free(reports);
+  return worst == 0 ? 0 : 1;
+}
+
 int ccshim_conform_main(int argc, char** argv) {
   char err[1200];
   int json = 0;
@@ -1331,78 +1426,15 @@ int ccshim_conform_main(int argc, char** argv) {
     fclose(f);
     return 2;
   }
-  const char* slash = strrchr(manifest, '/');
-  char* dir = slash ? format("%.*s", (int)(slash - manifest), manifest) : format(".");
-  if (dir[0] == '\0') {
-    free(dir);
-    dir = format("/");
-  }
-  report* reports = NULL;
-  int n = 0, worst = 0, lineno = 0;
-  char* line = NULL;
-  size_t cap = 0;
-  long len;
-  while ((len = read_line(f, &line, &cap)) != -1) {
-    lineno++;
-    if (len < 0) {
-      fprintf(stderr, "ccshim conform: manifest %s, line %d: %s\n", manifest, lineno,
-              len == -2 ? "longer than 1 MiB (is it a manifest?)"
-              : len == -3 ? "holds a NUL byte; expected a text file"
-                          : strerror(errno));
-      for (int i = 0; i < n; i++) report_reset(&reports[i]);
-      free(reports);
-      free(line);
-      free(dir);
-      fclose(f);
-      return 2;
-    }
-    int max_words = (int)(len / 2 + 1);
-    char** words = malloc((size_t)max_words * sizeof *words);
-    if (words == NULL) {
-      fputs("ccshim conform: out of memory\n", stderr);
-      exit(2);
-    }
-    int nw = split_words(line, words, max_words);
-    if (nw == 0) {
-      free(words);
-      continue;
-    }
-    report* grown = realloc(reports, (size_t)(n + 1) * sizeof *reports);
-    if (grown == NULL) {
-      fputs("ccshim conform: out of memory\n", stderr);
-      exit(2);
-    }
-    reports = grown;
-    report* r = &reports[n++];
-    target t;
-    memset(&t, 0, sizeof t);
-    if (nw < 0 || parse_target(nw, words, dir, &t, NULL, err, sizeof err) != 0) {
-      target_reset(&t);
-      memset(r, 0, sizeof *r);
-      r->first_byte = -1;
-      r->symbol = format("line %d", lineno);
-      r->lib = format("%s", manifest);
-      r->signature = format("%s", "");
-      set_detail(r, "%s", nw == -2 ? "unclosed quote" : err);
-      r->status = 3;
-      worst = 3;
-      free(words);
-      continue;
-    }
-    free(words);
-    int status = check_target(&t, r);
-    target_reset(&t);
-    if (status > worst) worst = status;
-  }
-  free(line);
-  free(dir);
+  int rc = run_manifest(f, manifest, json, 0);
   fclose(f);
-  if (n == 0) {
-    fprintf(stderr, "ccshim conform: manifest %s names no target\n", manifest);
-    return 2;
-  }
-  print_reports(reports, n, json);
-  for (int i = 0; i < n; i++) report_reset(&reports[i]);
-  free(reports);
-  return worst == 0 ? 0 : 1;
+  return rc;
+}
+
+int ccshim_conform_parse_manifest(const char* data, size_t len) {
+  FILE* f = fmemopen((void*)data, len, "r");
+  if (f == NULL) return 2;
+  int rc = run_manifest(f, "fuzz.manifest", 0, 1);
+  fclose(f);
+  return rc;
 }

@@ -12,12 +12,25 @@ seconds=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 work="$build/fuzz-runs"
 mkdir -p "$work"
+# fuzz_scan_tree builds its trees here: tmpfs when there is one, and
+# removed afterwards whatever way the fuzzer ended.
+shm=/dev/shm
+[ -d "$shm" ] && [ -w "$shm" ] || shm=${TMPDIR:-/tmp}
+CCSHIM_FUZZ_TREE_BASE=$(mktemp -d "$shm/ccshim-fuzz.XXXXXX")
+export CCSHIM_FUZZ_TREE_BASE
+trap 'rm -rf "$CCSHIM_FUZZ_TREE_BASE"' EXIT
 status=0
-for h in fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan; do
+for h in fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan fuzz_scan_tree \
+         fuzz_manifest; do
   rm -rf "$work/$h" && mkdir -p "$work/$h/corpus" "$work/$h/findings"
   cp "$root/tests/fuzz/corpus/$h/"* "$work/$h/corpus/"
   log="$work/$h/log"
-  "$build/tests/fuzz/$h" -max_total_time="$seconds" -print_final_stats=1 \
+  # Text inputs long enough to pass every size a buffer once had (2047-byte
+  # signatures, 8191-byte manifest lines).
+  max_len=()
+  case $h in fuzz_signature | fuzz_manifest) max_len=(-max_len=65536) ;; esac
+  # -timeout: an input that takes 25 s is a finding (a hang), not a stall.
+  "$build/tests/fuzz/$h" -max_total_time="$seconds" -timeout=25 -print_final_stats=1 "${max_len[@]}" \
     -artifact_prefix="$work/$h/findings/" "$work/$h/corpus" >"$log" 2>&1
   rc=$?
   execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}')

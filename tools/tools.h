@@ -15,6 +15,11 @@ int ccshim_scan_main(int argc, char** argv);
  * For the fuzzer. */
 int ccshim_scan_buffer(const char* name, const char* data, size_t len, int json);
 
+/* Parses a manifest's text as `ccshim conform --manifest` does, without
+ * running a target; its exit status (0, 1 for a bad line, 2 for a text
+ * that is no manifest).  For the fuzzer. */
+int ccshim_conform_parse_manifest(const char* data, size_t len);
+
 /* Writes s as a JSON string: UTF-8 as it is, control characters escaped,
  * and each byte that is not UTF-8 as the lone surrogate \udcXX (Python's
  * "surrogateescape"), so that the output is valid JSON whatever a file name
