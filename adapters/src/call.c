@@ -82,8 +82,9 @@ static XLA_FFI_Error* invalid(const XLA_FFI_Api* api, const char* fmt, ...) {
   char msg[MESSAGE_CAP];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  int n = vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  if (n >= (int)sizeof msg) memcpy(msg + sizeof msg - 4, "...", 4); /* said, not hidden */
   return make_error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, msg);
 }
 

@@ -123,10 +123,11 @@ static ccshim_status bind_closure(ccshim_adapter* a) {
 static int mapping_is_wx(const void* addr) {
   FILE* maps = fopen("/proc/self/maps", "r");
   if (maps == NULL) return -1;
-  char line[512];
+  char* line = NULL; /* whole lines: a long file name must not split one */
+  size_t cap = 0;
   int result = -1;
   uintptr_t p = (uintptr_t)addr;
-  while (fgets(line, sizeof line, maps)) {
+  while (getline(&line, &cap, maps) > 0) {
     unsigned long lo, hi;
     char perms[8];
     if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) continue;
@@ -135,6 +136,7 @@ static int mapping_is_wx(const void* addr) {
       break;
     }
   }
+  free(line);
   fclose(maps);
   return result;
 }

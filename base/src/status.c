@@ -9,7 +9,9 @@
 
 /* One message per thread, like dlerror(): the failing call writes it, the
  * caller reads it before its next ccshim call. */
-static _Thread_local char last_error[512];
+/* Messages longer than this end in "..." (they quote signatures, which
+ * have no bound): shortened in plain sight, never silently. */
+static _Thread_local char last_error[2048];
 
 const char* ccshim_status_name(ccshim_status status) {
   switch (status) {
@@ -34,7 +36,8 @@ const char* ccshim_version(void) { return CCSHIM_VERSION_STRING; }
 
 ccshim_status ccshim__vfail(ccshim_status status, const char* fmt,
                             va_list ap) {
-  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
+  if (n >= (int)sizeof last_error) memcpy(last_error + sizeof last_error - 4, "...", 4);
   return status;
 }
 
