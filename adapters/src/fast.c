@@ -20,7 +20,9 @@
 #include "adapter_internal.h"
 #include "status_impl.h"
 
-enum { FAST_PTRS = 128, FAST_OPAQUE = 256 };
+/* Fewer than SMALL_LIMIT buffers a side are gathered in the entry
+ * function's own small block; up to FAST_PTRS in all in its wide twin's. */
+enum { SMALL_LIMIT = 8, FAST_PTRS = 128, FAST_OPAQUE = 256 };
 
 #define FAST static inline __attribute__((always_inline))
 
@@ -198,41 +200,23 @@ FAST int opaque_of(const ccshim_adapter* a, const XLA_FFI_Attrs* attrs, char* bu
 
 typedef int (*gather_fn)(void** dst, void* const* src, int64_t n);
 
-/* `gather` is a constant in each instantiation, so it is inlined there. */
-FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
-                              const form form, const gather_fn gather,
-                              const int checked) {
-  if (CCSHIM__UNLIKELY(f == NULL || f->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE ||
-                       f->extension_start != NULL || f->api == NULL))
-    goto general;
-  if (CCSHIM__UNLIKELY(f->stage != XLA_FFI_ExecutionStage_EXECUTE)) return NULL;
-  const int64_t na = f->args.size, nr = f->rets.size;
-  if (a->count_checked) {
-    if (CCSHIM__UNLIKELY(na != a->num_args || nr != a->num_rets)) goto general;
-  } else if (CCSHIM__UNLIKELY(((uint64_t)na | (uint64_t)nr) > FAST_PTRS / 2)) {
-    goto general; /* also catches a negative count, as a huge unsigned one */
-  }
-  void* ptrs[FAST_PTRS];
-  if (checked) { /* the adapter has a signature: a->specs != NULL */
-    if (CCSHIM__UNLIKELY(!gather_checked(ptrs, f->args.args, a->specs, na) ||
-                         !gather_checked(ptrs + na, f->rets.rets, a->specs + na, nr)))
-      goto general;
-  } else if (CCSHIM__UNLIKELY(!gather(ptrs, f->args.args, na) ||
-                              !gather(ptrs + na, f->rets.rets, nr))) {
-    goto general;
-  }
-
+/* The call itself, once the legacy argument block is in ptrs: the opaque,
+ * the stream, the kernel, the status.  v1 forms take no status, so none is
+ * made or read. */
+FAST XLA_FFI_Error* finish_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, void** ptrs,
+                                const int64_t na, const int64_t nr, const form form,
+                                const int checked) {
   char opaque[FAST_OPAQUE];
   size_t opaque_len = 0;
   if (form >= FORM_CPU_V3 &&
       CCSHIM__UNLIKELY(!opaque_of(a, &f->attrs, opaque, &opaque_len)))
-    goto general;
-
+    return ccshim__adapter_call(a, f);
+  const int has_status = form != FORM_CPU_V1 && form != FORM_GPU_V1;
   struct XlaCustomCallStatus_ status;
-  ccshim__status_init(&status);
+  if (has_status) ccshim__status_init(&status);
   if (form <= FORM_CPU_V3) {
     void** results = ptrs + na;
-    const int tuple = a->count_checked ? a->tuple_result : nr != 1;
+    const int tuple = checked ? a->tuple_result : nr != 1;
     void* out = tuple ? (void*)results : results[0];
     if (form == FORM_CPU_V1)
       ((ccshim_cpu_v1_fn)a->fn)(out, (const void**)ptrs);
@@ -241,31 +225,116 @@ FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
     else
       ((ccshim_cpu_v3_fn)a->fn)(out, (const void**)ptrs, opaque, opaque_len, &status);
   } else {
-    const XLA_FFI_Api* api = f->api;
     XLA_FFI_Stream_Get_Args sargs;
     sargs.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
     sargs.extension_start = NULL;
     sargs.ctx = f->ctx;
     sargs.stream = NULL;
-    XLA_FFI_Error* err = api->XLA_FFI_Stream_Get(&sargs);
+    XLA_FFI_Error* err = f->api->XLA_FFI_Stream_Get(&sargs);
     if (CCSHIM__UNLIKELY(err != NULL)) return err;
     if (form == FORM_GPU_V1)
       ((ccshim_gpu_v1_fn)a->fn)(sargs.stream, ptrs, opaque, opaque_len);
     else
       ((ccshim_gpu_v2_fn)a->fn)(sargs.stream, ptrs, opaque, opaque_len, &status);
   }
-  if (CCSHIM__UNLIKELY(status.engaged)) return ccshim__kernel_failed(a, f->api, &status);
+  if (has_status && CCSHIM__UNLIKELY(status.engaged))
+    return ccshim__kernel_failed(a, f->api, &status);
   return NULL;
+}
 
-general:
-  return ccshim__adapter_call(a, f);
+/* A few buffers' data pointers into dst, one at a time: no loop set-up,
+ * few registers (so a short prologue); 0 when something is NULL. */
+FAST int gather_small(void** dst, void* const* src, int64_t n) {
+  if (n == 0) return 1;
+  if (CCSHIM__UNLIKELY(src == NULL)) return 0;
+  for (int64_t i = 0; i < n; i++) {
+    const XLA_FFI_Buffer* b = src[i];
+    if (CCSHIM__UNLIKELY(b == NULL)) return 0;
+    void* p = b->data;
+    if (CCSHIM__UNLIKELY(p == NULL)) return 0;
+    dst[i] = p;
+  }
+  return 1;
+}
+
+/* The pointers of both sides into ptrs; 0 when the general path must look. */
+FAST int gather_both(const ccshim_adapter* a, XLA_FFI_CallFrame* f, void** ptrs,
+                     const int64_t na, const int64_t nr, const gather_fn gather,
+                     const int checked) {
+  if (checked) /* the adapter has a signature: a->specs != NULL */
+    return gather_checked(ptrs, f->args.args, a->specs, na) &&
+           gather_checked(ptrs + na, f->rets.rets, a->specs + na, nr);
+  return gather(ptrs, f->args.args, na) && gather(ptrs + na, f->rets.rets, nr);
+}
+
+/* The frame's header: 1 when the call goes on here, else *ret is the
+ * answer (the general path's, for anything unusual). */
+FAST int header_ok(const ccshim_adapter* a, XLA_FFI_CallFrame* f, XLA_FFI_Error** ret) {
+  if (CCSHIM__UNLIKELY(f == NULL || f->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE ||
+                       f->extension_start != NULL || f->api == NULL)) {
+    *ret = ccshim__adapter_call(a, f);
+    return 0;
+  }
+  if (CCSHIM__UNLIKELY(f->stage != XLA_FFI_ExecutionStage_EXECUTE)) {
+    *ret = NULL;
+    return 0;
+  }
+  return 1;
+}
+
+/* Up to FAST_PTRS buffers, in a function of its own so that the large
+ * stack block and the vector set-up are paid only by the calls that use
+ * them: an adapter whose signature has more than SMALL_LIMIT buffers on a
+ * side, and unsigned adapters' larger frames. */
+FAST XLA_FFI_Error* wide_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
+                              const form form, const gather_fn gather, const int checked) {
+  XLA_FFI_Error* ret;
+  if (!header_ok(a, f, &ret)) return ret;
+  const int64_t na = f->args.size, nr = f->rets.size;
+  if (checked) {
+    if (CCSHIM__UNLIKELY(na != a->num_args || nr != a->num_rets))
+      return ccshim__adapter_call(a, f);
+  } else if (CCSHIM__UNLIKELY(((uint64_t)na | (uint64_t)nr) > FAST_PTRS / 2)) {
+    return ccshim__adapter_call(a, f); /* also a negative count, as a huge unsigned one */
+  }
+  void* ptrs[FAST_PTRS];
+  if (CCSHIM__UNLIKELY(!gather_both(a, f, ptrs, na, nr, gather, checked)))
+    return ccshim__adapter_call(a, f);
+  return finish_call(a, f, ptrs, na, nr, form, checked);
+}
+
+/* Fewer than SMALL_LIMIT buffers on each side, in a small block.  With a
+ * signature the counts are known to fit (select_call saw them); without,
+ * one compare sends larger (or negative) counts to `wide`, a constant in
+ * each instantiation. */
+FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
+                              const form form, const ccshim__call_fn wide,
+                              const int checked) {
+  XLA_FFI_Error* ret;
+  if (!header_ok(a, f, &ret)) return ret;
+  const int64_t na = f->args.size, nr = f->rets.size;
+  if (checked) {
+    if (CCSHIM__UNLIKELY(na != a->num_args || nr != a->num_rets))
+      return ccshim__adapter_call(a, f);
+  } else if (CCSHIM__UNLIKELY(((uint64_t)na | (uint64_t)nr) >= SMALL_LIMIT)) {
+    return wide(a, f);
+  }
+  void* ptrs[2 * SMALL_LIMIT];
+  if (CCSHIM__UNLIKELY(!gather_both(a, f, ptrs, na, nr, gather_small, checked)))
+    return ccshim__adapter_call(a, f);
+  return finish_call(a, f, ptrs, na, nr, form, checked);
 }
 
 /* One function per form, per instruction set, and with or without a
- * signature, so that each is straight code for its case. */
-#define FAST_FN(name, form, gather, checked, attr)                             \
-  static attr XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) { \
-    return fast_call(a, f, form, gather, checked);                             \
+ * signature, so that each is straight code for its case; each has a wide
+ * twin, not inlined, for frames of SMALL_LIMIT buffers or more a side. */
+#define FAST_FN(name, form, gather, checked, attr)                                   \
+  static __attribute__((noinline)) attr XLA_FFI_Error* name##_wide(                  \
+      const ccshim_adapter* a, XLA_FFI_CallFrame* f) {                               \
+    return wide_call(a, f, form, gather, checked);                                   \
+  }                                                                                  \
+  static XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) {       \
+    return fast_call(a, f, form, name##_wide, checked);                              \
   }
 #define FAST_FORMS(suffix, gather, checked, attr)                       \
   FAST_FN(fast_cpu_v1##suffix, FORM_CPU_V1, gather, checked, attr)      \
@@ -275,7 +344,11 @@ general:
   FAST_FN(fast_gpu_v2##suffix, FORM_GPU_V2, gather, checked, attr)      \
   static const ccshim__call_fn fast##suffix[] = {                       \
       fast_cpu_v1##suffix, fast_cpu_v2##suffix, fast_cpu_v3##suffix,    \
-      fast_gpu_v1##suffix, fast_gpu_v2##suffix};
+      fast_gpu_v1##suffix, fast_gpu_v2##suffix};                        \
+  static const ccshim__call_fn fast##suffix##_wide[] CCSHIM__UNUSED = { \
+      fast_cpu_v1##suffix##_wide, fast_cpu_v2##suffix##_wide,           \
+      fast_cpu_v3##suffix##_wide, fast_gpu_v1##suffix##_wide,           \
+      fast_gpu_v2##suffix##_wide};
 
 /* With a signature the checked gather is scalar, whatever the CPU. */
 FAST_FORMS(_checked, gather_scalar, 1, )
@@ -295,7 +368,9 @@ ccshim__call_fn ccshim__select_call(const ccshim_adapter* a) {
    * buffers than the stack block: decided here, once, for every call. */
   if (a->count_checked && (int64_t)a->num_args + a->num_rets > FAST_PTRS)
     return ccshim__adapter_call;
-  if (a->specs != NULL) return fast_checked[a->form];
+  if (a->specs != NULL)
+    return a->num_args < SMALL_LIMIT && a->num_rets < SMALL_LIMIT ? fast_checked[a->form]
+                                                                  : fast_checked_wide[a->form];
 #if defined(CCSHIM_HAVE_AVX2_PATH)
   if (use_avx2()) return fast_avx2[a->form];
 #endif

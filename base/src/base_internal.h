@@ -13,10 +13,12 @@
 #define CCSHIM__LIKELY(x) __builtin_expect(!!(x), 1)
 #define CCSHIM__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define CCSHIM__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define CCSHIM__UNUSED __attribute__((unused))
 #else
 #define CCSHIM__LIKELY(x) (x)
 #define CCSHIM__UNLIKELY(x) (x)
 #define CCSHIM__PRINTF(f, a)
+#define CCSHIM__UNUSED
 #endif
 
 /* Records the thread's last-error message and returns `status`, so that a
