@@ -310,11 +310,19 @@ FAST XLA_FFI_Error* wide_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
  * each instantiation. */
 FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
                               const form form, const ccshim__call_fn wide,
-                              const int checked) {
+                              const int checked, const int64_t fixed_na,
+                              const int64_t fixed_nr) {
   XLA_FFI_Error* ret;
   if (!header_ok(a, f, &ret)) return ret;
-  const int64_t na = f->args.size, nr = f->rets.size;
-  if (checked) {
+  /* With counts fixed at compile time (fixed_na >= 0: an instantiation for
+   * one arity, chosen at wrap time), the compares are against constants and
+   * the gathers unroll. */
+  const int64_t na = fixed_na >= 0 ? fixed_na : f->args.size;
+  const int64_t nr = fixed_na >= 0 ? fixed_nr : f->rets.size;
+  if (fixed_na >= 0) {
+    if (CCSHIM__UNLIKELY(f->args.size != fixed_na || f->rets.size != fixed_nr))
+      return ccshim__adapter_call(a, f);
+  } else if (checked) {
     if (CCSHIM__UNLIKELY(na != a->num_args || nr != a->num_rets))
       return ccshim__adapter_call(a, f);
   } else if (CCSHIM__UNLIKELY(((uint64_t)na | (uint64_t)nr) >= SMALL_LIMIT)) {
@@ -340,7 +348,7 @@ FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
     return wide_call(a, f, form, gather, checked);                                   \
   }                                                                                  \
   static XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) {       \
-    return fast_call(a, f, form, name##_wide, checked);                              \
+    return fast_call(a, f, form, name##_wide, checked, -1, -1);                      \
   }
 #define FAST_FORMS(suffix, gather, checked, attr)                       \
   FAST_FN(fast_cpu_v1##suffix, FORM_CPU_V1, gather, checked, attr)      \
@@ -358,6 +366,26 @@ FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
 
 /* With a signature the checked gather is scalar, whatever the CPU. */
 FAST_FORMS(_checked, gather_scalar, 1, )
+
+/* With a signature of 0 to 3 operands and one result, the most common
+ * shape of a custom call: one function per form and operand count. */
+#define FIXED_FN(name, form, n)                                                      \
+  static XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) {       \
+    return fast_call(a, f, form, ccshim__adapter_call, 1, n, 1);                     \
+  }
+#define FIXED_ARITIES(fn, form)                                                      \
+  FIXED_FN(fn##_0, form, 0) FIXED_FN(fn##_1, form, 1) FIXED_FN(fn##_2, form, 2)     \
+  FIXED_FN(fn##_3, form, 3)
+FIXED_ARITIES(fixed_cpu_v1, FORM_CPU_V1)
+FIXED_ARITIES(fixed_cpu_v2, FORM_CPU_V2)
+FIXED_ARITIES(fixed_cpu_v3, FORM_CPU_V3)
+FIXED_ARITIES(fixed_gpu_v1, FORM_GPU_V1)
+FIXED_ARITIES(fixed_gpu_v2, FORM_GPU_V2)
+enum { FIXED_MAX_ARGS = 3 };
+#define FIXED_ROW(fn) {fn##_0, fn##_1, fn##_2, fn##_3}
+static const ccshim__call_fn fixed_one_result[][FIXED_MAX_ARGS + 1] = {
+    FIXED_ROW(fixed_cpu_v1), FIXED_ROW(fixed_cpu_v2), FIXED_ROW(fixed_cpu_v3),
+    FIXED_ROW(fixed_gpu_v1), FIXED_ROW(fixed_gpu_v2)};
 FAST_FORMS(, gather_scalar, 0, )
 #if defined(CCSHIM_HAVE_AVX2_PATH)
 FAST_FORMS(_avx2, gather_avx2, 0, __attribute__((target("avx2"))))
@@ -374,6 +402,8 @@ ccshim__call_fn ccshim__select_call(const ccshim_adapter* a) {
    * buffers than the stack block: decided here, once, for every call. */
   if (a->count_checked && (int64_t)a->num_args + a->num_rets > FAST_PTRS)
     return ccshim__adapter_call;
+  if (a->specs != NULL && a->num_rets == 1 && a->num_args <= FIXED_MAX_ARGS)
+    return fixed_one_result[a->form][a->num_args];
   if (a->specs != NULL)
     return a->num_args < SMALL_LIMIT && a->num_rets < SMALL_LIMIT ? fast_checked[a->form]
                                                                   : fast_checked_wide[a->form];
