@@ -128,6 +128,16 @@ static void fail_v2(void* out, const void** in, XlaCustomCallStatus* st) {
   XlaCustomCallStatusSetFailure(st, "fail_v2 failed", 14);
 }
 
+/* A builder with one f32[1] argument and one f32[1] result. */
+static ccshim_frame_builder* one_in_one_out(float* in, float* out) {
+  static int64_t one = 1;
+  ccshim_frame_builder* fb;
+  CHECK_OK(ccshim_frame_builder_new(&fb));
+  CHECK_OK(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, in, 1, &one));
+  CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, out, 1, &one));
+  return fb;
+}
+
 /* No signature, NULL data, and a rank far beyond 64 with one dim behind it:
  * nothing may read dims[1]. */
 static void huge_rank(void) {
@@ -137,11 +147,7 @@ static void huge_rank(void) {
   CHECK(dims != NULL);
   dims[0] = 5;
   float out = 0;
-  int64_t one = 1;
-  ccshim_frame_builder* fb;
-  CHECK_OK(ccshim_frame_builder_new(&fb));
-  CHECK_OK(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, &out, 1, &one));
-  CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, &out, 1, &one));
+  ccshim_frame_builder* fb = one_in_one_out(&out, &out);
   XLA_FFI_CallFrame f;
   CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), host,
                                       XLA_FFI_ExecutionStage_EXECUTE, &f));
@@ -169,11 +175,7 @@ static void huge_opaque(void) {
   ccshim_adapter* a;
   CHECK_OK(ccshim_wrap((ccshim_legacy_fn)sum_v3, 3, CCSHIM_PLATFORM_HOST, NULL, NULL, &a));
   float x = 1, out = 0;
-  int64_t one = 1;
-  ccshim_frame_builder* fb;
-  CHECK_OK(ccshim_frame_builder_new(&fb));
-  CHECK_OK(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, &x, 1, &one));
-  CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, &out, 1, &one));
+  ccshim_frame_builder* fb = one_in_one_out(&x, &out);
   CHECK_OK(ccshim_frame_builder_add_string(fb, "opaque", "abc", 3));
   XLA_FFI_CallFrame f;
   CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), host,
@@ -208,11 +210,7 @@ static void null_api(ccshim_legacy_fn fn, int version, const char* signature,
   ccshim_adapter* a;
   CHECK_OK(ccshim_wrap(fn, version, CCSHIM_PLATFORM_HOST, signature, &o, &a));
   float x = 1, out = 0;
-  int64_t one = 1;
-  ccshim_frame_builder* fb;
-  CHECK_OK(ccshim_frame_builder_new(&fb));
-  CHECK_OK(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, &x, 1, &one));
-  CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, &out, 1, &one));
+  ccshim_frame_builder* fb = one_in_one_out(&x, &out);
   XLA_FFI_CallFrame f;
   CHECK_OK(ccshim_frame_builder_build(fb, NULL, host, XLA_FFI_ExecutionStage_EXECUTE, &f));
   g_calls = 0;

@@ -126,17 +126,21 @@ typedef struct report {
 
 /* A formatted string on the heap, however long; exits on no memory, the
  * one thing a command-line tool cannot report into a report. */
+static char* vformat(const char* fmt, va_list ap) {
+  char* s = NULL;
+  if (vasprintf(&s, fmt, ap) < 0) {
+    fputs("ccshim conform: out of memory\n", stderr);
+    exit(2);
+  }
+  return s;
+}
+
 static char* format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 static char* format(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  char* s = NULL;
-  int n = vasprintf(&s, fmt, ap);
+  char* s = vformat(fmt, ap);
   va_end(ap);
-  if (n < 0) {
-    fputs("ccshim conform: out of memory\n", stderr);
-    exit(2);
-  }
   return s;
 }
 
@@ -144,13 +148,8 @@ static void set_detail(report* r, const char* fmt, ...) __attribute__((format(pr
 static void set_detail(report* r, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  char* s = NULL;
-  int n = vasprintf(&s, fmt, ap);
+  char* s = vformat(fmt, ap);
   va_end(ap);
-  if (n < 0) {
-    fputs("ccshim conform: out of memory\n", stderr);
-    exit(2);
-  }
   free(r->detail);
   r->detail = s;
 }

@@ -137,6 +137,21 @@ def scan_json(root, timeout=60):
         return rc, None, err + out[:300], secs
 
 
+def chain_with_kernel(root, name, levels):
+    """root/name/name/.../k.cc, levels deep, made through directory fds so
+    that no path is ever longer than one name."""
+    os.mkdir(root)
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(levels):
+        os.mkdir(name, dir_fd=fd)
+        nfd = os.open(name, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    with open(os.open("k.cc", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "wb") as f:
+        f.write(KERNEL_SRC)
+    os.close(fd)
+
+
 def remove_tree(path):
     # Python's own rmtree recurses once a level: rm walks any depth.
     subprocess.run(["rm", "-rf", path], check=False)
@@ -146,17 +161,7 @@ tmp = tempfile.mkdtemp()
 try:
     # Depth 1000.
     deep = os.path.join(tmp, "deep")
-    d = deep
-    os.mkdir(d)
-    fd = os.open(d, os.O_RDONLY)
-    for _ in range(1000):
-        os.mkdir("d", dir_fd=fd)
-        nfd = os.open("d", os.O_RDONLY, dir_fd=fd)
-        os.close(fd)
-        fd = nfd
-    with open(os.open("k.cc", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "wb") as f:
-        f.write(KERNEL_SRC)
-    os.close(fd)
+    chain_with_kernel(deep, "d", 1000)
     rc, rep, err, _ = scan_json(deep)
     check(rc == 0 and rep and len(rep["targets"]) == 1 and
           rep["targets"][0]["file"] == "d/" * 1000 + "k.cc",
@@ -164,17 +169,8 @@ try:
 
     # Paths past PATH_MAX (4096): 30 levels of 200-byte names.
     long_root = os.path.join(tmp, "long")
-    os.mkdir(long_root)
-    fd = os.open(long_root, os.O_RDONLY)
     name = "n" * 200
-    for _ in range(30):
-        os.mkdir(name, dir_fd=fd)
-        nfd = os.open(name, os.O_RDONLY, dir_fd=fd)
-        os.close(fd)
-        fd = nfd
-    with open(os.open("k.cc", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "wb") as f:
-        f.write(KERNEL_SRC)
-    os.close(fd)
+    chain_with_kernel(long_root, name, 30)
     rc, rep, err, _ = scan_json(long_root)
     want = (name + "/") * 30 + "k.cc"
     check(rc == 0 and rep and len(rep["targets"]) == 1 and rep["targets"][0]["file"] == want,
