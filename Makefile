@@ -24,7 +24,7 @@ empty :=
 space := $(empty) $(empty)
 THREADED_RE = ^($(subst $(space),|,$(THREADED_TESTS)))$$
 
-.PHONY: all setup build demo test test-c test-python test-sanitize test-fuzz fuzz bench clean
+.PHONY: all setup build demo test test-c test-python test-wheel test-sanitize test-fuzz fuzz bench clean
 
 all: build
 
@@ -39,11 +39,12 @@ build: setup
 demo: build
 	@$(BUILD)/examples/ccshim_demo
 
-# Every test: the C suite, the Python suite, the whole C suite again under
+# Every test: the C suite, the Python suite, a pip install used as a user
+# would, the whole C suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests under
 # ThreadSanitizer, and each fuzzer for FUZZ_SECONDS.
 test: build
-	@$(MAKE) --no-print-directory test-c test-python test-sanitize test-fuzz
+	@$(MAKE) --no-print-directory test-c test-python test-wheel test-sanitize test-fuzz
 
 test-c: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -52,6 +53,14 @@ test-python: build
 	@if $(PYTHON) -c 'import pytest' 2>/dev/null; then \
 	  CCSHIM_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python; \
 	else echo "SKIPPED: the Python tests (pytest and JAX are not in .venv: PyPI unreachable?)"; fi
+
+# A user's install: pip install of this tree into a fresh venv, used from
+# outside it (77: PyPI unreachable, reported as skipped).
+test-wheel: setup
+	@echo "== pip install of ccshim into a fresh venv, used as the README says"
+	@bash tests/wheel/test_wheel.sh . python3; rc=$$?; \
+	  if [ $$rc = 77 ]; then echo "SKIPPED: the wheel test (see the line above)"; \
+	  elif [ $$rc != 0 ]; then exit $$rc; fi
 
 test-sanitize: setup
 	@echo "== the C suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"

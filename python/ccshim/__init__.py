@@ -25,7 +25,7 @@ from ._native import lib
 __all__ = [
     "CcshimError", "Signature", "Adapter", "wrap", "resolve_kernel",
     "load_legacy_library", "legacy_targets", "version", "dtype_name",
-    "numpy_dtype",
+    "numpy_dtype", "include_dir", "include_dirs", "cmake_dir", "library_path",
 ]
 
 
@@ -49,6 +49,45 @@ def _check(status: int, what: str | None) -> None:
 def version() -> str:
     """libccshim's version."""
     return lib.ccshim_version().decode()
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _installed(*parts: str) -> str:
+    path = os.path.join(_PACKAGE, *parts)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(
+            f"{path} does not exist: this ccshim runs from a source tree, not a "
+            "pip installation; its headers are in the tree's */include folders and "
+            "its CMake package in the build folder")
+    return path
+
+
+def include_dir() -> str:
+    """The folder of ccshim's C headers in a pip installation, as
+    ``jax.ffi.include_dir()`` is jaxlib's: ``ccshim/ccshim.h`` and the other
+    ccshim headers are below it, and XLA's legacy drop-ins
+    (``xla/service/custom_call_status.h``, ...) below its ``ccshim/compat``
+    (:func:`include_dirs` gives both)."""
+    return _installed("include")
+
+
+def include_dirs() -> list[str]:
+    """Every folder a legacy kernel's compile needs: ccshim's headers and
+    the drop-ins at XLA's include paths."""
+    return [include_dir(), os.path.join(include_dir(), "ccshim", "compat")]
+
+
+def cmake_dir() -> str:
+    """The CMake package folder of a pip installation: pass it as
+    ``-Dccshim_DIR=...`` for ``find_package(ccshim)``."""
+    return _installed("lib", "cmake", "ccshim")
+
+
+def library_path() -> str:
+    """The libccshim file this package loaded."""
+    return _native.library_path()
 
 
 # HLO element type names and the numpy (or ml_dtypes) names they map to.
@@ -236,8 +275,15 @@ def load_legacy_library(path: str | os.PathLike) -> ctypes.CDLL:
     """Loads a shared library of legacy kernels, or a legacy Python extension
     module's .so, so that its ``XlaCustomCallStatus*`` symbols resolve to
     libccshim (already loaded globally by importing ccshim).  Its
-    registration macros, if any, run and fill ccshim's legacy registry."""
-    return ctypes.CDLL(os.fspath(path), mode=ctypes.RTLD_GLOBAL)
+    registration macros, if any, run and fill ccshim's legacy registry.
+
+    A bare file name that names a file in the current folder loads that
+    file (as ``ccshim conform`` does); any other bare name is searched for as
+    the dynamic loader searches (LD_LIBRARY_PATH, the system folders)."""
+    name = os.fspath(path)
+    if os.sep not in name and os.path.isfile(name):
+        name = os.path.join(os.curdir, name)
+    return ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
 
 
 def legacy_targets() -> list[tuple[str, str]]:

@@ -23,10 +23,11 @@ _HERE = pathlib.Path(__file__).resolve().parent
 
 
 def _candidates():
+    # Its own first: the library a wheel installed beside these modules.
+    yield _HERE / "lib" / "libccshim.so"
     env = os.environ.get("CCSHIM_LIBRARY")
     if env:
         yield pathlib.Path(env)
-    yield _HERE / "libccshim.so"
     # A source checkout: python/ccshim -> the CMake build directory.
     root = _HERE.parent.parent
     for build in ("build", "build-release"):
@@ -47,8 +48,14 @@ def _load() -> ctypes.CDLL:
         except OSError:
             continue
     raise ImportError(
-        "ccshim: libccshim.so not found; build it (make build) or set "
-        "CCSHIM_LIBRARY. Looked in: " + ", ".join(tried))
+        "ccshim: libccshim.so not found; install ccshim with pip, build it (make "
+        "build), or set CCSHIM_LIBRARY. Looked in: " + ", ".join(tried))
+
+
+def library_path() -> str:
+    """The file libccshim was loaded from."""
+    return lib._name
+
 
 
 lib = _load()

@@ -157,3 +157,24 @@ def test_a_failed_context_is_quiet_when_collected():
     finally:
         sys.unraisablehook = old
     assert seen == []
+
+
+def test_a_source_tree_says_where_its_headers_are(tmp_path, monkeypatch):
+    # From a source tree (as here) there is no installed include/ or CMake
+    # package: the functions say so instead of returning a path that is not.
+    with pytest.raises(FileNotFoundError, match="runs from a source tree"):
+        ccshim.include_dir()
+    with pytest.raises(FileNotFoundError, match="runs from a source tree"):
+        ccshim.cmake_dir()
+    assert ccshim.library_path().endswith("libccshim.so")
+
+
+def test_a_bare_library_name_in_the_current_folder_is_that_file(tmp_path, monkeypatch,
+                                                                 build_dir):
+    import shutil
+    shutil.copy(build_dir / "tests" / "libccshim_pytest_kernels.so", tmp_path / "libk_here.so")
+    monkeypatch.chdir(tmp_path)
+    lib = ccshim.load_legacy_library("libk_here.so")
+    assert hasattr(lib, "scale_v1")
+    with pytest.raises(OSError):
+        ccshim.load_legacy_library("libno_such_library_anywhere.so")

@@ -1,0 +1,19 @@
+"""The ``ccshim`` console script of a pip installation: runs the ccshim
+command installed in the package's bin/ folder with the same arguments."""
+
+import os
+import sys
+
+
+def main() -> int:
+    exe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "ccshim")
+    if not os.access(exe, os.X_OK):
+        print(f"ccshim: the command is not installed at {exe}; this ccshim runs from a "
+              "source tree (use build/tools/ccshim there)", file=sys.stderr)
+        return 2
+    os.execv(exe, [exe, *sys.argv[1:]])
+    return 2  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())
