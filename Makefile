@@ -24,7 +24,8 @@ empty :=
 space := $(empty) $(empty)
 THREADED_RE = ^($(subst $(space),|,$(THREADED_TESTS)))$$
 
-.PHONY: all setup build demo test test-c test-python test-wheel test-sanitize test-fuzz fuzz bench clean
+.PHONY: all setup build demo test test-c test-python test-wheel test-sanitize test-fuzz fuzz bench clean \
+        test-matrix
 
 all: build
 
@@ -77,6 +78,12 @@ test-fuzz: setup
 	@cmake -S . -B build-fuzz $(CLANG_FLAGS) -DCCSHIM_FUZZ=ON -DCCSHIM_SANITIZE=address,undefined >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan fuzz_scan_tree fuzz_manifest -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
 	@bash tools/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+
+# The Python suite against a spread of JAX releases, each in its own venv
+# (.venv-matrix/): the table in docs/jax-matrix.md and the README.  By hand:
+# it downloads each release once.
+test-matrix: build
+	@bash tools/test_matrix.sh $(BUILD)
 
 # Longer fuzzing, by hand.
 fuzz:

@@ -21,12 +21,38 @@ import jaxlib  # noqa: E402
 import ccshim  # noqa: E402
 
 
-def runtime_ffi_version() -> tuple[int, int]:
-    """The FFI API version of the installed jaxlib, from its own header."""
-    text = (pathlib.Path(jax.ffi.include_dir()) / "xla/ffi/api/c_api.h").read_text()
+def _header_ffi_version(include: pathlib.Path) -> tuple[int, int]:
+    text = (include / "xla/ffi/api/c_api.h").read_text()
     major = int(re.search(r"#define XLA_FFI_API_MAJOR (\d+)", text).group(1))
     minor = int(re.search(r"#define XLA_FFI_API_MINOR (\d+)", text).group(1))
     return major, minor
+
+
+def runtime_ffi_version() -> tuple[int, int]:
+    """The FFI API version of the installed jaxlib, from its own header."""
+    return _header_ffi_version(pathlib.Path(jax.ffi.include_dir()))
+
+
+def built_ffi_version() -> tuple[int, int] | None:
+    """The FFI API version of the jaxlib headers the build compiled its
+    upstream-header handlers and native ports against, or None."""
+    try:
+        cache = (BUILD / "CMakeCache.txt").read_text()
+        include = re.search(r"^CCSHIM_JAXLIB_INCLUDE:PATH=(.+)$", cache, re.M).group(1)
+        return _header_ffi_version(pathlib.Path(include))
+    except (OSError, AttributeError):
+        return None
+
+
+def skip_unless_built_for_this_jaxlib() -> None:
+    """Handlers compiled with XLA's C++ headers speak the FFI version of those
+    headers; a jaxlib of another version refuses or misreads them.  Skips
+    (with both versions) where the build's headers and the running jaxlib
+    differ, as when the Python suite runs against other JAX releases."""
+    built, running = built_ffi_version(), runtime_ffi_version()
+    if built is not None and built != running:
+        pytest.skip(f"built against jaxlib headers of FFI {built[0]}.{built[1]}; the "
+                    f"running jaxlib {jaxlib.__version__} speaks FFI {running[0]}.{running[1]}")
 
 
 def pytest_report_header(config):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from ccshim import runtime
+from conftest import skip_unless_built_for_this_jaxlib
 
 # Every attribute kind JAX passes, as Python values (converted the same way
 # by jax.ffi.ffi_call and by ccshim.runtime).
@@ -48,6 +49,7 @@ def libs(build_dir):
     path = build_dir / "tests" / "libccshim_upstream_handlers.so"
     if not path.exists():
         pytest.skip("the upstream-header handlers were not built (no jaxlib headers)")
+    skip_unless_built_for_this_jaxlib()
     up = ctypes.CDLL(str(path))
     return c, up
 

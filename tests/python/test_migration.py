@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, skip_unless_built_for_this_jaxlib
 
 EXAMPLE = ROOT / "examples" / "migration"
 
@@ -49,6 +49,7 @@ def test_stage2_all_wrapped():
 @pytest.mark.skipif(not (BUILD / "examples" / "libmigration_ported.so").exists(),
                     reason="the native port needs jaxlib's headers at build time")
 def test_stage3_one_ported():
+    skip_unless_built_for_this_jaxlib()
     out = run_stage("stage3_ported.py")
     assert "byte for byte against the wrapped legacy clip" in out
     assert "stage 3: all checks passed" in out
