@@ -24,8 +24,8 @@ empty :=
 space := $(empty) $(empty)
 THREADED_RE = ^($(subst $(space),|,$(THREADED_TESTS)))$$
 
-.PHONY: all setup build demo test test-c test-python test-wheel test-sanitize test-fuzz fuzz bench clean \
-        test-matrix
+.PHONY: all setup build demo test test-c test-python test-wheel test-cmake test-sanitize test-fuzz \
+        fuzz bench clean test-matrix
 
 all: build
 
@@ -41,11 +41,11 @@ demo: build
 	@$(BUILD)/examples/ccshim_demo
 
 # Every test: the C suite, the Python suite, a pip install used as a user
-# would, the whole C suite again under
+# would, the plain CMake path, the whole C suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests under
 # ThreadSanitizer, and each fuzzer for FUZZ_SECONDS.
 test: build
-	@$(MAKE) --no-print-directory test-c test-python test-wheel test-sanitize test-fuzz
+	@$(MAKE) --no-print-directory test-c test-python test-wheel test-cmake test-sanitize test-fuzz
 
 test-c: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -62,6 +62,12 @@ test-wheel: setup
 	@bash tests/wheel/test_wheel.sh . python3; rc=$$?; \
 	  if [ $$rc = 77 ]; then echo "SKIPPED: the wheel test (see the line above)"; \
 	  elif [ $$rc != 0 ]; then exit $$rc; fi
+
+# The plain CMake path: every documented option combination configures, and
+# the default build (no jaxlib headers) passes ctest, skips aside.
+test-cmake: setup
+	@echo "== plain CMake: the documented option combinations, and the default build with ctest"
+	@bash tools/test_cmake.sh $(JOBS)
 
 test-sanitize: setup
 	@echo "== the C suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
