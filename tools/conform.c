@@ -180,9 +180,8 @@ static void set_message(side* out, const char* m) {
 }
 
 static const char* form_name(int api, ccshim_platform p) {
-  static char buf[16];
-  snprintf(buf, sizeof buf, "%s v%d", p == CCSHIM_PLATFORM_HOST ? "CPU" : "GPU", api);
-  return buf;
+  const char* name = ccshim_legacy_form_name(api, p);
+  return name ? name : "unknown form";
 }
 
 /* --- Inputs ----------------------------------------------------------------- */

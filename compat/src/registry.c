@@ -2,7 +2,6 @@
  * The legacy target registry (XLA's CustomCallTargetRegistry): a global map
  * from (symbol, platform), compared exactly, to a kernel address.
  */
-#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,41 +20,6 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static target* targets;
 static size_t num_targets, cap_targets;
 static size_t conflicts;
-
-const char* ccshim_platform_name(ccshim_platform platform) {
-  switch (platform) {
-    case CCSHIM_PLATFORM_HOST: return "host";
-    case CCSHIM_PLATFORM_CUDA: return "cuda";
-    case CCSHIM_PLATFORM_ROCM: return "rocm";
-  }
-  return "unknown";
-}
-
-ccshim_status ccshim_platform_parse(const char* name, ccshim_platform* out) {
-  char low[16];
-  size_t n = 0;
-  for (; name && name[n] && n + 1 < sizeof low; n++)
-    low[n] = (char)tolower((unsigned char)name[n]);
-  low[n] = '\0';
-  if (name && name[n] == '\0') {
-    if (!strcmp(low, "host") || !strcmp(low, "cpu")) {
-      *out = CCSHIM_PLATFORM_HOST;
-      return CCSHIM_OK;
-    }
-    if (!strcmp(low, "cuda") || !strcmp(low, "gpu")) {
-      *out = CCSHIM_PLATFORM_CUDA;
-      return CCSHIM_OK;
-    }
-    if (!strcmp(low, "rocm")) {
-      *out = CCSHIM_PLATFORM_ROCM;
-      return CCSHIM_OK;
-    }
-  }
-  return ccshim__fail(CCSHIM_EINVAL,
-                      "unknown platform '%s'; expected cpu (or host), cuda "
-                      "(or gpu) or rocm",
-                      name ? name : "(null)");
-}
 
 static target* find(const char* name, const char* platform) {
   for (size_t i = 0; i < num_targets; i++)

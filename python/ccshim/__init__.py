@@ -26,6 +26,7 @@ __all__ = [
     "CcshimError", "Signature", "Adapter", "wrap", "resolve_kernel",
     "load_legacy_library", "legacy_targets", "version", "dtype_name",
     "numpy_dtype", "include_dir", "include_dirs", "cmake_dir", "library_path",
+    "parse_platform", "legacy_form_name",
 ]
 
 
@@ -298,19 +299,24 @@ def legacy_targets() -> list[tuple[str, str]]:
 
 # --- Adapters -----------------------------------------------------------------
 
-_PLATFORMS = {"cpu": ("host", 0), "host": ("host", 0), "gpu": ("cuda", 1),
-              "cuda": ("cuda", 1), "rocm": ("rocm", 2)}
-
-
 def parse_platform(platform: str) -> tuple[str, int]:
-    """("host" | "cuda" | "rocm", ccshim_platform) for a spelling, any case."""
+    """("host" | "cuda" | "rocm", ccshim_platform) for a spelling (cpu/host,
+    gpu/cuda, rocm; any case), by libccshim's own vocabulary
+    (ccshim_platform_parse), which the C API and the command use too."""
     if not isinstance(platform, str):
         raise TypeError(f"platform must be str, got {type(platform).__name__}")
-    if platform.lower() not in _PLATFORMS:
-        raise ValueError(
-            f"unknown platform {platform!r}; expected 'cpu' (or 'host'), "
-            "'cuda' (or 'gpu') or 'rocm'")
-    return _PLATFORMS[platform.lower()]
+    value = ctypes.c_int()
+    if lib.ccshim_platform_parse(_args.text("platform", platform), ctypes.byref(value)) != 0:
+        raise ValueError(_native.last_error())
+    return lib.ccshim_platform_name(value.value).decode(), value.value
+
+
+def legacy_form_name(api_version: int, platform: str) -> str:
+    """The form's name as ccshim's tools print it ("CPU v2", "GPU v1", ...)."""
+    _, platform_id = parse_platform(platform)
+    name = lib.ccshim_legacy_form_name(_args.integer("api_version", api_version, 1, 3),
+                                       platform_id)
+    return name.decode()
 
 
 class Adapter:

@@ -178,3 +178,14 @@ def test_a_bare_library_name_in_the_current_folder_is_that_file(tmp_path, monkey
     assert hasattr(lib, "scale_v1")
     with pytest.raises(OSError):
         ccshim.load_legacy_library("libno_such_library_anywhere.so")
+
+
+def test_platforms_and_forms_come_from_the_library():
+    assert ccshim.parse_platform("GPU") == ("cuda", 1)
+    assert ccshim.parse_platform("Host") == ("host", 0)
+    assert ccshim.legacy_form_name(3, "cpu") == "CPU v3"
+    assert ccshim.legacy_form_name(2, "rocm") == "GPU v2"
+    with pytest.raises(ValueError, match=r"unknown platform 'tpu'; expected cpu \(or host\)"):
+        ccshim.parse_platform("tpu")
+    with pytest.raises(ValueError, match="api_version 4 is out of range"):
+        ccshim.legacy_form_name(4, "cpu")

@@ -60,7 +60,7 @@ def test_same_name_with_another_kernel_is_refused(kernels):
 
 
 def test_unknown_platform(kernels):
-    with pytest.raises(ValueError, match="unknown platform 'tpu'; expected 'cpu'"):
+    with pytest.raises(ValueError, match="unknown platform 'tpu'; expected cpu \\(or host\\), cuda \\(or gpu\\) or rocm"):
         cj.register_legacy("reg_tpu", (kernels, "scale_v1"), platform="tpu",
                            api_version=1)
 

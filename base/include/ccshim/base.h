@@ -71,6 +71,34 @@ CCSHIM_API int ccshim_dtype_bits(int dtype);
  * returns 0 and sets *overflow on size_t overflow. */
 CCSHIM_API size_t ccshim_dtype_bytes(int dtype, uint64_t count, int* overflow);
 
+/* --- The vocabulary of legacy custom calls, one for C, the command and the
+ * Python package alike. ---------------------------------------------------- */
+
+/* XLA's CustomCallApiVersion numbers. */
+typedef enum ccshim_api_version {
+  CCSHIM_API_ORIGINAL = 1,
+  CCSHIM_API_STATUS_RETURNING = 2,
+  CCSHIM_API_STATUS_RETURNING_UNIFIED = 3,
+} ccshim_api_version;
+
+typedef enum ccshim_platform {
+  CCSHIM_PLATFORM_HOST = 0,
+  CCSHIM_PLATFORM_CUDA = 1,
+  CCSHIM_PLATFORM_ROCM = 2,
+} ccshim_platform;
+
+/* "host", "cuda", "rocm"; "unknown" for any other value. */
+CCSHIM_API const char* ccshim_platform_name(ccshim_platform platform);
+/* Parses cpu/host and gpu/cuda/rocm in any case; CCSHIM_EINVAL otherwise,
+ * with a message that lists them. */
+CCSHIM_API ccshim_status ccshim_platform_parse(const char* name,
+                                               ccshim_platform* out);
+/* A legacy form's name, as the tools and messages print it: "CPU v1",
+ * "CPU v2", "CPU v3", "GPU v1", "GPU v2", "GPU v3"; NULL for an API version
+ * that is not 1, 2 or 3, or an unknown platform.  (On GPU, v2 and v3 are one
+ * calling convention; XLA tells them apart only by the call site.) */
+CCSHIM_API const char* ccshim_legacy_form_name(int api_version, ccshim_platform platform);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -37,18 +37,8 @@ typedef void (*ccshim_gpu_v2_fn)(void* stream, void** buffers,
                                  const char* opaque, size_t opaque_len,
                                  XlaCustomCallStatus* status);
 
-/* XLA's CustomCallApiVersion numbers. */
-typedef enum ccshim_api_version {
-  CCSHIM_API_ORIGINAL = 1,
-  CCSHIM_API_STATUS_RETURNING = 2,
-  CCSHIM_API_STATUS_RETURNING_UNIFIED = 3,
-} ccshim_api_version;
-
-typedef enum ccshim_platform {
-  CCSHIM_PLATFORM_HOST = 0,
-  CCSHIM_PLATFORM_CUDA = 1,
-  CCSHIM_PLATFORM_ROCM = 2,
-} ccshim_platform;
+/* ccshim_api_version and ccshim_platform, with their names, are in
+ * ccshim/base.h: one vocabulary for every part of ccshim. */
 
 /* How a CPU kernel's in[] holds tuple operands. */
 typedef enum ccshim_tuple_layout {
@@ -60,12 +50,6 @@ typedef enum ccshim_tuple_layout {
    * layout and the pre-thunk CPU emitter's.  Needs a signature. */
   CCSHIM_TUPLES_NESTED = 1,
 } ccshim_tuple_layout;
-
-/* "host", "cuda", "rocm". */
-CCSHIM_API const char* ccshim_platform_name(ccshim_platform platform);
-/* Parses cpu/host and gpu/cuda/rocm in any case; CCSHIM_EINVAL otherwise. */
-CCSHIM_API ccshim_status ccshim_platform_parse(const char* name,
-                                               ccshim_platform* out);
 
 /* ---------------------------------------------------------------------------
  * XlaCustomCallStatus.  ccshim's status object has the layout of XLA's own

@@ -1,0 +1,41 @@
+/*
+ * The one vocabulary of legacy custom calls (ccshim/base.h): platform
+ * spellings and names, and legacy form names, as the library, the command
+ * and the Python package all use them.
+ */
+#include "check.h"
+#include "ccshim/ccshim.h"
+
+int main(void) {
+  static const struct {
+    const char* spelling;
+    ccshim_platform platform;
+    const char* name;
+  } spellings[] = {
+      {"cpu", CCSHIM_PLATFORM_HOST, "host"}, {"Host", CCSHIM_PLATFORM_HOST, "host"},
+      {"GPU", CCSHIM_PLATFORM_CUDA, "cuda"}, {"cuda", CCSHIM_PLATFORM_CUDA, "cuda"},
+      {"ROCm", CCSHIM_PLATFORM_ROCM, "rocm"},
+  };
+  for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+    ccshim_platform p = (ccshim_platform)-1;
+    CHECK_OK(ccshim_platform_parse(spellings[i].spelling, &p));
+    CHECK_EQ(p, spellings[i].platform);
+    CHECK_STR_EQ(ccshim_platform_name(p), spellings[i].name);
+  }
+  ccshim_platform p;
+  CHECK_STATUS(ccshim_platform_parse("tpu", &p), CCSHIM_EINVAL);
+  CHECK_CONTAINS(ccshim_last_error(), "unknown platform 'tpu'; expected cpu (or host)");
+  CHECK_STATUS(ccshim_platform_parse("cudaaaaaaaaaaaaaaaaaaa", &p), CCSHIM_EINVAL);
+  CHECK_STATUS(ccshim_platform_parse(NULL, &p), CCSHIM_EINVAL);
+  CHECK_STR_EQ(ccshim_platform_name((ccshim_platform)7), "unknown");
+
+  CHECK_STR_EQ(ccshim_legacy_form_name(1, CCSHIM_PLATFORM_HOST), "CPU v1");
+  CHECK_STR_EQ(ccshim_legacy_form_name(3, CCSHIM_PLATFORM_HOST), "CPU v3");
+  CHECK_STR_EQ(ccshim_legacy_form_name(2, CCSHIM_PLATFORM_CUDA), "GPU v2");
+  CHECK_STR_EQ(ccshim_legacy_form_name(1, CCSHIM_PLATFORM_ROCM), "GPU v1");
+  CHECK(ccshim_legacy_form_name(0, CCSHIM_PLATFORM_HOST) == NULL);
+  CHECK(ccshim_legacy_form_name(4, CCSHIM_PLATFORM_HOST) == NULL);
+  CHECK(ccshim_legacy_form_name(2, (ccshim_platform)9) == NULL);
+  printf("vocabulary: 5 spellings, 3 refusals, 7 form names\n");
+  return 0;
+}
