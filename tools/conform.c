@@ -956,6 +956,65 @@ static int parse_attr(const char* v, attr* a, char* err, size_t cap) {
   return 0;
 }
 
+enum option_id {
+  OPT_JSON,
+  OPT_API,
+  OPT_PLATFORM,
+  OPT_SIGNATURE,
+  OPT_OPAQUE_HEX,
+  OPT_ARG_HEX,
+  OPT_OPAQUE_FILE,
+  OPT_SEED,
+  OPT_RUNS,
+  OPT_RTOL,
+  OPT_AGAINST,
+  OPT_ATTR,
+  OPT_TIMEOUT,
+};
+
+/* conform's options: the parser and --help read this one table. */
+typedef struct option_spec {
+  const char* name;
+  const char* value; /* the value's placeholder, or NULL for a flag */
+  enum option_id id;
+  const char* help;
+} option_spec;
+
+static const option_spec option_specs[] = {
+    {"--json", NULL, OPT_JSON,
+     "the report as JSON"},
+    {"--api", "N", OPT_API,
+     "1, 2 or 3: the kernel's legacy API version (required)"},
+    {"--platform", "P", OPT_PLATFORM,
+     "cpu: conform runs CPU kernels (GPU: tests/gpu/run.sh)"},
+    {"--signature", "SIG", OPT_SIGNATURE,
+     "its buffers, e.g. '(f32[128], f32[2048]) -> f32[2048]' (required)"},
+    {"--opaque-hex", "HEX", OPT_OPAQUE_HEX,
+     "the opaque (backend config) bytes"},
+    {"--arg-hex", "I=HEX", OPT_ARG_HEX,
+     "fix argument I to these bytes (dims, flags)"},
+    {"--opaque-file", "F", OPT_OPAQUE_FILE,
+     "the opaque bytes, read from a file (at most 64 MiB)"},
+    {"--seed", "S", OPT_SEED,
+     "the inputs' seed (default 1)"},
+    {"--runs", "K", OPT_RUNS,
+     "runs, each side every run (default 3)"},
+    {"--rtol", "R", OPT_RTOL,
+     "compare floats within R instead of byte for byte"},
+    {"--against", "LIB2:HANDLER", OPT_AGAINST,
+     "a native typed-FFI port instead of the adapter"},
+    {"--attr", "NAME=TYPE:VALUE", OPT_ATTR,
+     "an attribute for the port (TYPE[] for arrays, str)"},
+    {"--timeout", "SECONDS", OPT_TIMEOUT,
+     "each side's deadline, then SIGKILL (default 60)"},
+};
+
+static const option_spec* find_option(const char* name) {
+  for (size_t k = 0; k < sizeof option_specs / sizeof option_specs[0]; k++)
+    if (!strcmp(option_specs[k].name, name)) return &option_specs[k];
+  return NULL;
+}
+
 /* Parses one target's words; returns 0 or writes a one-line error. */
 static int parse_target(int argc, char** argv, const char* base_dir, target* t, int* json,
                         char* err, size_t cap) {
@@ -967,131 +1026,151 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
   int positional = 0;
   for (int i = 0; i < argc; i++) {
     const char* a = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_VALUE                                                          \
-  if (v == NULL) {                                                          \
-    snprintf(err, cap, "%s needs a value", a);                              \
-    return -1;                                                              \
-  }                                                                         \
-  i++
-    if (!strcmp(a, "--json")) {
-      if (json) *json = 1;
-    } else if (!strcmp(a, "--api")) {
-      NEED_VALUE;
-      if (integer(a, v, 1, 3, &t->api, err, cap)) return -1;
-    } else if (!strcmp(a, "--platform")) {
-      NEED_VALUE;
-      if (ccshim_platform_parse(v, &t->platform) != CCSHIM_OK) {
-        snprintf(err, cap, "%s", ccshim_last_error());
+    if (a[0] == '-' && a[1] == '-') {
+      const option_spec* o = find_option(a);
+      if (o == NULL) {
+        snprintf(err, cap, "unknown option %s (ccshim conform --help lists them)", a);
         return -1;
       }
-    } else if (!strcmp(a, "--signature")) {
-      NEED_VALUE;
-      free(t->signature);
-      t->signature = format("%s", v);
-    } else if (!strcmp(a, "--opaque-hex")) {
-      NEED_VALUE;
-      free(t->opaque);
-      t->opaque = NULL;
-      if (hex_bytes(a, v, &t->opaque, &t->opaque_len, err, cap)) return -1;
-    } else if (!strcmp(a, "--arg-hex")) {
-      NEED_VALUE;
-      char* end;
-      errno = 0;
-      unsigned long index = strtoul(v, &end, 10);
-      if (end == v || *end != '=' || errno) {
-        snprintf(err, cap, "--arg-hex %s: expected I=HEX, the argument's index and its bytes", v);
-        return -1;
-      }
-      if (t->num_fixed == MAX_ATTRS) {
-        snprintf(err, cap, "--arg-hex: at most %d arguments", MAX_ATTRS);
-        return -1;
-      }
-      t->fixed[t->num_fixed].index = index;
-      if (hex_bytes(a, end + 1, &t->fixed[t->num_fixed].bytes, &t->fixed[t->num_fixed].len, err,
-                    cap))
-        return -1;
-      t->num_fixed++;
-    } else if (!strcmp(a, "--opaque-file")) {
-      NEED_VALUE;
-      FILE* f = fopen(v, "rb");
-      if (f == NULL) {
-        snprintf(err, cap, "--opaque-file %s: %s", v, strerror(errno));
-        return -1;
-      }
-      free(t->opaque);
-      t->opaque = NULL;
-      t->opaque_len = 0;
-      size_t cap2 = 0, got = 0;
-      do {
-        t->opaque_len += got;
-        if (t->opaque_len > OPAQUE_FILE_MAX) {
-          fclose(f);
-          snprintf(err, cap, "--opaque-file %s: more than %d MiB; an opaque (a backend "
-                   "config) is at most that here", v, OPAQUE_FILE_MAX >> 20);
+      const char* v = NULL;
+      if (o->value != NULL) {
+        if (i + 1 == argc) {
+          snprintf(err, cap, "%s needs a value (%s)", a, o->value);
           return -1;
         }
-        if (t->opaque_len == cap2) {
-          unsigned char* grown = realloc(t->opaque, cap2 = cap2 ? 2 * cap2 : 4096);
-          if (grown == NULL) {
-            fclose(f);
-            snprintf(err, cap, "--opaque-file %s: out of memory at %zu bytes", v, cap2);
+        v = argv[++i];
+      }
+      switch (o->id) {
+        case OPT_JSON: {
+          if (json) *json = 1;
+          break;
+        }
+        case OPT_API: {
+          if (integer(a, v, 1, 3, &t->api, err, cap)) return -1;
+          break;
+        }
+        case OPT_PLATFORM: {
+          if (ccshim_platform_parse(v, &t->platform) != CCSHIM_OK) {
+            snprintf(err, cap, "%s", ccshim_last_error());
             return -1;
           }
-          t->opaque = grown;
+          break;
         }
-      } while ((got = fread(t->opaque + t->opaque_len, 1, cap2 - t->opaque_len, f)) > 0);
-      int failed = ferror(f);
-      fclose(f);
-      if (failed) {
-        snprintf(err, cap, "--opaque-file %s: read error", v);
-        return -1;
+        case OPT_SIGNATURE: {
+          free(t->signature);
+          t->signature = format("%s", v);
+          break;
+        }
+        case OPT_OPAQUE_HEX: {
+          free(t->opaque);
+          t->opaque = NULL;
+          if (hex_bytes(a, v, &t->opaque, &t->opaque_len, err, cap)) return -1;
+          break;
+        }
+        case OPT_ARG_HEX: {
+          char* end;
+          errno = 0;
+          unsigned long index = strtoul(v, &end, 10);
+          if (end == v || *end != '=' || errno) {
+            snprintf(err, cap, "--arg-hex %s: expected I=HEX, the argument's index and its bytes", v);
+            return -1;
+          }
+          if (t->num_fixed == MAX_ATTRS) {
+            snprintf(err, cap, "--arg-hex: at most %d arguments", MAX_ATTRS);
+            return -1;
+          }
+          t->fixed[t->num_fixed].index = index;
+          if (hex_bytes(a, end + 1, &t->fixed[t->num_fixed].bytes, &t->fixed[t->num_fixed].len, err,
+                        cap))
+            return -1;
+          t->num_fixed++;
+          break;
+        }
+        case OPT_OPAQUE_FILE: {
+          FILE* f = fopen(v, "rb");
+          if (f == NULL) {
+            snprintf(err, cap, "--opaque-file %s: %s", v, strerror(errno));
+            return -1;
+          }
+          free(t->opaque);
+          t->opaque = NULL;
+          t->opaque_len = 0;
+          size_t cap2 = 0, got = 0;
+          do {
+            t->opaque_len += got;
+            if (t->opaque_len > OPAQUE_FILE_MAX) {
+              fclose(f);
+              snprintf(err, cap, "--opaque-file %s: more than %d MiB; an opaque (a backend "
+                       "config) is at most that here", v, OPAQUE_FILE_MAX >> 20);
+              return -1;
+            }
+            if (t->opaque_len == cap2) {
+              unsigned char* grown = realloc(t->opaque, cap2 = cap2 ? 2 * cap2 : 4096);
+              if (grown == NULL) {
+                fclose(f);
+                snprintf(err, cap, "--opaque-file %s: out of memory at %zu bytes", v, cap2);
+                return -1;
+              }
+              t->opaque = grown;
+            }
+          } while ((got = fread(t->opaque + t->opaque_len, 1, cap2 - t->opaque_len, f)) > 0);
+          int failed = ferror(f);
+          fclose(f);
+          if (failed) {
+            snprintf(err, cap, "--opaque-file %s: read error", v);
+            return -1;
+          }
+          break;
+        }
+        case OPT_SEED: {
+          char* end;
+          errno = 0;
+          t->seed = strtoull(v, &end, 0);
+          if (errno || end == v || *end) {
+            snprintf(err, cap, "--seed %s: expected an unsigned integer", v);
+            return -1;
+          }
+          break;
+        }
+        case OPT_RUNS: {
+          if (integer(a, v, 1, 100000, &t->runs, err, cap)) return -1;
+          break;
+        }
+        case OPT_RTOL: {
+          char* end;
+          t->rtol = strtod(v, &end);
+          if (end == v || *end || !(t->rtol >= 0)) {
+            snprintf(err, cap, "--rtol %s: expected a number >= 0", v);
+            return -1;
+          }
+          break;
+        }
+        case OPT_AGAINST: {
+          const char* colon = strrchr(v, ':');
+          if (colon == NULL || colon == v || colon[1] == '\0') {
+            snprintf(err, cap, "--against %s: expected LIB:HANDLER_SYMBOL", v);
+            return -1;
+          }
+          free(t->against_lib);
+          free(t->against_symbol);
+          t->against_lib = library_path(base_dir, v, (size_t)(colon - v));
+          t->against_symbol = format("%s", colon + 1);
+          break;
+        }
+        case OPT_ATTR: {
+          if (t->num_attrs == MAX_ATTRS) {
+            snprintf(err, cap, "--attr: at most %d attributes", MAX_ATTRS);
+            return -1;
+          }
+          if (parse_attr(v, &t->attrs[t->num_attrs], err, cap) != 0) return -1;
+          t->num_attrs++;
+          break;
+        }
+        case OPT_TIMEOUT: {
+          if (integer(a, v, 1, 86400, &t->timeout, err, cap)) return -1;
+          break;
+        }
       }
-    } else if (!strcmp(a, "--seed")) {
-      NEED_VALUE;
-      char* end;
-      errno = 0;
-      t->seed = strtoull(v, &end, 0);
-      if (errno || end == v || *end) {
-        snprintf(err, cap, "--seed %s: expected an unsigned integer", v);
-        return -1;
-      }
-    } else if (!strcmp(a, "--runs")) {
-      NEED_VALUE;
-      if (integer(a, v, 1, 100000, &t->runs, err, cap)) return -1;
-    } else if (!strcmp(a, "--rtol")) {
-      NEED_VALUE;
-      char* end;
-      t->rtol = strtod(v, &end);
-      if (end == v || *end || !(t->rtol >= 0)) {
-        snprintf(err, cap, "--rtol %s: expected a number >= 0", v);
-        return -1;
-      }
-    } else if (!strcmp(a, "--against")) {
-      NEED_VALUE;
-      const char* colon = strrchr(v, ':');
-      if (colon == NULL || colon == v || colon[1] == '\0') {
-        snprintf(err, cap, "--against %s: expected LIB:HANDLER_SYMBOL", v);
-        return -1;
-      }
-      free(t->against_lib);
-      free(t->against_symbol);
-      t->against_lib = library_path(base_dir, v, (size_t)(colon - v));
-      t->against_symbol = format("%s", colon + 1);
-    } else if (!strcmp(a, "--attr")) {
-      NEED_VALUE;
-      if (t->num_attrs == MAX_ATTRS) {
-        snprintf(err, cap, "--attr: at most %d attributes", MAX_ATTRS);
-        return -1;
-      }
-      if (parse_attr(v, &t->attrs[t->num_attrs], err, cap) != 0) return -1;
-      t->num_attrs++;
-    } else if (!strcmp(a, "--timeout")) {
-      NEED_VALUE;
-      if (integer(a, v, 1, 86400, &t->timeout, err, cap)) return -1;
-    } else if (a[0] == '-' && a[1] == '-') {
-      snprintf(err, cap, "unknown option %s", a);
-      return -1;
     } else if (positional == 0) {
       t->lib = library_path(base_dir, a, strlen(a));
       positional++;
@@ -1102,7 +1181,6 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
       snprintf(err, cap, "unexpected argument '%s'", a);
       return -1;
     }
-#undef NEED_VALUE
   }
   if (positional < 2) {
     snprintf(err, cap, "expected LIB SYMBOL");
@@ -1216,35 +1294,34 @@ static void print_reports(const report* r, int n, int json) {
   printf("%d of %d targets equal (failed: runs where both sides failed alike)\n", equal, n);
 }
 
-static const char conform_usage[] =
-    "usage: ccshim conform LIB SYMBOL --api N --signature SIG [options]\n"
-    "       ccshim conform --manifest FILE [--json]\n"
-    "\n"
-    "Runs a legacy kernel through XLA's legacy convention (ccshim's invoker) and\n"
-    "through an adapter in the embedded typed runtime, each side in a child process\n"
-    "that alone loads LIB, on the same deterministic inputs, and compares results.\n"
-    "\n"
-    "  --api N                 1, 2 or 3: the kernel's legacy API version\n"
-    "  --signature SIG         its buffers, e.g. '(f32[128], f32[2048]) -> f32[2048]'\n"
-    "  --platform cpu          CPU kernels only (GPU: tests/gpu/run.sh)\n"
-    "  --opaque-hex HEX        the opaque (backend config) bytes, or\n"
-    "  --opaque-file F         ... read from a file\n"
-    "  --arg-hex I=HEX         fix argument I to these bytes (dims, flags)\n"
-    "  --seed S  --runs K      inputs (default seed 1, 3 runs)\n"
-    "  --rtol R                compare floats within R instead of byte for byte\n"
-    "  --timeout SECONDS       each side's deadline, then SIGKILL (default 60)\n"
-    "  --against LIB2:HANDLER  a native typed-FFI port instead of the adapter\n"
-    "  --attr NAME=TYPE:VALUE  an attribute for the port (TYPE[] for arrays, str)\n"
-    "  --json                  the report as JSON\n"
-    "\n"
-    "A manifest has one target a line in the same words ('#' comments, quotes group).\n"
-    "Exit status: 0 all equal, 1 a target differs or failed, 2 the command is wrong.\n"
-    "\n"
-    "examples:\n"
-    "  ccshim conform ./libk.so add_v2 --api 2 --signature '(f32[4], f32[4]) -> f32[4]'\n"
-    "  ccshim conform ./libk.so add_v3 --api 3 --signature '(f32[8]) -> f32[8]' \\\n"
-    "      --opaque-hex 0000c03f --runs 10 --json\n"
-    "  ccshim conform --manifest kernels.manifest\n";
+/* --help: the usage, the options from option_specs, examples. */
+static void print_usage(FILE* to) {
+  fputs("usage: ccshim conform LIB SYMBOL --api N --signature SIG [options]\n"
+        "       ccshim conform --manifest FILE [--json]\n"
+        "\n"
+        "Runs a legacy kernel through XLA's legacy convention (ccshim's invoker) and\n"
+        "through an adapter in the embedded typed runtime, each side in a child process\n"
+        "that alone loads LIB, on the same deterministic inputs, and compares results.\n"
+        "\n",
+        to);
+  for (size_t k = 0; k < sizeof option_specs / sizeof option_specs[0]; k++) {
+    const option_spec* o = &option_specs[k];
+    char head[64];
+    snprintf(head, sizeof head, "%s%s%s", o->name, o->value ? " " : "",
+             o->value ? o->value : "");
+    fprintf(to, "  %-27s %s\n", head, o->help);
+  }
+  fputs("\n"
+        "A manifest has one target a line in the same words ('#' comments, quotes group).\n"
+        "Exit status: 0 all equal, 1 a target differs or failed, 2 the command is wrong.\n"
+        "\n"
+        "examples:\n"
+        "  ccshim conform ./libk.so add_v2 --api 2 --signature '(f32[4], f32[4]) -> f32[4]'\n"
+        "  ccshim conform ./libk.so add_v3 --api 3 --signature '(f32[8]) -> f32[8]' \\\n"
+        "      --opaque-hex 0000c03f --runs 10 --json\n"
+        "  ccshim conform --manifest kernels.manifest\n",
+        to);
+}
 
 /* A manifest line of any length up to MANIFEST_LINE_MAX, in *buf (grown);
  * returns its length, -1 at the end, -2 for a line longer than that, -3 for
@@ -1367,7 +1444,7 @@ int ccshim_conform_main(int argc, char** argv) {
   const char* manifest = NULL;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(conform_usage, stdout);
+      print_usage(stdout);
       return 0;
     }
   }
