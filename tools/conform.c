@@ -124,15 +124,21 @@ typedef struct report {
   char* output;               /* what a kernel printed first, or NULL */
 } report;
 
-/* A formatted string on the heap, however long; exits on no memory, the
- * one thing a command-line tool cannot report into a report. */
-static char* vformat(const char* fmt, va_list ap) {
-  char* s = NULL;
-  if (vasprintf(&s, fmt, ap) < 0) {
+/* No memory is the one thing a command-line tool cannot report into a
+ * report: it says so and exits 2. */
+static void* need(void* p) {
+  if (p == NULL) {
     fputs("ccshim conform: out of memory\n", stderr);
     exit(2);
   }
-  return s;
+  return p;
+}
+
+/* A formatted string on the heap, however long. */
+static char* vformat(const char* fmt, va_list ap) {
+  char* s = NULL;
+  if (vasprintf(&s, fmt, ap) < 0) s = NULL;
+  return need(s);
 }
 
 static char* format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -1379,22 +1385,13 @@ static int run_manifest(FILE* f, const char* manifest, int json, int parse_only)
       return 2;
     }
     int max_words = (int)(len / 2 + 1);
-    char** words = malloc((size_t)max_words * sizeof *words);
-    if (words == NULL) {
-      fputs("ccshim conform: out of memory\n", stderr);
-      exit(2);
-    }
+    char** words = need(malloc((size_t)max_words * sizeof *words));
     int nw = split_words(line, words, max_words);
     if (nw == 0) {
       free(words);
       continue;
     }
-    report* grown = realloc(reports, (size_t)(n + 1) * sizeof *reports);
-    if (grown == NULL) {
-      fputs("ccshim conform: out of memory\n", stderr);
-      exit(2);
-    }
-    reports = grown;
+    reports = need(realloc(reports, (size_t)(n + 1) * sizeof *reports));
     report* r = &reports[n++];
     target t;
     memset(&t, 0, sizeof t);
