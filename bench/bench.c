@@ -292,8 +292,7 @@ static void config_init(config* c, int form, int arity) {
   c->form = form;
   c->arity = arity;
   int nargs = arity - 1; /* and one result */
-  ccshim_context_options o;
-  memset(&o, 0, sizeof o);
+  ccshim_context_options o = CCSHIM_CONTEXT_OPTIONS_INIT;
   o.platform = form == 3 ? "cuda" : "host";
   if (ccshim_context_new(&o, &c->ctx) || ccshim_frame_builder_new(&c->fb)) die("setup");
   int64_t four = 4;
@@ -313,8 +312,7 @@ static void config_init(config* c, int form, int arity) {
       (ccshim_legacy_fn)triv_cpu_v3, (ccshim_legacy_fn)triv_gpu};
   static XLA_FFI_Handler* const b1s[NUM_FORMS] = {b1_cpu_v1, b1_cpu_v2, b1_cpu_v3, b1_gpu};
   const int versions[NUM_FORMS] = {1, 2, 3, 2};
-  ccshim_wrap_options wo;
-  memset(&wo, 0, sizeof wo);
+  ccshim_wrap_options wo = CCSHIM_WRAP_OPTIONS_INIT;
   wo.entry = CCSHIM_ENTRY_PREBUILT;
   ccshim_platform platform = form == 3 ? CCSHIM_PLATFORM_CUDA : CCSHIM_PLATFORM_HOST;
   if (ccshim_wrap(kernels[form], versions[form], platform, NULL, &wo, &c->adapter))

@@ -27,8 +27,7 @@ static int calls;
 
 static ccshim_adapter* wrap(ccshim_legacy_fn fn, int version, const char* sig,
                             const ccshim_wrap_options* opts) {
-  ccshim_wrap_options o;
-  memset(&o, 0, sizeof o);
+  ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
   if (opts) o = *opts;
   o.entry = entry;
   ccshim_adapter* a = NULL;
@@ -127,8 +126,7 @@ static void test_tuples(void) {
   void* args[4] = {leaves, leaves + 2, leaves + 5, leaves + 9};
   const float want_sum = 105, want_weighted = 1 * 3 + 2 * 12 + 3 * 30 + 4 * 60;
   for (int layout = 0; layout < 2; layout++) {
-    ccshim_wrap_options o;
-    memset(&o, 0, sizeof o);
+    ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
     o.tuple_operands = layout ? CCSHIM_TUPLES_NESTED : CCSHIM_TUPLES_FLAT;
     ccshim_legacy_fn fn = layout ? (ccshim_legacy_fn)nested_sum : (ccshim_legacy_fn)flat_sum;
     ccshim_adapter* a = wrap(fn, 2, text, &o);
@@ -319,8 +317,7 @@ static void test_opaque(void) {
   CHECK_OK(ccshim_adapter_free(a));
 
   /* Another attribute name, chosen at wrap time. */
-  ccshim_wrap_options o;
-  memset(&o, 0, sizeof o);
+  ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
   o.opaque_attr = "backend_config";
   a = wrap((ccshim_legacy_fn)echo_opaque, 3, "() -> u8[8192]", &o);
   check_opaque_run(a, "backend_config", 0, "xyz", 3, "xyz");
@@ -334,7 +331,7 @@ static void test_opaque(void) {
     name[n] = '\0';
     memcpy(decoy, name, n + 1);
     decoy[n - 1] = 'Z';
-    memset(&o, 0, sizeof o);
+    o = (ccshim_wrap_options)CCSHIM_WRAP_OPTIONS_INIT;
     o.opaque_attr = name;
     a = wrap((ccshim_legacy_fn)echo_opaque, 3, "() -> u8[8192]", &o);
     static unsigned char out[8192];
@@ -485,8 +482,7 @@ static void test_metadata_and_stages(void) {
   CHECK_OK(ccshim_adapter_free(a));
 
   /* The reported version and traits are options. */
-  ccshim_wrap_options o;
-  memset(&o, 0, sizeof o);
+  ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
   o.ffi_minor = 3;
   o.traits = XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE;
   a = wrap((ccshim_legacy_fn)record_out, 1, NULL, &o);
@@ -622,8 +618,7 @@ static void test_wrap_refusals(void) {
                CCSHIM_ESIGNATURE);
   CHECK_CONTAINS(ccshim_last_error(), "signature column 20");
   CHECK(a == NULL);
-  ccshim_wrap_options o;
-  memset(&o, 0, sizeof o);
+  ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
   o.tuple_operands = CCSHIM_TUPLES_NESTED;
   CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_HOST, NULL, &o,
                            &a),

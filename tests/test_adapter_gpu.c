@@ -51,13 +51,11 @@ static void run_both(ccshim_platform platform, int version, ccshim_entry_kind en
                      void* user_stream) {
   ccshim_legacy_fn fn =
       version == 1 ? (ccshim_legacy_fn)gpu_add_v1 : (ccshim_legacy_fn)gpu_add_v2;
-  ccshim_wrap_options o;
-  memset(&o, 0, sizeof o);
+  ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
   o.entry = entry;
   ccshim_adapter* a;
   CHECK_OK(ccshim_wrap(fn, version, platform, text, &o, &a));
-  ccshim_context_options co;
-  memset(&co, 0, sizeof co);
+  ccshim_context_options co = CCSHIM_CONTEXT_OPTIONS_INIT;
   co.platform = platform == CCSHIM_PLATFORM_ROCM ? "rocm" : "cuda";
   co.stream = user_stream;
   ccshim_context* ctx;

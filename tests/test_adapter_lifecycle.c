@@ -48,8 +48,7 @@ static int32_t call_k1(ccshim_adapter* a, ccshim_context* ctx, int32_t x) {
 
 static void test_cycles(ccshim_context* ctx) {
   for (int i = 0; i < 10000; i++) {
-    ccshim_wrap_options o;
-    memset(&o, 0, sizeof o);
+    ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
     o.entry = i % 3 == 2 ? CCSHIM_ENTRY_CLOSURE : CCSHIM_ENTRY_AUTO;
     o.tuple_operands = i % 5 == 0 && i % 4 != 3 ? CCSHIM_TUPLES_NESTED : CCSHIM_TUPLES_FLAT;
     ccshim_adapter* a;
@@ -81,8 +80,7 @@ static void test_registered(ccshim_context* ctx) {
 static void test_exhaustion(ccshim_context* ctx) {
   size_t n = CCSHIM_PREBUILT_ENTRIES;
   ccshim_adapter** all = calloc(n, sizeof *all);
-  ccshim_wrap_options o;
-  memset(&o, 0, sizeof o);
+  ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
   o.entry = CCSHIM_ENTRY_PREBUILT;
   for (size_t i = 0; i < n; i++)
     CHECK_OK(ccshim_wrap((ccshim_legacy_fn)k1, 1, CCSHIM_PLATFORM_HOST, NULL, &o, &all[i]));

@@ -67,8 +67,7 @@ static void* work(void* p) {
 
 int main(void) {
   for (int e = CCSHIM_ENTRY_PREBUILT; e <= CCSHIM_ENTRY_CLOSURE; e++) {
-    ccshim_wrap_options o;
-    memset(&o, 0, sizeof o);
+    ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
     o.entry = (ccshim_entry_kind)e;
     ccshim_adapter* a;
     CHECK_OK(ccshim_wrap((ccshim_legacy_fn)axpb_v3, 3, CCSHIM_PLATFORM_HOST,

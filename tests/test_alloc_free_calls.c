@@ -112,16 +112,14 @@ int main(void) {
       for (int variant = 0; variant < 4; variant++) {
         /* 0: plain; 1: with a signature; 2: a token (general path);
          * 3: an opaque larger than the stack copy. */
-        ccshim_wrap_options o;
-        memset(&o, 0, sizeof o);
+        ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
         o.entry = (ccshim_entry_kind)entry;
         const char* sig = variant == 1 ? "(f32[]) -> f32[]"
                           : variant == 2 ? "(f32[], token[]) -> f32[]" : NULL;
         result_at = variant == 2 ? 2 : 1;
         ccshim_adapter* a;
         CHECK_OK(ccshim_wrap(forms[f].fn, forms[f].version, forms[f].platform, sig, &o, &a));
-        ccshim_context_options co;
-        memset(&co, 0, sizeof co);
+        ccshim_context_options co = CCSHIM_CONTEXT_OPTIONS_INIT;
         co.platform = forms[f].platform == CCSHIM_PLATFORM_HOST ? "host" : "cuda";
         ccshim_context* ctx;
         CHECK_OK(ccshim_context_new(&co, &ctx));

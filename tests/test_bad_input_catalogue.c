@@ -78,7 +78,7 @@ static void wrap_badsig(outcome* o) {
                              "(f32[4) -> f32[4]", NULL, &a));
 }
 static void wrap_nested_gpu(outcome* o) {
-  ccshim_wrap_options w = {0};
+  ccshim_wrap_options w = CCSHIM_WRAP_OPTIONS_INIT;
   w.tuple_operands = CCSHIM_TUPLES_NESTED;
   ccshim_adapter* a = NULL;
   from_status(o, ccshim_wrap((ccshim_legacy_fn)kernel_v1, 1, CCSHIM_PLATFORM_CUDA,
@@ -260,7 +260,7 @@ static void invoke_version(outcome* o) {
   from_status(o, ccshim_legacy_invoke(&c, &out));
 }
 static void context_platform(outcome* o) {
-  ccshim_context_options opts = {0};
+  ccshim_context_options opts = CCSHIM_CONTEXT_OPTIONS_INIT;
   opts.platform = "metal";
   ccshim_context* c = NULL;
   from_status(o, ccshim_context_new(&opts, &c));

@@ -205,7 +205,7 @@ static void huge_opaque(void) {
  * (v1, v2, with and without a signature) and the general one (nested). */
 static void null_api(ccshim_legacy_fn fn, int version, const char* signature,
                      ccshim_tuple_layout layout) {
-  ccshim_wrap_options o = {0};
+  ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
   o.tuple_operands = layout;
   ccshim_adapter* a;
   CHECK_OK(ccshim_wrap(fn, version, CCSHIM_PLATFORM_HOST, signature, &o, &a));

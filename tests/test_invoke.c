@@ -49,7 +49,7 @@ static void test_scale_by_name(void) {
 
   /* Wrong platform, unknown name, bad stage. */
   ccshim_context* gpu;
-  ccshim_context_options o = {0};
+  ccshim_context_options o = CCSHIM_CONTEXT_OPTIONS_INIT;
   o.platform = "cuda";
   CHECK_OK(ccshim_context_new(&o, &gpu));
   CHECK_STATUS(ccshim_invoke("inv.scale", "cpu", gpu, XLA_FFI_ExecutionStage_EXECUTE,
@@ -178,7 +178,7 @@ static XLA_FFI_Error* async_sum(XLA_FFI_CallFrame* f) {
 }
 
 static void test_futures_on_pool(void) {
-  ccshim_context_options o = {0};
+  ccshim_context_options o = CCSHIM_CONTEXT_OPTIONS_INIT;
   o.num_threads = 2;
   ccshim_context* ctx;
   CHECK_OK(ccshim_context_new(&o, &ctx));
@@ -209,7 +209,7 @@ static void test_futures_on_pool(void) {
 
 static void test_context_refusals(void) {
   ccshim_context* ctx = NULL;
-  ccshim_context_options o = {0};
+  ccshim_context_options o = CCSHIM_CONTEXT_OPTIONS_INIT;
   o.platform = "tpu";
   CHECK_STATUS(ccshim_context_new(&o, &ctx), CCSHIM_EINVAL);
   CHECK_CONTAINS(ccshim_last_error(), "unknown platform 'tpu'");

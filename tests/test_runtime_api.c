@@ -73,7 +73,7 @@ static void test_errors(void) {
 static void test_stream(void) {
   ccshim_context *host, *cuda, *mine;
   CHECK_OK(ccshim_context_new(NULL, &host));
-  ccshim_context_options o = {0};
+  ccshim_context_options o = CCSHIM_CONTEXT_OPTIONS_INIT;
   o.platform = "gpu";
   CHECK_OK(ccshim_context_new(&o, &cuda));
   int real_stream;
@@ -199,7 +199,7 @@ static void test_types_and_state(void) {
 }
 
 static void test_user_data_and_context_values(void) {
-  ccshim_context_options o = {0};
+  ccshim_context_options o = CCSHIM_CONTEXT_OPTIONS_INIT;
   o.device_ordinal = 3;
   o.run_id = 123456789;
   ccshim_context* ctx;
@@ -271,7 +271,7 @@ static void test_device_memory(void) {
                XLA_FFI_Error_Code_INVALID_ARGUMENT, "Unsupported alignment: 32");
 
   ccshim_context *bare, *gpu;
-  ccshim_context_options o = {0};
+  ccshim_context_options o = CCSHIM_CONTEXT_OPTIONS_INIT;
   o.platform = "cuda";
   CHECK_OK(ccshim_context_new(&o, &bare));
   a.ctx = bare;
@@ -303,7 +303,7 @@ static void task(void* data) {
 static void test_thread_pool(void) {
   ccshim_context *none, *pooled;
   CHECK_OK(ccshim_context_new(NULL, &none));
-  ccshim_context_options o = {0};
+  ccshim_context_options o = CCSHIM_CONTEXT_OPTIONS_INIT;
   o.num_threads = 2;
   CHECK_OK(ccshim_context_new(&o, &pooled));
   int64_t n = -1;

@@ -161,7 +161,7 @@ static void test_fail_remaining_stream(void) {
   CHECK(sum == 36.0);
 
   ccshim_context* gpu;
-  ccshim_context_options o = {0};
+  ccshim_context_options o = CCSHIM_CONTEXT_OPTIONS_INIT;
   o.platform = "cuda";
   CHECK_OK(ccshim_context_new(&o, &gpu));
   ccshim_frame_builder_reset(fb);

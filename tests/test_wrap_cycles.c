@@ -24,8 +24,7 @@ int main(int argc, char** argv) {
   ccshim_context* ctx;
   CHECK_OK(ccshim_context_new(NULL, &ctx));
   for (long i = 0; i < n; i++) {
-    ccshim_wrap_options o;
-    memset(&o, 0, sizeof o);
+    ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
     o.entry = i % 7 == 3 ? CCSHIM_ENTRY_CLOSURE : CCSHIM_ENTRY_AUTO;
     ccshim_adapter* a;
     if (i % 5 == 4) {

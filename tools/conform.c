@@ -511,8 +511,7 @@ static void run_typed(const target* t, layout* l, side* out) {
   ccshim_adapter* a = NULL;
   ccshim_context* ctx;
   ccshim_frame_builder* fb;
-  ccshim_context_options co;
-  memset(&co, 0, sizeof co);
+  ccshim_context_options co = CCSHIM_CONTEXT_OPTIONS_INIT;
   co.platform = ccshim_platform_name(t->platform);
   XLA_FFI_Handler* handler = native;
   if (native == NULL &&

@@ -10,6 +10,11 @@
 #include "adapter_internal.h"
 #include "layout.h"
 
+/* The struct_size of the first versioned ccshim_wrap_options (0.1): the
+ * smallest a caller may pass.  Fields appended later are read only when the
+ * caller's struct_size covers them. */
+#define WRAP_OPTIONS_MIN_SIZE CCSHIM_STRUCT_SIZE(ccshim_wrap_options, allow_wx)
+
 static ccshim_status check_args(ccshim_legacy_fn fn, int api_version,
                                 ccshim_platform platform,
                                 const ccshim_wrap_options* o) {
@@ -64,9 +69,11 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version,
   if (out == NULL) return ccshim__fail(CCSHIM_EINVAL, "wrap: out is NULL");
   *out = NULL;
   ccshim_wrap_options o;
-  memset(&o, 0, sizeof o);
-  if (opts) o = *opts;
-  ccshim_status st = check_args(fn, api_version, platform, &o);
+  ccshim_status st = ccshim__read_options(
+      &o, CCSHIM_WRAP_OPTIONS_STRUCT_SIZE, opts, WRAP_OPTIONS_MIN_SIZE,
+      "ccshim_wrap_options", "CCSHIM_WRAP_OPTIONS_INIT");
+  if (st != CCSHIM_OK) return st;
+  st = check_args(fn, api_version, platform, &o);
   if (st != CCSHIM_OK) return st;
 
   ccshim_signature* sig = NULL;

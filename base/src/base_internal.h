@@ -43,4 +43,15 @@ size_t ccshim__format(char* buf, size_t cap, const char* fmt, ...)
 size_t ccshim__format_shape(char* buf, size_t cap, int dtype, int64_t rank,
                             const int64_t* dims);
 
+/* Copies a caller's versioned options struct (its first member is
+ * size_t struct_size) into `dst`, a struct of `known` bytes that this
+ * library knows, zero-filling what the caller's older struct lacks; NULL
+ * `src` gives all defaults with dst's struct_size set.  Refuses, naming
+ * `type` and its INIT macro `init`: a struct_size below `min` (0 is a struct
+ * that was zeroed but never initialised), above CCSHIM_STRUCT_SIZE_MAX, or
+ * above `known` with a nonzero byte past `known`. */
+ccshim_status ccshim__read_options(void* dst, size_t known, const void* src,
+                                   size_t min, const char* type,
+                                   const char* init);
+
 #endif /* CCSHIM_BASE_INTERNAL_H */

@@ -69,13 +69,21 @@ int ccshim__pool_schedule(ccshim__pool* pool, XLA_FFI_Task* fn, void* data) {
   return 0;
 }
 
+/* The struct_size of the first versioned ccshim_context_options (0.1). */
+#define CONTEXT_OPTIONS_MIN_SIZE \
+  CCSHIM_STRUCT_SIZE(ccshim_context_options, alloc_user)
+
 ccshim_status ccshim_context_new(const ccshim_context_options* opts,
                                  ccshim_context** out) {
   if (out == NULL) return ccshim__fail(CCSHIM_EINVAL, "ccshim_context_new: out is NULL");
   *out = NULL;
-  ccshim_context_options defaults;
-  memset(&defaults, 0, sizeof defaults);
-  if (opts == NULL) opts = &defaults;
+  ccshim_context_options given;
+  ccshim_status st = ccshim__read_options(
+      &given, CCSHIM_CONTEXT_OPTIONS_STRUCT_SIZE, opts,
+      CONTEXT_OPTIONS_MIN_SIZE, "ccshim_context_options",
+      "CCSHIM_CONTEXT_OPTIONS_INIT");
+  if (st != CCSHIM_OK) return st;
+  opts = &given;
   if (opts->num_threads < 0 || opts->num_threads > 1024)
     return ccshim__fail(CCSHIM_EINVAL,
                         "context: num_threads is %d; expected 0..1024",

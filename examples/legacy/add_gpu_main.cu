@@ -61,8 +61,7 @@ int main() {
     std::fprintf(stderr, "wrap: %s\n", ccshim_last_error());
     return 1;
   }
-  ccshim_context_options o;
-  std::memset(&o, 0, sizeof o);
+  ccshim_context_options o = CCSHIM_CONTEXT_OPTIONS_INIT;
   o.platform = rocm ? "rocm" : "cuda";
   o.stream = stream;
   o.alloc = device_alloc;

@@ -61,9 +61,25 @@ def library_path() -> str:
 lib = _load()
 
 
-class WrapOptions(ctypes.Structure):
+class _Versioned(ctypes.Structure):
+    """A versioned options struct (base.h): struct_size, first, is set on
+    construction to CCSHIM_STRUCT_SIZE(type, last field), as the C INIT macros
+    set it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.struct_size = self.struct_size_of_this_version()
+
+    @classmethod
+    def struct_size_of_this_version(cls) -> int:
+        last = getattr(cls, cls._fields_[-1][0])
+        return last.offset + last.size
+
+
+class WrapOptions(_Versioned):
     """ccshim_wrap_options."""
     _fields_ = [
+        ("struct_size", c_size_t),
         ("opaque_attr", c_char_p),
         ("tuple_operands", c_int),
         ("ffi_major", c_int),
@@ -104,9 +120,10 @@ class SignatureStruct(ctypes.Structure):
     ]
 
 
-class ContextOptions(ctypes.Structure):
+class ContextOptions(_Versioned):
     """ccshim_context_options."""
     _fields_ = [
+        ("struct_size", c_size_t),
         ("platform", c_char_p),
         ("stream", c_void_p),
         ("device_ordinal", ctypes.c_int32),

@@ -101,8 +101,7 @@ static void make_adapters(void) {
                                      "(f32[2], token[]) -> (s8[], f32[2])"};
   int n = 0;
   for (int entry = CCSHIM_ENTRY_PREBUILT; entry <= CCSHIM_ENTRY_CLOSURE; entry++) {
-    ccshim_wrap_options o;
-    memset(&o, 0, sizeof o);
+    ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
     o.entry = (ccshim_entry_kind)entry;
     o.allow_wx = 1;
     for (int s = 0; s < 3; s++) {
@@ -121,8 +120,7 @@ static void make_adapters(void) {
   if (n != NUM_ADAPTERS) abort();
   for (int i = 0; i < n; i++)
     if (adapters[i] == NULL) abort();
-  ccshim_context_options co;
-  memset(&co, 0, sizeof co);
+  ccshim_context_options co = CCSHIM_CONTEXT_OPTIONS_INIT;
   ccshim_context_new(&co, &host);
   co.platform = "cuda";
   ccshim_context_new(&co, &gpu);

@@ -16,7 +16,7 @@ from conftest import ROOT
 # ctypes mirror -> (C type, {ctypes field: C member expression})
 MIRRORS = {
     _native.WrapOptions: ("ccshim_wrap_options", {
-        f: f for f in ("opaque_attr", "tuple_operands", "ffi_major", "ffi_minor", "traits",
+        f: f for f in ("struct_size", "opaque_attr", "tuple_operands", "ffi_major", "ffi_minor", "traits",
                        "entry", "allow_wx")}),
     _native.Shape: ("ccshim_shape", {
         f: f for f in ("is_tuple", "dtype", "rank", "dims", "num_children", "children",
@@ -25,7 +25,7 @@ MIRRORS = {
         f: f for f in ("num_operands", "operands", "result", "num_arg_leaves", "arg_leaves",
                        "num_ret_leaves", "ret_leaves", "has_tuple_operand")}),
     _native.ContextOptions: ("ccshim_context_options", {
-        f: f for f in ("platform", "stream", "device_ordinal", "run_id", "num_threads",
+        f: f for f in ("struct_size", "platform", "stream", "device_ordinal", "run_id", "num_threads",
                        "alloc", "free", "alloc_user")}),
     _native.Metadata: ("XLA_FFI_Metadata", {
         "struct_size": "struct_size",
@@ -35,6 +35,13 @@ MIRRORS = {
         "minor": "api_version.minor_version",
         "traits": "traits",
         "state_type_id": "state_type_id"}),
+}
+
+
+# Versioned mirror -> the C macro its struct_size must equal.
+STRUCT_SIZES = {
+    _native.WrapOptions: "CCSHIM_WRAP_OPTIONS_STRUCT_SIZE",
+    _native.ContextOptions: "CCSHIM_CONTEXT_OPTIONS_STRUCT_SIZE",
 }
 
 
@@ -50,6 +57,8 @@ def c_layout(build_dir, tmp_path):
         for member in fields.values():
             lines.append(f'  printf("%s %s %zu %zu\\n", "{ctype}", "{member}", '
                          f"offsetof({ctype}, {member}), sizeof((({ctype}*)0)->{member}));")
+    for macro in STRUCT_SIZES.values():
+        lines.append(f'  printf("%s %zu\\n", "{macro}", (size_t)({macro}));')
     lines += ["  return 0;", "}"]
     src = tmp_path / "layout.c"
     src.write_text("\n".join(lines) + "\n")
@@ -81,4 +90,11 @@ def test_mirrors_have_the_c_layout(build_dir, tmp_path):
             assert got == want, f"{mirror.__name__}.{name}: ctypes {got}, C {ctype}.{member} {want}"
             checked += 1
         assert ctypes.sizeof(mirror) == sizes[ctype], mirror.__name__
-    assert checked == 38
+    assert checked == 40
+
+
+def test_versioned_mirrors_set_the_c_struct_size(build_dir, tmp_path):
+    sizes, _ = c_layout(build_dir, tmp_path)
+    for mirror, macro in STRUCT_SIZES.items():
+        assert mirror().struct_size == sizes[macro], f"{mirror.__name__} vs {macro}"
+        assert mirror.struct_size_of_this_version() == sizes[macro]

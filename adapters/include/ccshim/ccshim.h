@@ -49,8 +49,14 @@ typedef enum ccshim_entry_kind {
 
 #define CCSHIM_PREBUILT_ENTRIES 16384
 
-/* Zero-initialise, then set what you need. */
+/* Initialise with CCSHIM_WRAP_OPTIONS_INIT, then set what you need:
+ *   ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
+ *   o.opaque_attr = "config";
+ * Every other field's zero is its default. */
 typedef struct ccshim_wrap_options {
+  /* CCSHIM_WRAP_OPTIONS_STRUCT_SIZE, as the INIT macro sets it (see
+   * "Versioned option structs" in base.h). */
+  size_t struct_size;
   /* The attribute that carries the opaque bytes: a STRING or a U8/S8 ARRAY.
    * NULL means "opaque".  Absent at call time means an empty opaque. */
   const char* opaque_attr;
@@ -70,12 +76,17 @@ typedef struct ccshim_wrap_options {
   int allow_wx;
 } ccshim_wrap_options;
 
+#define CCSHIM_WRAP_OPTIONS_STRUCT_SIZE \
+  CCSHIM_STRUCT_SIZE(ccshim_wrap_options, allow_wx)
+#define CCSHIM_WRAP_OPTIONS_INIT \
+  CCSHIM_OPTIONS_INIT(ccshim_wrap_options, CCSHIM_WRAP_OPTIONS_STRUCT_SIZE)
+
 /* Wraps a kernel.  api_version is XLA's numbering (1, 2, 3); platform says
  * which calling convention (CPU, or GPU for CUDA and ROCm alike); signature
  * is optional HLO shape text such as "(f32[128], f32[2048]) -> f32[2048]":
  * with it every call checks counts, dtypes and dims, so a kernel with
  * hard-coded sizes gets INVALID_ARGUMENT instead of a buffer overrun.  opts
- * may be NULL.  On failure nothing is made, *out is NULL and
+ * may be NULL for all defaults.  On failure nothing is made, *out is NULL and
  * ccshim_last_error() says why (a signature error names its column). */
 CCSHIM_API ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version,
                                      ccshim_platform platform,

@@ -52,6 +52,33 @@ CCSHIM_API const char* ccshim_last_error(void);
 CCSHIM_API const char* ccshim_version(void);
 
 /* ---------------------------------------------------------------------------
+ * Versioned option structs.  Each options struct ccshim takes begins with
+ * `size_t struct_size`, the size of the struct the caller was compiled
+ * against, as in XLA's C API; its INIT macro sets it.  So a struct can grow
+ * at its end without breaking callers built before: the library reads only
+ * the first struct_size bytes and takes the default (zero) for the rest, and
+ * it refuses a larger struct whose bytes past what it knows are not zero (a
+ * newer caller asking for something this library cannot do).
+ * ------------------------------------------------------------------------ */
+
+/* The bytes up to and including `last`: trailing padding is not counted,
+ * so the value does not depend on what a later version appends. */
+#define CCSHIM_STRUCT_SIZE(type, last) \
+  (offsetof(type, last) + sizeof(((type*)0)->last))
+
+/* The largest struct_size any ccshim options struct will ever have: a
+ * larger value is a struct that was never initialised. */
+#define CCSHIM_STRUCT_SIZE_MAX 4096
+
+/* What the INIT macros expand to: all fields zero but struct_size.  C++
+ * (before C++20) has no designated initialisers, hence a function there. */
+#ifdef __cplusplus
+#define CCSHIM_OPTIONS_INIT(type, size) ccshim_options_init<type>(size)
+#else
+#define CCSHIM_OPTIONS_INIT(type, size) {.struct_size = (size)}
+#endif
+
+/* ---------------------------------------------------------------------------
  * Element types, by XLA_FFI_DataType number (xla::PrimitiveType).
  * ------------------------------------------------------------------------ */
 
@@ -101,6 +128,13 @@ CCSHIM_API const char* ccshim_legacy_form_name(int api_version, ccshim_platform 
 
 #ifdef __cplusplus
 } /* extern "C" */
+
+template <typename T>
+inline T ccshim_options_init(size_t size) {
+  T options = T();
+  options.struct_size = size;
+  return options;
+}
 #endif
 
 #endif /* CCSHIM_BASE_H */

@@ -56,8 +56,12 @@ typedef XLA_FFI_InvokeContext ccshim_context;
 typedef void* (*ccshim_alloc_fn)(void* user, size_t size, size_t alignment);
 typedef void (*ccshim_free_fn)(void* user, void* data, size_t size);
 
-/* Zero-initialise, then set what you need; all fields are optional. */
+/* Initialise with CCSHIM_CONTEXT_OPTIONS_INIT, then set what you need;
+ * every other field's zero is its default. */
 typedef struct ccshim_context_options {
+  /* CCSHIM_CONTEXT_OPTIONS_STRUCT_SIZE, as the INIT macro sets it (see
+   * "Versioned option structs" in base.h). */
+  size_t struct_size;
   /* "host"/"cpu" (the default when NULL), "cuda"/"gpu", "rocm", any case. */
   const char* platform;
   /* GPU platforms: the stream Stream_Get returns.  NULL makes the runtime
@@ -75,6 +79,11 @@ typedef struct ccshim_context_options {
   ccshim_free_fn free;
   void* alloc_user;
 } ccshim_context_options;
+
+#define CCSHIM_CONTEXT_OPTIONS_STRUCT_SIZE \
+  CCSHIM_STRUCT_SIZE(ccshim_context_options, alloc_user)
+#define CCSHIM_CONTEXT_OPTIONS_INIT \
+  CCSHIM_OPTIONS_INIT(ccshim_context_options, CCSHIM_CONTEXT_OPTIONS_STRUCT_SIZE)
 
 /* pre: out != NULL; opts may be NULL for defaults.  The context owns its
  * thread pool and the State objects handlers give it. */
