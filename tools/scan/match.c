@@ -1,0 +1,428 @@
+/*
+ * What a source file holds: legacy forms told by parameter lists, and the
+ * registrations, call sites and typed handlers that the C and Python
+ * matchers recognise.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "scan.h"
+
+/* --- Legacy forms from parameter lists ------------------------------------------ */
+
+typedef enum param { P_OTHER, P_VOIDP, P_VOIDPP, P_CHARP, P_SIZE, P_STATUS, P_STREAM } param;
+
+/* The kind of one parameter: qualifiers, namespaces and its name dropped,
+ * [] read as *. */
+static param param_kind(const char* text) {
+  char words[8][64];
+  int nw = 0, stars = 0;
+  for (const char* p = text; *p;) {
+    if (*p == '*' || (*p == '[' && p[1] == ']')) {
+      stars++;
+      p += *p == '*' ? 1 : 2;
+    } else if (scan_ident_char((unsigned char)*p)) {
+      const char* q = p;
+      while (scan_ident_char((unsigned char)*q)) q++;
+      size_t len = (size_t)(q - p);
+      const char* after = q;
+      while (*after == ' ') after++;
+      if (after[0] == ':' && after[1] == ':') { /* a namespace: se::gpu::GpuStreamHandle */
+        p = after + 2;
+        continue;
+      }
+      int drop = (len == 5 && !strncmp(p, "const", 5)) || (len == 8 && !strncmp(p, "volatile", 8)) ||
+                 (len == 6 && !strncmp(p, "struct", 6)) ||
+                 (len >= 8 && !strncmp(p, "restrict", 8)) ||
+                 (len >= 10 && !strncmp(p, "__restrict", 10));
+      if (!drop && nw < 8 && len < 64) {
+        memcpy(words[nw], p, len);
+        words[nw][len] = '\0';
+        nw++;
+      }
+      p = q;
+    } else {
+      p++;
+    }
+  }
+  /* The last word is the parameter's name when there is a type before it. */
+  if (nw >= 2) nw--;
+  if (nw == 0) return P_OTHER;
+  const char* t = words[0];
+  if (nw == 1 && !strcmp(t, "void")) return stars == 1 ? P_VOIDP : stars == 2 ? P_VOIDPP : P_OTHER;
+  if (nw == 1 && !strcmp(t, "char") && stars == 1) return P_CHARP;
+  if (stars == 0 && ((nw == 1 && (!strcmp(t, "size_t") || !strcmp(t, "uint64_t"))) ||
+                     (nw == 2 && !strcmp(t, "unsigned") && !strcmp(words[1], "long"))))
+    return P_SIZE;
+  if (nw == 1 && stars == 1 && !strncmp(t, "XlaCustomCallStatus", 19)) return P_STATUS;
+  if (nw == 1 && stars <= 1) {
+    char lower[64];
+    size_t k = 0;
+    for (; t[k] && k < 63; k++) lower[k] = (char)tolower((unsigned char)t[k]);
+    lower[k] = '\0';
+    if (strstr(lower, "stream")) return P_STREAM;
+  }
+  return P_OTHER;
+}
+
+static form form_of(const param* p, int n) {
+  static const struct {
+    form form;
+    int n;
+    param p[5];
+  } forms[] = {
+      {CPU_V1, 2, {P_VOIDP, P_VOIDPP}},
+      {CPU_V2, 3, {P_VOIDP, P_VOIDPP, P_STATUS}},
+      {CPU_V3, 5, {P_VOIDP, P_VOIDPP, P_CHARP, P_SIZE, P_STATUS}},
+      {GPU_V1, 4, {P_STREAM, P_VOIDPP, P_CHARP, P_SIZE}},
+      {GPU_V23, 5, {P_STREAM, P_VOIDPP, P_CHARP, P_SIZE, P_STATUS}},
+  };
+  for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    if (forms[f].n != n) continue;
+    int same = 1;
+    for (int i = 0; i < n; i++) same &= forms[f].p[i] == p[i];
+    if (same) return forms[f].form;
+  }
+  return FORM_NONE;
+}
+
+/* `void NAME(params) {` (C family) or `cdef void NAME(params) [nogil]:`
+ * (Cython) at the `void` found at offset i. */
+static void definition(scan* s, const source* src, size_t i) {
+  const char* k = src->skel;
+  size_t n = src->len;
+  size_t j = scan_skip_space(k, i + 4, n);
+  size_t name_b = j;
+  while (j < n && (scan_ident_char((unsigned char)k[j]) || (k[j] == ':' && k[j + 1] == ':') ||
+                   (j > name_b && k[j] == ':' && k[j - 1] == ':')))
+    j++;
+  size_t name_e = j;
+  if (name_e == name_b || isdigit((unsigned char)k[name_b])) return;
+  j = scan_skip_space(k, j, n);
+  if (j >= n || k[j] != '(') return;
+  size_t close = scan_closing(src, j);
+  if (close >= n) return;
+  /* After the parameters: qualifiers, then the body. */
+  size_t after = scan_skip_space(k, close + 1, n);
+  for (;;) {
+    static const char* const quals[] = {"noexcept", "nogil", "except", "*", "with", "gil",
+                                        "__attribute__", NULL};
+    int moved = 0;
+    for (int q = 0; quals[q]; q++) {
+      size_t ql = strlen(quals[q]);
+      if (!strncmp(k + after, quals[q], ql)) {
+        after = scan_skip_space(k, after + ql, n);
+        if (!strcmp(quals[q], "__attribute__") && after < n && k[after] == '(')
+          after = scan_skip_space(k, scan_closing(src, after) + 1, n);
+        moved = 1;
+      }
+    }
+    if (!moved) break;
+  }
+  int body = src->lang == LANG_C ? after < n && k[after] == '{'
+                                 : src->cython && after < n && k[after] == ':';
+  if (!body) return;
+  args a;
+  scan_split_args(src, j, close, &a);
+  param p[8];
+  int np = a.n > 8 ? 8 : a.n;
+  for (int q = 0; q < np; q++) {
+    char t[TEXT_CAP];
+    scan_text_of(src, a.begin[q], a.end[q], t, sizeof t);
+    p[q] = param_kind(t);
+  }
+  form f = a.n <= 8 ? form_of(p, np) : FORM_NONE;
+  if (f == FORM_NONE) return;
+  finding* d = scan_add(s, DEFINITION, src, scan_line_of(src, i), "definition");
+  char qualified[NAME_CAP];
+  scan_text_of(src, name_b, name_e, qualified, sizeof qualified);
+  const char* last = strrchr(qualified, ':');
+  snprintf(d->function, sizeof d->function, "%s", last ? last + 1 : qualified);
+  snprintf(d->name, sizeof d->name, "%s", d->function);
+  d->form = f;
+  d->platform = PLAT_CPU;
+  if (f >= GPU_V1) {
+    char stream[TEXT_CAP];
+    scan_text_of(src, a.begin[0], a.end[0], stream, sizeof stream);
+    d->platform = strstr(stream, "hip") || strstr(src->path, ".hip") ? PLAT_ROCM
+                  : strstr(stream, "cuda") || strstr(stream, "CU")   ? PLAT_CUDA
+                                                                       : PLAT_GPU;
+  }
+  d->version = f == CPU_V1 || f == GPU_V1 ? 1 : f == CPU_V2 ? 2 : f == CPU_V3 ? 3 : 0;
+  /* C++ mangles names unless extern "C" says otherwise (on the line, or a
+   * block earlier in the file: an approximation that errs towards C). */
+  const char* ext = strstr(src->path, ".c");
+  int cxx = ext && strcmp(ext, ".c") != 0 && strcmp(ext, ".h") != 0;
+  if (cxx || strstr(src->path, ".cu") || strstr(src->path, ".hip")) {
+    size_t line_b = src->line_at[scan_line_of(src, i) - 1];
+    int c_linkage = 0;
+    for (size_t x = 0; x < src->num_externs && !c_linkage; x++) {
+      size_t m = src->externs[x];
+      if (m + 10 > i) break;
+      size_t brace = scan_skip_space(src->code, m + 10, n);
+      c_linkage = m >= line_b || (brace < n && src->code[brace] == '{' &&
+                                  i < scan_closing(src, brace));
+    }
+    d->cxx_linkage = !c_linkage;
+  }
+}
+
+/* --- Matchers ----------------------------------------------------------------------- */
+
+/* Reads the platform out of an argument: a literal, or a platform= word. */
+static plat platform_arg(const source* src, const args* a, int pos, const char* kw, plat dflt) {
+  size_t b, e;
+  char t[NAME_CAP];
+  int i = pos >= 0 ? scan_positional(src, a, pos) : -1;
+  if (kw && scan_keyword(src, a, kw, &b, &e)) {
+    if (scan_literal(src, b, e, t, sizeof t)) return scan_plat_parse(t);
+    return PLAT_UNKNOWN;
+  }
+  if (i >= 0) {
+    if (scan_literal(src, a->begin[i], a->end[i], t, sizeof t)) return scan_plat_parse(t);
+    return PLAT_UNKNOWN;
+  }
+  return dflt;
+}
+
+/* The target name in argument `pos` (or keyword `kw`): a literal into
+ * f->name, anything else into f->name_expr. */
+static void name_arg(const source* src, const args* a, int pos, const char* kw, finding* f) {
+  size_t b = 0, e = 0;
+  int i = scan_positional(src, a, pos);
+  if (kw && scan_keyword(src, a, kw, &b, &e)) {
+    /* by keyword */
+  } else if (i >= 0) {
+    b = a->begin[i];
+    e = a->end[i];
+  } else {
+    return;
+  }
+  if (!scan_literal(src, b, e, f->name, sizeof f->name)) {
+    f->name[0] = '\0';
+    scan_text_of(src, b, e, f->name_expr, sizeof f->name_expr);
+  }
+}
+
+/* The C family's registration macros and calls. */
+static void match_c(scan* s, const source* src, const char* word, size_t at, size_t open,
+                    size_t close) {
+  args a;
+  scan_split_args(src, open, close, &a);
+  int line = scan_line_of(src, at);
+  int macro = !strncmp(word, "XLA_REGISTER_CUSTOM_CALL_TARGET", 31) ||
+              !strncmp(word, "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET", 35);
+  if (macro) {
+    int with_sym = strstr(word, "_WITH_SYM") != NULL;
+    int cpu = !strncmp(word, "XLA_CPU", 7);
+    finding* f = scan_add(s, REGISTRATION, src, line, word);
+    if (with_sym && a.n >= 1) name_arg(src, &a, 0, NULL, f);
+    int fn = with_sym ? 1 : 0;
+    if (a.n > fn) {
+      scan_function_of(src, a.begin[fn], a.end[fn], f->function, sizeof f->function);
+      scan_text_of(src, a.begin[fn], a.end[fn], f->expr, sizeof f->expr);
+    }
+    if (!with_sym) snprintf(f->name, sizeof f->name, "%s", f->function);
+    f->platform = cpu ? PLAT_CPU : platform_arg(src, &a, with_sym ? 2 : 1, NULL, PLAT_UNKNOWN);
+    return;
+  }
+  if (!strcmp(word, "Register")) {
+    /* CustomCallTargetRegistry::Global()->Register("name", address, "platform") */
+    size_t b = at > 60 ? at - 60 : 0;
+    char before[128];
+    scan_text_of(src, b, at, before, sizeof before);
+    if (!strstr(before, "CustomCallTargetRegistry")) return;
+    finding probe;
+    memset(&probe, 0, sizeof probe);
+    name_arg(src, &a, 0, NULL, &probe);
+    if (probe.name[0] == '\0') return; /* the registry's own plumbing */
+    finding* f = scan_add(s, REGISTRATION, src, line, "CustomCallTargetRegistry::Register");
+    snprintf(f->name, sizeof f->name, "%s", probe.name);
+    if (a.n > 1) {
+      scan_function_of(src, a.begin[1], a.end[1], f->function, sizeof f->function);
+      scan_text_of(src, a.begin[1], a.end[1], f->expr, sizeof f->expr);
+    }
+    f->platform = platform_arg(src, &a, 2, NULL, PLAT_UNKNOWN);
+    return;
+  }
+  if (!strcmp(word, "EncapsulateFunction")) {
+    /* dict["name"] = EncapsulateFunction(kernel), a registrations() dict. */
+    size_t b = at;
+    while (b > 0 && src->code[b - 1] != ';' && src->code[b - 1] != '{' &&
+           src->code[b - 1] != '}')
+      b--;
+    const char* lb = memchr(src->code + b, '[', at - b);
+    if (lb == NULL) return;
+    size_t lo = (size_t)(lb - src->code) + 1, hi = lo;
+    while (hi < at && src->code[hi] != ']') hi++;
+    finding* f = scan_add(s, REGISTRATION, src, line, "EncapsulateFunction");
+    scan_literal(src, scan_skip_space(src->code, lo, hi), hi, f->name, sizeof f->name);
+    if (a.n > 0) {
+      scan_function_of(src, a.begin[0], a.end[0], f->function, sizeof f->function);
+      scan_text_of(src, a.begin[0], a.end[0], f->expr, sizeof f->expr);
+    }
+    return;
+  }
+  if (!strcmp(word, "CustomCall") || !strcmp(word, "CustomCallWithLayout")) {
+    /* XlaBuilder: CustomCall(&b, "name", operands, shape, opaque, ...,
+     * api_version); its default is API_VERSION_ORIGINAL.  Only with a
+     * literal name: HLO pattern matchers (m::CustomCall) and passes that
+     * make calls of computed names are compilers, not users' call sites. */
+    finding probe;
+    memset(&probe, 0, sizeof probe);
+    name_arg(src, &a, 1, NULL, &probe);
+    if (probe.name[0] == '\0' || (at >= 3 && !strncmp(src->skel + at - 3, "m::", 3))) return;
+    finding* f = scan_add(s, CALL_SITE, src, line, word);
+    snprintf(f->name, sizeof f->name, "%s", probe.name);
+    if (a.n > 4) scan_text_of(src, a.begin[4], a.end[4], f->opaque, sizeof f->opaque);
+    f->version = 1;
+    f->version_default = 1;
+    for (int i = 0; i < a.n; i++) {
+      char t[TEXT_CAP];
+      scan_text_of(src, a.begin[i], a.end[i], t, sizeof t);
+      if (strstr(t, "API_VERSION_")) {
+        f->version = scan_version_of(src, a.begin[i], a.end[i]);
+        if (f->version < 0) f->version = 0;
+        f->version_default = 0;
+      }
+    }
+    if (f->version == 4) f->kind = TYPED;
+    return;
+  }
+  if (!strncmp(word, "XLA_FFI_DEFINE_HANDLER", 22) || !strcmp(word, "XLA_FFI_REGISTER_HANDLER")) {
+    finding* f = scan_add(s, TYPED, src, line, word);
+    if (!strcmp(word, "XLA_FFI_REGISTER_HANDLER")) {
+      name_arg(src, &a, 1, NULL, f);
+      f->platform = platform_arg(src, &a, 2, NULL, PLAT_UNKNOWN);
+    } else if (a.n > 0) {
+      scan_text_of(src, a.begin[0], a.end[0], f->name, sizeof f->name);
+    }
+  }
+}
+
+/* Python's and Cython's registrations and call sites. */
+static void match_py(scan* s, const source* src, const char* word, size_t at, size_t open,
+                     size_t close) {
+  /* `def custom_call(` defines, not calls. */
+  size_t b = at;
+  while (b > 0 && (src->skel[b - 1] == ' ' || src->skel[b - 1] == '\t')) b--;
+  if (b >= 3 && !strncmp(src->skel + b - 3, "def", 3)) return;
+  args a;
+  scan_split_args(src, open, close, &a);
+  int line = scan_line_of(src, at);
+  size_t vb, ve;
+  if (!strcmp(word, "register_custom_call_target") ||
+      !strcmp(word, "register_cpu_custom_call_target") || !strcmp(word, "register_ffi_target")) {
+    int cpu_only = !strcmp(word, "register_cpu_custom_call_target");
+    /* xla_client's register_custom_call_target defaults to api_version=0;
+     * jax.ffi.register_ffi_target to 1, the typed FFI. */
+    int api = !strcmp(word, "register_ffi_target") ? 1 : 0;
+    if (scan_keyword(src, &a, "api_version", &vb, &ve)) api = scan_version_of(src, vb, ve);
+    if (api < 0) return; /* a wrapper passing its caller's choice on */
+    finding* f = scan_add(s, api == 0 ? REGISTRATION : TYPED, src, line, word);
+    name_arg(src, &a, 0, "name", f);
+    int i = scan_positional(src, &a, 1);
+    if (i >= 0) {
+      scan_text_of(src, a.begin[i], a.end[i], f->expr, sizeof f->expr);
+      scan_function_of(src, a.begin[i], a.end[i], f->function, sizeof f->function);
+    } else if (scan_keyword(src, &a, "fn", &vb, &ve)) {
+      scan_text_of(src, vb, ve, f->expr, sizeof f->expr);
+      scan_function_of(src, vb, ve, f->function, sizeof f->function);
+    }
+    f->platform = cpu_only ? PLAT_CPU : platform_arg(src, &a, 2, "platform", PLAT_CPU);
+    return;
+  }
+  if (!strcmp(word, "ffi_call")) {
+    int api = 4;
+    if (scan_keyword(src, &a, "custom_call_api_version", &vb, &ve)) api = scan_version_of(src, vb, ve);
+    finding* f = scan_add(s, api == 4 ? TYPED : CALL_SITE, src, line, word);
+    f->version = api < 0 ? 0 : api;
+    name_arg(src, &a, 0, "target_name", f);
+    int i = scan_positional(src, &a, 1);
+    if (i >= 0) scan_text_of(src, a.begin[i], a.end[i], f->shapes, sizeof f->shapes);
+    else if (scan_keyword(src, &a, "result_shape_dtypes", &vb, &ve))
+      scan_text_of(src, vb, ve, f->shapes, sizeof f->shapes);
+    if (scan_keyword(src, &a, "legacy_backend_config", &vb, &ve))
+      scan_text_of(src, vb, ve, f->opaque, sizeof f->opaque);
+    return;
+  }
+  /* custom_call(name, ..., backend_config=, api_version=): mlir.custom_call
+   * and jaxlib's hlo_helpers default to api_version=2; xla_client's
+   * CustomCall ops and stablehlo's CustomCallOp to 1. */
+  int mlir = !strcmp(word, "custom_call");
+  finding* f = scan_add(s, CALL_SITE, src, line, word);
+  /* stablehlo.CustomCallOp(results, operands, call_target_name, ...) */
+  name_arg(src, &a, mlir ? 0 : !strcmp(word, "CustomCallOp") ? 2 : 1, "call_target_name", f);
+  f->version = mlir ? 2 : 1;
+  f->version_default = 1;
+  if (scan_keyword(src, &a, "api_version", &vb, &ve)) {
+    f->version = scan_version_of(src, vb, ve);
+    f->version_default = 0;
+    if (f->version < 0) f->version = 0; /* computed */
+  }
+  if (scan_keyword(src, &a, "backend_config", &vb, &ve) || scan_keyword(src, &a, "opaque", &vb, &ve))
+    scan_text_of(src, vb, ve, f->opaque, sizeof f->opaque);
+  if (f->version == 4) f->kind = TYPED;
+}
+
+static const char* const c_words[] = {
+    "XLA_REGISTER_CUSTOM_CALL_TARGET", "XLA_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM",
+    "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET", "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM",
+    "Register", "EncapsulateFunction", "CustomCall", "CustomCallWithLayout",
+    "XLA_FFI_DEFINE_HANDLER", "XLA_FFI_DEFINE_HANDLER_SYMBOL", "XLA_FFI_DEFINE_HANDLER_AUTO",
+    "XLA_FFI_REGISTER_HANDLER", NULL};
+static const char* const py_words[] = {
+    "register_custom_call_target", "register_cpu_custom_call_target", "register_ffi_target",
+    "ffi_call", "custom_call", "CustomCall", "CustomCallWithLayout", "CustomCallWithAliasing",
+    "CustomCallOp", NULL};
+
+/* Whether offset `at` lies in a preprocessor directive (a #define's body
+ * is no registration), continuation lines included. */
+static int in_directive(const source* src, size_t at) {
+  int line = scan_line_of(src, at) - 1;
+  while (line > 0) {
+    size_t end = src->line_at[line] - 1; /* the previous line's newline */
+    if (end == 0 || src->code[end - 1] != '\\') break;
+    line--;
+  }
+  size_t b = scan_skip_space(src->code, src->line_at[line], src->len);
+  return b < src->len && src->code[b] == '#';
+}
+
+void scan_source(scan* s, source* src) {
+  const char* k = src->skel;
+  size_t n = src->len;
+  const char* const* words = src->lang == LANG_C ? c_words : py_words;
+  for (size_t i = 0; i < n;) {
+    if (!scan_ident_char((unsigned char)k[i]) || (i > 0 && scan_ident_char((unsigned char)k[i - 1]))) {
+      i++;
+      continue;
+    }
+    size_t j = i;
+    while (j < n && scan_ident_char((unsigned char)k[j])) j++;
+    char word[64];
+    size_t len = j - i;
+    if (len < sizeof word) {
+      memcpy(word, k + i, len);
+      word[len] = '\0';
+      if (src->lang == LANG_C && in_directive(src, i)) {
+        /* macros define, not register */
+      } else if (!strcmp(word, "void")) {
+        definition(s, src, i);
+      } else {
+        for (int w = 0; words[w]; w++) {
+          if (strcmp(word, words[w]) != 0) continue;
+          size_t open = scan_skip_space(k, j, n);
+          if (open >= n || k[open] != '(') break;
+          size_t close = scan_closing(src, open);
+          if (close >= n) break;
+          if (src->lang == LANG_C) match_c(s, src, word, i, open, close);
+          else match_py(s, src, word, i, open, close);
+          break;
+        }
+      }
+    }
+    i = j;
+  }
+}

@@ -1,0 +1,260 @@
+/*
+ * `ccshim scan DIR [--json]`: the inventory of legacy custom calls in a
+ * source tree of C, C++, CUDA, HIP, Python and Cython.
+ *
+ * It reads each source file twice over: once with comments blanked (to read
+ * string literals such as target names) and once with string contents
+ * blanked as well (to find code: a registration quoted in a docstring is not
+ * a registration).  Offsets are the same in both, so a match in one reads in
+ * the other.  What it finds:
+ *
+ *   registrations  XLA_REGISTER_CUSTOM_CALL_TARGET[_WITH_SYM], the XLA_CPU_
+ *                  variants, CustomCallTargetRegistry::Global()->Register,
+ *                  EncapsulateFunction in a registrations() dict,
+ *                  register_custom_call_target, register_cpu_custom_call_target,
+ *                  register_ffi_target(..., api_version=0)
+ *   call sites     custom_call(..., api_version=, backend_config=),
+ *                  CustomCall[WithLayout|WithAliasing](...), CustomCallOp,
+ *                  ffi_call(..., custom_call_api_version=N < 4)
+ *   definitions    functions whose parameters are a legacy form: CPU v1, v2,
+ *                  v3; GPU v1, v2/v3
+ *   typed          XLA_FFI_DEFINE_HANDLER*, XLA_FFI_REGISTER_HANDLER,
+ *                  register_ffi_target(...) with api_version 1 (the default)
+ *
+ * and joins them per target name.  Exit status: 0, or 1 when some file could
+ * not be scanned (a binary or unreadable file with a source extension: one
+ * line each on stderr, after the inventory of the rest), or 2 when DIR is
+ * wrong.  This file prints the inventory; scan.h lists the other parts.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "scan.h"
+#include "../tools.h"
+
+/* --- Output ---------------------------------------------------------------------------------- */
+
+static void json_str(const char* s) { ccshim_tool_json_string(stdout, s); }
+
+static void json_site(const finding* f) {
+  printf("{\"file\": ");
+  json_str(f->file);
+  printf(", \"line\": %d, \"via\": ", f->line);
+  json_str(f->what);
+  if (f->kind == CALL_SITE) {
+    printf(", \"api_version\": %d, \"api_version_is_default\": %s", f->version,
+           f->version_default ? "true" : "false");
+    if (f->opaque[0]) {
+      printf(", \"backend_config\": ");
+      json_str(f->opaque);
+    }
+  } else if (f->function[0]) {
+    printf(", \"function\": ");
+    json_str(f->function);
+  }
+  putchar('}');
+}
+
+static const finding* anchor(const target* t) {
+  return t->num_reg ? t->reg[0] : t->def ? t->def : t->call[0];
+}
+
+static void print_json(const scan* s, const inventory* inv) {
+  size_t typed = 0;
+  for (size_t i = 0; i < s->n; i++) typed += s->f[i].kind == TYPED;
+  printf("{\n  \"targets\": [");
+  for (size_t i = 0; i < inv->n; i++) {
+    const target* t = &inv->t[i];
+    char w[LINE_CAP], wc[LINE_CAP], cc[LINE_CAP];
+    scan_wrap_line(t, w, sizeof w);
+    scan_wrap_line_c(t, wc, sizeof wc);
+    scan_call_change(t, cc, sizeof cc);
+    const finding* a = anchor(t);
+    printf("%s\n    {\"name\": ", i ? "," : "");
+    json_str(t->name);
+    printf(", \"platform\": \"%s\", \"api_version\": %d, \"api_version_from\": ",
+           scan_plat_text(t->platform), t->version);
+    json_str(t->how ? t->how : "");
+    printf(", \"file\": ");
+    json_str(a->file);
+    printf(", \"line\": %d,\n     \"definition\": ", a->line);
+    if (t->def) {
+      json_site(t->def);
+      printf(", \"form\": \"%s\"", scan_form_text(t->form));
+    } else {
+      printf("null");
+    }
+    printf(",\n     \"registrations\": [");
+    for (int k = 0; k < t->num_reg; k++) {
+      printf("%s", k ? ", " : "");
+      json_site(t->reg[k]);
+    }
+    printf("],\n     \"call_sites\": [");
+    for (int k = 0; k < t->num_call; k++) {
+      printf("%s", k ? ", " : "");
+      json_site(t->call[k]);
+    }
+    printf("],\n     \"wrap\": ");
+    json_str(w);
+    printf(", \"wrap_c\": ");
+    json_str(wc);
+    printf(",\n     \"call_site_change\": ");
+    json_str(t->num_call ? cc : "");
+    printf(", \"note\": ");
+    json_str(t->note);
+    printf("}");
+  }
+  printf("\n  ],\n  \"typed\": [");
+  int first = 1;
+  for (size_t i = 0; i < s->n; i++) {
+    if (s->f[i].kind != TYPED) continue;
+    printf("%s\n    {\"name\": ", first ? "" : ",");
+    json_str(s->f[i].name);
+    printf(", \"file\": ");
+    json_str(s->f[i].file);
+    printf(", \"line\": %d, \"via\": ", s->f[i].line);
+    json_str(s->f[i].what);
+    printf("}");
+    first = 0;
+  }
+  printf("\n  ],\n  \"summary\": {\"files\": %zu, \"lines\": %zu, \"legacy_targets\": %zu, "
+         "\"typed\": %zu, \"unscanned_files\": %zu}\n}\n",
+         s->files, s->lines, inv->n, typed, s->errors);
+}
+
+static void print_text(const scan* s, const inventory* inv) {
+  size_t typed = 0, by_form[5][4] = {{0}}, unknown = 0, notes = 0, calls = 0;
+  for (size_t i = 0; i < s->n; i++) typed += s->f[i].kind == TYPED;
+  for (size_t i = 0; i < inv->n; i++) {
+    const target* t = &inv->t[i];
+    const finding* a = anchor(t);
+    char w[LINE_CAP], wc[LINE_CAP], cc[LINE_CAP];
+    scan_wrap_line(t, w, sizeof w);
+    scan_wrap_line_c(t, wc, sizeof wc);
+    scan_call_change(t, cc, sizeof cc);
+    char version[8] = "v?";
+    if (t->version) snprintf(version, sizeof version, "v%d", t->version);
+    printf("%s%s  %s %s  %s:%d\n", t->name, t->computed ? " (name computed)" : "",
+           scan_plat_text(t->platform), version, a->file, a->line);
+    printf("    version    %s\n", t->how ? t->how : "");
+    if (t->def)
+      printf("    defined    %s:%d (%s parameters)\n", t->def->file, t->def->line,
+             scan_form_text(t->form));
+    for (int k = 0; k < t->num_reg; k++)
+      printf("    registered %s:%d %s\n", t->reg[k]->file, t->reg[k]->line, t->reg[k]->what);
+    for (int k = 0; k < t->num_call; k++)
+      if (t->call[k]->version)
+      printf("    called     %s:%d %s(api_version=%d%s)\n", t->call[k]->file,
+             t->call[k]->line, t->call[k]->what, t->call[k]->version,
+             t->call[k]->version_default ? ", the default" : "");
+    else
+      printf("    called     %s:%d %s(api_version computed)\n", t->call[k]->file,
+             t->call[k]->line, t->call[k]->what);
+    printf("    wrap       %s\n", w);
+    printf("    wrap (C)   %s\n", wc);
+    if (t->num_call) printf("    call site  %s\n", cc);
+    if (t->note[0]) printf("    note       %s\n", t->note);
+    printf("\n");
+    if (t->platform != PLAT_UNKNOWN && t->version >= 1 && t->version <= 3)
+      by_form[t->platform][t->version]++;
+    else
+      unknown++;
+    notes += t->note[0] != '\0';
+    calls += (size_t)t->num_call;
+  }
+  printf("%zu legacy target%s in %zu files (%zu lines):", inv->n, inv->n == 1 ? "" : "s",
+         s->files, s->lines);
+  for (int p = PLAT_CPU; p <= PLAT_GPU; p++)
+    for (int v = 1; v <= 3; v++)
+      if (by_form[p][v]) printf(" %s v%d: %zu;", scan_plat_text((plat)p), v, by_form[p][v]);
+  if (unknown) printf(" form unknown: %zu;", unknown);
+  printf(" %zu legacy call site%s; %zu typed-FFI handler%s or call%s already; %zu with notes\n",
+         calls, calls == 1 ? "" : "s", typed, typed == 1 ? "" : "s", typed == 1 ? "" : "s",
+         notes);
+}
+
+/* Joins the findings, prints the inventory, frees; the exit status. */
+static int finish(scan* s) {
+  inventory inv;
+  memset(&inv, 0, sizeof inv);
+  scan_build(s, &inv);
+  if (s->json) print_json(s, &inv);
+  else print_text(s, &inv);
+  for (size_t i = 0; i < inv.n; i++) free(inv.t[i].how);
+  free(inv.t);
+  free(s->f);
+  for (size_t i = 0; i < s->num_paths; i++) free(s->paths[i]);
+  free(s->paths);
+  return s->errors ? 1 : 0;
+}
+
+int ccshim_scan_main(int argc, char** argv) {
+  const char* dir = NULL;
+  scan s;
+  memset(&s, 0, sizeof s);
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      printf("usage: ccshim scan DIR|FILE [--json]\n\n"
+             "Lists the legacy custom-call targets of a source tree (C, C++, CUDA, HIP,\n"
+             "Python, Cython): registrations, call sites and kernel definitions joined\n"
+             "per target, with platform, API version (and how it is known), file:line,\n"
+             "the line that wraps it with ccshim and the call-site change.\n"
+             "Exit status: 0; 1 when a file could not be scanned (one line each on\n"
+             "stderr, after the inventory); 2 when DIR is wrong.\n\n"
+             "examples:\n"
+             "  ccshim scan path/to/project\n"
+             "  ccshim scan path/to/project --json > inventory.json\n");
+      return 0;
+    }
+    if (!strcmp(argv[i], "--json")) {
+      s.json = 1;
+    } else if (argv[i][0] == '-' && argv[i][1] == '-') {
+      fprintf(stderr, "ccshim scan: unknown option %s (expected DIR [--json])\n", argv[i]);
+      return 2;
+    } else if (dir) {
+      fprintf(stderr, "ccshim scan: one directory expected, got '%s' and '%s'\n", dir, argv[i]);
+      return 2;
+    } else {
+      dir = argv[i];
+    }
+  }
+  if (dir == NULL) {
+    fprintf(stderr, "ccshim scan: expected a directory: ccshim scan DIR [--json]\n");
+    return 2;
+  }
+  struct stat st;
+  if (stat(dir, &st) != 0) {
+    fprintf(stderr, "ccshim scan: %s: %s\n", dir, strerror(errno));
+    return 2;
+  }
+  lang l;
+  int cython;
+  if (S_ISDIR(st.st_mode)) {
+    scan_walk(&s, dir);
+  } else if (scan_source_lang(dir, &l, &cython)) {
+    scan_file(&s, dir, dir, l, cython);
+  } else {
+    fprintf(stderr,
+            "ccshim scan: %s: neither a directory nor a C, C++, CUDA, HIP, Python or Cython "
+            "source file\n", dir);
+    return 2;
+  }
+  return finish(&s);
+}
+
+int ccshim_scan_buffer(const char* name, const char* data, size_t len, int json) {
+  scan s;
+  memset(&s, 0, sizeof s);
+  s.json = json;
+  lang l = LANG_C;
+  int cython = 0;
+  scan_source_lang(name, &l, &cython);
+  char* code = malloc(len + 1);
+  if (code == NULL) return 2;
+  memcpy(code, data, len);
+  scan_text(&s, name, l, cython, code, len);
+  return finish(&s);
+}

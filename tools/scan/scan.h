@@ -1,0 +1,150 @@
+/*
+ * What the parts of `ccshim scan` share: the findings a source file yields,
+ * the file read twice over, and the targets they are joined into.
+ *
+ *   source.c   a file read twice over; brackets, arguments, literals
+ *   match.c    legacy forms from parameter lists; the registration, call
+ *              site and typed-handler matchers for C and Python
+ *   walk.c     the directory walk and reading one file
+ *   targets.c  findings joined per target name; the wrap line for each
+ *   report.c   text and JSON output; the subcommand's entry points
+ */
+#ifndef CCSHIM_TOOLS_SCAN_H
+#define CCSHIM_TOOLS_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { NAME_CAP = 256, TEXT_CAP = 512, LINE_CAP = 4 * TEXT_CAP };
+enum { MAX_FILE_BYTES = 64 << 20 };
+
+typedef enum lang { LANG_C, LANG_PY } lang;
+/* GPU when the vendor is not known (JAX's platform="gpu" means either). */
+typedef enum plat { PLAT_UNKNOWN, PLAT_CPU, PLAT_CUDA, PLAT_ROCM, PLAT_GPU } plat;
+
+static inline int scan_is_gpu(plat p) { return p >= PLAT_CUDA; }
+
+/* Legacy forms told apart by a definition's parameters.  GPU v2 and v3 have
+ * the same parameters; only the call site's api_version tells them apart. */
+typedef enum form { FORM_NONE, CPU_V1, CPU_V2, CPU_V3, GPU_V1, GPU_V23 } form;
+
+typedef enum kind { REGISTRATION, CALL_SITE, DEFINITION, TYPED } kind;
+
+typedef struct finding {
+  kind kind;
+  const char* file;         /* owned by the scan (scan.paths), any length */
+  int line;
+  char what[NAME_CAP];      /* the macro or function that was matched */
+  char name[NAME_CAP];      /* target name; "" when computed at run time */
+  char name_expr[TEXT_CAP]; /* the expression that computes it, then */
+  char function[NAME_CAP];  /* registered or defined function; "" if unknown */
+  char expr[TEXT_CAP];      /* registered kernel expression (Python) */
+  char opaque[TEXT_CAP];    /* call site: the backend_config expression */
+  char shapes[TEXT_CAP];    /* ffi_call: the result shapes expression */
+  plat platform;
+  int version;              /* call site: api_version, 0 when not known */
+  int version_default;      /* the version came from the API's default */
+  form form;                /* definition */
+  lang lang;                /* of the file it is in */
+  int cython;
+  int cxx_linkage;          /* definition: C++ name mangling likely */
+} finding;
+
+typedef struct scan {
+  finding* f;
+  size_t n, cap;
+  char** paths;             /* every file name a finding points at */
+  size_t num_paths, paths_cap;
+  size_t files, lines, errors;
+  int json;
+} scan;
+
+/* --- A source file, twice over ------------------------------------------------ */
+
+typedef struct source {
+  const char* path;
+  lang lang;
+  int cython;
+  char* code;  /* comments blanked */
+  char* skel;  /* comments and string contents blanked */
+  size_t len;
+  size_t* line_at; /* offset where each line starts */
+  size_t num_lines;
+  /* Each opening bracket's offset and its closing one's (len when none),
+   * matched in one pass, so that finding a call's end costs a search, not
+   * a scan to the end of the file (quadratic on unbalanced text). */
+  uint32_t* opens;
+  uint32_t* closes;
+  size_t num_opens;
+  /* Offsets of `extern "C"`, found once. */
+  size_t* externs;
+  size_t num_externs, externs_cap;
+} source;
+
+/* The arguments of a call: [begin, end) offsets, trimmed, split at the
+ * commas of the outermost level. */
+typedef struct args {
+  size_t begin[32], end[32];
+  int n;
+} args;
+
+/* --- Targets ------------------------------------------------------------------------------ */
+
+typedef struct target {
+  char name[TEXT_CAP];     /* or, when computed, the expression */
+  int computed;
+  const finding* def;      /* the definition, if found */
+  const finding* reg[8];   /* registrations, up to 8 shown */
+  int num_reg;
+  const finding* call[8];  /* call sites, up to 8 shown */
+  int num_call;
+  plat platform;
+  form form;               /* of the definition, as resolved */
+  int version;
+  char* how;               /* how the version is known (owned) */
+  char note[TEXT_CAP];     /* a conflict, or what is missing */
+} target;
+
+typedef struct inventory {
+  target* t;
+  size_t n, cap;
+} inventory;
+
+/* source.c */
+plat scan_plat_parse(const char* s);
+const char* scan_keep_path(scan* s, const char* path);
+void* scan_grow(void* p, size_t* cap, size_t elem, size_t want);
+const char* scan_form_text(form f);
+const char* scan_plat_text(plat p);
+char* scan_strdup(const char* text);
+int scan_ident_char(int c);
+size_t scan_skip_space(const char* s, size_t i, size_t n);
+size_t scan_closing(const source* src, size_t open);
+void scan_split_args(const source* src, size_t open, size_t close, args* a);
+void scan_text_of(const source* src, size_t b, size_t e, char* out, size_t cap);
+int scan_line_of(const source* src, size_t off);
+finding* scan_add(scan* s, kind k, const source* src, int line, const char* what);
+int scan_positional(const source* src, const args* a, int n);
+int scan_keyword(const source* src, const args* a, const char* key, size_t* b, size_t* e);
+int scan_literal(const source* src, size_t b, size_t e, char* out, size_t cap);
+void scan_function_of(const source* src, size_t b, size_t e, char* out, size_t cap);
+int scan_version_of(const source* src, size_t b, size_t e);
+void scan_blank(source* src);
+int scan_match_brackets(source* src);
+
+/* match.c */
+void scan_source(scan* s, source* src);
+
+/* walk.c */
+void scan_walk(scan* s, const char* dir);
+int scan_source_lang(const char* name, lang* l, int* cython);
+void scan_file(scan* s, const char* path, const char* shown, lang l, int cython);
+void scan_text(scan* s, const char* shown, lang l, int cython, char* code, size_t len);
+
+/* targets.c */
+void scan_wrap_line(const target* t, char* out, size_t cap);
+void scan_wrap_line_c(const target* t, char* out, size_t cap);
+void scan_call_change(const target* t, char* out, size_t cap);
+void scan_build(const scan* s, inventory* inv);
+
+#endif /* CCSHIM_TOOLS_SCAN_H */

@@ -1,0 +1,254 @@
+/*
+ * Findings joined per target name: the form and version each target
+ * resolves to, how that is known, and the line that wraps it.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scan.h"
+
+/* --- Targets ------------------------------------------------------------------------------ */
+
+
+
+/* The target of that name; a computed name is a target of its own. */
+static target* target_named(inventory* inv, const char* name, int computed) {
+  for (size_t i = 0; i < inv->n && !computed; i++)
+    if (!inv->t[i].computed && !strcmp(inv->t[i].name, name)) return &inv->t[i];
+  if (inv->n == inv->cap) {
+    inv->cap = inv->cap ? 2 * inv->cap : 32;
+    inv->t = realloc(inv->t, inv->cap * sizeof *inv->t);
+    if (inv->t == NULL) {
+      fprintf(stderr, "ccshim scan: out of memory for %zu targets\n", inv->n);
+      exit(2);
+    }
+  }
+  target* t = &inv->t[inv->n++];
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "%s", name);
+  t->computed = computed;
+  return t;
+}
+
+static const finding* definition_of(const scan* s, const char* function) {
+  if (function[0] == '\0') return NULL;
+  for (size_t i = 0; i < s->n; i++)
+    if (s->f[i].kind == DEFINITION && !strcmp(s->f[i].function, function)) return &s->f[i];
+  return NULL;
+}
+
+/* Appends to a note; a note that does not fit ends in "..." (said, not
+ * silently cut). */
+static void appendf(char* buf, size_t cap, const char* fmt, ...) {
+  size_t len = strlen(buf);
+  if (len + 4 >= cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf + len, cap - len, fmt, ap);
+  va_end(ap);
+  if (n >= 0 && (size_t)n >= cap - len) memcpy(buf + cap - 4, "...", 4);
+}
+
+static void set_how(target* t, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_how(target* t, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  free(t->how);
+  if (vasprintf(&t->how, fmt, ap) < 0) {
+    fprintf(stderr, "ccshim scan: out of memory\n");
+    exit(2);
+  }
+  va_end(ap);
+}
+
+/* Decides a target's platform and version from what was found, and says how. */
+static void resolve(target* t) {
+  const finding* explicit_call = NULL;
+  const finding* default_call = NULL;
+  for (int i = 0; i < t->num_call; i++) {
+    if (!t->call[i]->version_default && t->call[i]->version && !explicit_call)
+      explicit_call = t->call[i];
+    if (t->call[i]->version_default && !default_call) default_call = t->call[i];
+  }
+  const finding* d = t->def;
+  int gpu_registration = 0;
+  for (int i = 0; i < t->num_reg; i++) {
+    if (t->platform == PLAT_UNKNOWN) t->platform = t->reg[i]->platform;
+    gpu_registration |= scan_is_gpu(t->reg[i]->platform);
+  }
+  /* (void*, void**, const char*, size_t, status*) is the CPU v3 form, and
+   * also the GPU v2/v3 form with the stream taken as void*: a GPU
+   * registration, or a call site saying 2, tells which. */
+  t->form = d ? d->form : FORM_NONE;
+  plat def_platform = d ? d->platform : PLAT_UNKNOWN;
+  int void_stream = t->form == CPU_V3 &&
+                    (gpu_registration || (explicit_call && explicit_call->version == 2));
+  if (void_stream) {
+    t->form = GPU_V23;
+    def_platform = PLAT_GPU;
+  }
+  if (t->platform == PLAT_UNKNOWN) t->platform = def_platform;
+  int def_version = t->form == CPU_V1 || t->form == GPU_V1 ? 1
+                    : t->form == CPU_V2                    ? 2
+                    : t->form == CPU_V3                    ? 3
+                                                           : 0;
+  if (explicit_call) {
+    t->version = explicit_call->version;
+    set_how(t, "api_version=%d at the call site %s:%d", t->version,
+             explicit_call->file, explicit_call->line);
+  } else if (def_version) {
+    t->version = def_version;
+    set_how(t, "the definition's parameters (%s)", scan_form_text(t->form));
+  } else if (default_call) {
+    t->version = default_call->version;
+    set_how(t, "the default of %s at %s:%d (no api_version given)",
+             default_call->what, default_call->file, default_call->line);
+  } else if (t->form == GPU_V23) {
+    t->version = 2;
+    set_how(t,
+             "the definition's parameters (GPU v2/v3: the same on GPU; no call site says which)");
+  } else {
+    set_how(t, "unknown: no definition or call site found");
+  }
+  if (void_stream) {
+    char* base = t->how;
+    t->how = NULL;
+    set_how(t, "%s; its first parameter, a void*, is the GPU stream", base);
+    free(base);
+  }
+  /* Conflicts worth a person's look. */
+  if (d && t->version) {
+    int fits = t->form == GPU_V23 ? t->version >= 2 : def_version == t->version;
+    if (!fits)
+      appendf(t->note, sizeof t->note,
+              "the call says version %d but %s:%d has %s parameters; XLA would pass the "
+              "wrong arguments. ",
+              t->version, d->file, d->line, scan_form_text(t->form));
+    if (t->platform != PLAT_UNKNOWN && scan_is_gpu(t->platform) != scan_is_gpu(def_platform))
+      appendf(t->note, sizeof t->note,
+              "registered for %s but %s:%d has %s parameters. ", scan_plat_text(t->platform),
+              d->file, d->line, scan_form_text(t->form));
+  }
+  if (t->computed)
+    appendf(t->note, sizeof t->note,
+            "the name is computed at run time, so no definition or call site is matched "
+            "to it. ");
+  else if (t->num_reg == 0 && t->num_call == 0)
+    appendf(t->note, sizeof t->note,
+            "a function with legacy parameters, but no registration or call site found; "
+            "perhaps not a custom call. ");
+  else if (t->num_reg == 0)
+    appendf(t->note, sizeof t->note, "no registration found in the tree. ");
+  if (d && d->cxx_linkage)
+    appendf(t->note, sizeof t->note,
+            "C++ linkage: give it extern \"C\" to load it by name, or pass its capsule. ");
+  size_t len = strlen(t->note);
+  if (len && t->note[len - 1] == ' ') t->note[len - 1] = '\0';
+}
+
+void scan_build(const scan* s, inventory* inv) {
+  for (size_t i = 0; i < s->n; i++) {
+    const finding* f = &s->f[i];
+    if (f->kind != REGISTRATION) continue;
+    target* t = f->name[0] || !f->name_expr[0] ? target_named(inv, f->name[0] ? f->name : f->function, 0)
+                                               : target_named(inv, f->name_expr, 1);
+    if (t->num_reg < 8) t->reg[t->num_reg++] = f;
+    if (!t->def) t->def = definition_of(s, f->function);
+  }
+  for (size_t i = 0; i < s->n; i++) {
+    const finding* f = &s->f[i];
+    if (f->kind != CALL_SITE) continue;
+    target* t = f->name[0] || !f->name_expr[0] ? target_named(inv, f->name, 0)
+                                               : target_named(inv, f->name_expr, 1);
+    if (t->num_call < 8) t->call[t->num_call++] = f;
+  }
+  /* Definitions not reached through a registration: a target by the
+   * function's name (legacy code registers most kernels under it). */
+  for (size_t i = 0; i < s->n; i++) {
+    const finding* f = &s->f[i];
+    if (f->kind != DEFINITION) continue;
+    int linked = 0;
+    for (size_t k = 0; k < inv->n && !linked; k++) linked = inv->t[k].def == f;
+    if (linked) continue;
+    target* t = target_named(inv, f->function, 0);
+    if (!t->def) t->def = f;
+  }
+  for (size_t i = 0; i < inv->n; i++) resolve(&inv->t[i]);
+}
+
+/* --- What to do ------------------------------------------------------------------------------ */
+
+/* The name as code: a literal, or the expression that computes it. */
+static void name_code(const target* t, char* out, size_t cap) {
+  snprintf(out, cap, t->computed ? "%s" : "\"%s\"", t->name);
+}
+
+/* The kernel's function name, or "". */
+static const char* function_name(const target* t) {
+  if (t->def) return t->def->function;
+  /* A C registration names a function; a Python one, an object. */
+  for (int i = 0; i < t->num_reg; i++)
+    if (t->reg[i]->function[0] && (t->reg[i]->lang == LANG_C || !t->computed))
+      return t->reg[i]->function;
+  return t->computed ? "" : t->name;
+}
+
+/* A registration of the target in the given language, or NULL. */
+static const finding* registration_in(const target* t, lang l) {
+  for (int i = 0; i < t->num_reg; i++)
+    if (t->reg[i]->lang == l && t->reg[i]->expr[0]) return t->reg[i];
+  return NULL;
+}
+
+/* The Python line: the kernel as the Python registration had it (a Cython
+ * pointer as its address), else from a C extension's registrations() dict,
+ * else by symbol from the library. */
+void scan_wrap_line(const target* t, char* out, size_t cap) {
+  const finding* py = registration_in(t, LANG_PY);
+  const finding* c = registration_in(t, LANG_C);
+  char name[TEXT_CAP + 2], kernel[TEXT_CAP + 64], version[16];
+  name_code(t, name, sizeof name);
+  const char* fn = function_name(t);
+  if (py && py->cython && py->expr[0] == '<')
+    snprintf(kernel, sizeof kernel, "<uintptr_t>%s", py->expr);
+  else if (py)
+    snprintf(kernel, sizeof kernel, "%s", py->expr);
+  else if (c && !strcmp(c->what, "EncapsulateFunction"))
+    snprintf(kernel, sizeof kernel, "<extension>.registrations()[%s]", name);
+  else if (fn[0])
+    snprintf(kernel, sizeof kernel, "(\"<your library>.so\", \"%s\")", fn);
+  else
+    snprintf(kernel, sizeof kernel, "<the kernel>");
+  snprintf(version, sizeof version, "%d", t->version);
+  snprintf(out, cap, "ccshim.jax.register_legacy(%s, %s, platform=\"%s\", api_version=%s)",
+           name, kernel, t->platform == PLAT_UNKNOWN ? "cpu" : scan_plat_text(t->platform),
+           t->version ? version : "<1, 2 or 3>");
+}
+
+/* The C line: the function as the C registration named it. */
+void scan_wrap_line_c(const target* t, char* out, size_t cap) {
+  const finding* c = registration_in(t, LANG_C);
+  const char* fn = function_name(t);
+  /* As the registration wrote it (Getrf<float>::Kernel), unless a cast to
+   * void* is part of that. */
+  if (c && !strstr(c->expr, "_cast<") && !strstr(c->expr, "(void")) fn = c->expr;
+  char version[16];
+  snprintf(version, sizeof version, "%d", t->version);
+  snprintf(out, cap, "ccshim_wrap((ccshim_legacy_fn)%s, %s, %s, NULL, NULL, &adapter)",
+           fn[0] ? fn : "<the kernel>", t->version ? version : "<1, 2 or 3>",
+           t->platform == PLAT_ROCM ? "CCSHIM_PLATFORM_ROCM"
+           : scan_is_gpu(t->platform)    ? "CCSHIM_PLATFORM_CUDA"
+                                    : "CCSHIM_PLATFORM_HOST");
+}
+
+void scan_call_change(const target* t, char* out, size_t cap) {
+  const finding* c = t->num_call ? t->call[0] : NULL;
+  char opaque[TEXT_CAP + 16] = "", name[TEXT_CAP + 2];
+  name_code(t, name, sizeof name);
+  if (c && c->opaque[0] && strcmp(c->opaque, "\"\"") != 0 && strcmp(c->opaque, "b\"\"") != 0)
+    snprintf(opaque, sizeof opaque, ", opaque=%s", c->opaque);
+  snprintf(out, cap, "ccshim.jax.legacy_call(%s, %s%s)(*operands)", name,
+           c && c->shapes[0] ? c->shapes : "result_shape_dtypes", opaque);
+}
