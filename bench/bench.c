@@ -85,8 +85,7 @@ static void (*volatile k_v1)(void*, const void**) = triv_cpu_v1;
 static void (*volatile k_v2)(void*, const void**, XlaCustomCallStatus*) = triv_cpu_v2;
 static void (*volatile k_v3)(void*, const void**, const char*, size_t,
                              XlaCustomCallStatus*) = triv_cpu_v3;
-static void (*volatile k_gpu)(void*, void**, const char*, size_t,
-                              XlaCustomCallStatus*) = triv_gpu;
+static void (*volatile k_gpu)(void*, void**, const char*, size_t, XlaCustomCallStatus*) = triv_gpu;
 
 /* --- B1: what a careful engineer porting the kernel by hand would write -------
  *
@@ -115,8 +114,7 @@ static int b1_nargs, b1_nrets; /* the counts the port was written for */
 
 static XLA_FFI_Error* b1_error(const XLA_FFI_Api* api, XLA_FFI_Error_Code code,
                                const char* message) {
-  XLA_FFI_Error_Create_Args a = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL, message,
-                                 code};
+  XLA_FFI_Error_Create_Args a = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL, message, code};
   return api->XLA_FFI_Error_Create(&a);
 }
 
@@ -270,8 +268,8 @@ typedef struct config {
   ccshim_context* ctx;
   ccshim_frame_builder* fb;
   XLA_FFI_CallFrame frame;
-  ccshim_adapter* adapter;  /* prebuilt entry */
-  ccshim_adapter* closure;  /* libffi closure */
+  ccshim_adapter* adapter; /* prebuilt entry */
+  ccshim_adapter* closure; /* libffi closure */
   XLA_FFI_Handler* b1;
   /* B0's ready arguments */
   const void* in[MAX_BUFFERS];
@@ -304,22 +302,20 @@ static void config_init(config* c, int form, int arity) {
   if (form >= 2 &&
       ccshim_frame_builder_add_array(c->fb, "opaque", XLA_FFI_DataType_U8, opaque_bytes, 8))
     die("frame");
-  if (ccshim_frame_builder_build(c->fb, ccshim_ffi_api(), c->ctx,
-                                 XLA_FFI_ExecutionStage_EXECUTE, &c->frame))
+  if (ccshim_frame_builder_build(c->fb, ccshim_ffi_api(), c->ctx, XLA_FFI_ExecutionStage_EXECUTE,
+                                 &c->frame))
     die("frame");
   static const ccshim_legacy_fn kernels[NUM_FORMS] = {
-      (ccshim_legacy_fn)triv_cpu_v1, (ccshim_legacy_fn)triv_cpu_v2,
-      (ccshim_legacy_fn)triv_cpu_v3, (ccshim_legacy_fn)triv_gpu};
+      (ccshim_legacy_fn)triv_cpu_v1, (ccshim_legacy_fn)triv_cpu_v2, (ccshim_legacy_fn)triv_cpu_v3,
+      (ccshim_legacy_fn)triv_gpu};
   static XLA_FFI_Handler* const b1s[NUM_FORMS] = {b1_cpu_v1, b1_cpu_v2, b1_cpu_v3, b1_gpu};
   const int versions[NUM_FORMS] = {1, 2, 3, 2};
   ccshim_wrap_options wo = CCSHIM_WRAP_OPTIONS_INIT;
   wo.entry = CCSHIM_ENTRY_PREBUILT;
   ccshim_platform platform = form == 3 ? CCSHIM_PLATFORM_CUDA : CCSHIM_PLATFORM_HOST;
-  if (ccshim_wrap(kernels[form], versions[form], platform, NULL, &wo, &c->adapter))
-    die("wrap");
+  if (ccshim_wrap(kernels[form], versions[form], platform, NULL, &wo, &c->adapter)) die("wrap");
   wo.entry = CCSHIM_ENTRY_CLOSURE;
-  if (ccshim_wrap(kernels[form], versions[form], platform, NULL, &wo, &c->closure))
-    die("wrap");
+  if (ccshim_wrap(kernels[form], versions[form], platform, NULL, &wo, &c->closure)) die("wrap");
   c->b1 = b1s[form];
   for (int i = 0; i < nargs; i++) c->in[i] = c->data[i];
   for (int i = 0; i <= nargs; i++) c->buffers[i] = c->data[i];
@@ -406,8 +402,7 @@ static void instructions_child(long calls) {
       for (int v = 0; v < VARIANTS; v++) {
         run_variant(c, v, 16); /* resolve lazy bindings outside the count */
         char label[64];
-        snprintf(label, sizeof label, "%s/%d/%s", form_names[f], arities[a],
-                 variant_names[v]);
+        snprintf(label, sizeof label, "%s/%d/%s", form_names[f], arities[a], variant_names[v]);
         CALLGRIND_TOGGLE_COLLECT;
         run_variant(c, v, calls);
         CALLGRIND_TOGGLE_COLLECT;
@@ -420,8 +415,7 @@ static void instructions_child(long calls) {
 
 /* Reads every dump callgrind wrote: "desc: Trigger: Client Request: LABEL"
  * then "summary: N" (or "totals: N"). */
-static int read_dumps(const char* dir, double instr[NUM_FORMS][NUM_ARITIES][VARIANTS],
-                      long calls) {
+static int read_dumps(const char* dir, double instr[NUM_FORMS][NUM_ARITIES][VARIANTS], long calls) {
   char cmd[512];
   snprintf(cmd, sizeof cmd, "cat %s/cg.out* 2>/dev/null", dir);
   FILE* p = popen(cmd, "r");
@@ -431,14 +425,13 @@ static int read_dumps(const char* dir, double instr[NUM_FORMS][NUM_ARITIES][VARI
   while (fgets(line, sizeof line, p)) {
     if (sscanf(line, "desc: Trigger: Client Request: %127s", label) == 1) continue;
     unsigned long long n;
-    if (label[0] && (sscanf(line, "summary: %llu", &n) == 1 ||
-                     sscanf(line, "totals: %llu", &n) == 1)) {
+    if (label[0] &&
+        (sscanf(line, "summary: %llu", &n) == 1 || sscanf(line, "totals: %llu", &n) == 1)) {
       for (int f = 0; f < NUM_FORMS; f++)
         for (int a = 0; a < NUM_ARITIES; a++)
           for (int v = 0; v < VARIANTS; v++) {
             char want[64];
-            snprintf(want, sizeof want, "%s/%d/%s", form_names[f], arities[a],
-                     variant_names[v]);
+            snprintf(want, sizeof want, "%s/%d/%s", form_names[f], arities[a], variant_names[v]);
             if (strcmp(want, label) == 0) {
               instr[f][a][v] = (double)n / (double)calls;
               found++;
@@ -451,8 +444,7 @@ static int read_dumps(const char* dir, double instr[NUM_FORMS][NUM_ARITIES][VARI
   return found;
 }
 
-static int measure_instructions(const char* self,
-                                double instr[NUM_FORMS][NUM_ARITIES][VARIANTS],
+static int measure_instructions(const char* self, double instr[NUM_FORMS][NUM_ARITIES][VARIANTS],
                                 long calls) {
   if (!HAVE_CALLGRIND || system("valgrind --version >/dev/null 2>&1") != 0) return 0;
   char dir[] = "/tmp/ccshim-bench-XXXXXX";
@@ -521,8 +513,7 @@ static void wrap_cost(double* wrap_us, size_t* footprint, size_t* closure_bytes)
   for (int r = 0; r < 5; r++) {
     double t0 = now_ns();
     for (int i = 0; i < N; i++)
-      if (ccshim_wrap((ccshim_legacy_fn)triv_cpu_v2, 2, CCSHIM_PLATFORM_HOST, sig, NULL,
-                      &a[i]))
+      if (ccshim_wrap((ccshim_legacy_fn)triv_cpu_v2, 2, CCSHIM_PLATFORM_HOST, sig, NULL, &a[i]))
         die("wrap");
     double t = (now_ns() - t0) / N / 1000.0;
     if (t < best) best = t;
@@ -543,23 +534,29 @@ int ccshim_bench_main(const char* self, int argc, char** argv) {
       instructions_child(atol(argv[i + 1]));
       return 0;
     }
-    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
-    else if (strcmp(argv[i], "--quick") == 0) quick = 1;
-    else if (strcmp(argv[i], "--no-instructions") == 0) instructions = 0;
+    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+      json_path = argv[++i];
+    else if (strcmp(argv[i], "--quick") == 0)
+      quick = 1;
+    else if (strcmp(argv[i], "--no-instructions") == 0)
+      instructions = 0;
     else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: ccshim bench [--json FILE] [--quick] [--no-instructions]\n\n"
-             "The adapter's cost per call: a direct call (B0), a hand-written typed\n"
-             "handler (B1) and a ccshim adapter (B2, B2c with a libffi closure), for\n"
-             "every legacy form at 1, 4, 16 and 64 buffers; instructions from callgrind\n"
-             "(when valgrind is installed) and nanoseconds.  Writes a table to stdout\n"
-             "and JSON to FILE (default bench.json).\n\n"
-             "examples:\n"
-             "  ccshim bench --json bench/results.json\n"
-             "  ccshim bench --quick --no-instructions\n");
+      printf(
+          "usage: ccshim bench [--json FILE] [--quick] [--no-instructions]\n\n"
+          "The adapter's cost per call: a direct call (B0), a hand-written typed\n"
+          "handler (B1) and a ccshim adapter (B2, B2c with a libffi closure), for\n"
+          "every legacy form at 1, 4, 16 and 64 buffers; instructions from callgrind\n"
+          "(when valgrind is installed) and nanoseconds.  Writes a table to stdout\n"
+          "and JSON to FILE (default bench.json).\n\n"
+          "examples:\n"
+          "  ccshim bench --json bench/results.json\n"
+          "  ccshim bench --quick --no-instructions\n");
       return 0;
     } else {
-      fprintf(stderr, "ccshim bench: unknown argument '%s'; usage: ccshim bench [--json FILE] "
-              "[--quick] [--no-instructions]\n", argv[i]);
+      fprintf(stderr,
+              "ccshim bench: unknown argument '%s'; usage: ccshim bench [--json FILE] "
+              "[--quick] [--no-instructions]\n",
+              argv[i]);
       return 2;
     }
   }
@@ -581,20 +578,21 @@ int ccshim_bench_main(const char* self, int argc, char** argv) {
       config_free(c);
       free(c);
     }
-  int have_instr = instructions && measure_instructions(self, instr, 1000) ==
-                                       NUM_FORMS * NUM_ARITIES * VARIANTS;
+  int have_instr =
+      instructions && measure_instructions(self, instr, 1000) == NUM_FORMS * NUM_ARITIES * VARIANTS;
   double scaling = thread_scaling(quick ? 200000 : 2000000);
   double wrap_us;
   size_t footprint, closure_bytes;
   wrap_cost(&wrap_us, &footprint, &closure_bytes);
 
-  printf("ccshim %s bench: per call, the same trivial legacy kernel and frame\n"
-         "  B0 direct call (floor)   B1 hand-written typed handler   "
-         "B2 ccshim adapter (prebuilt entry)   B2c (libffi closure)\n\n",
-         ccshim_version());
-  printf("%-7s %4s | %8s %8s %8s %8s | %7s %7s | %6s %6s %6s %6s | %7s\n", "form", "bufs",
-         "B0 ins", "B1 ins", "B2 ins", "B2c ins", "B2/B1", "target", "B0 ns", "B1 ns",
-         "B2 ns", "B2c ns", "B2/B1 ns");
+  printf(
+      "ccshim %s bench: per call, the same trivial legacy kernel and frame\n"
+      "  B0 direct call (floor)   B1 hand-written typed handler   "
+      "B2 ccshim adapter (prebuilt entry)   B2c (libffi closure)\n\n",
+      ccshim_version());
+  printf("%-7s %4s | %8s %8s %8s %8s | %7s %7s | %6s %6s %6s %6s | %7s\n", "form", "bufs", "B0 ins",
+         "B1 ins", "B2 ins", "B2c ins", "B2/B1", "target", "B0 ns", "B1 ns", "B2 ns", "B2c ns",
+         "B2/B1 ns");
   int met = 1;
   for (int f = 0; f < NUM_FORMS; f++)
     for (int a = 0; a < NUM_ARITIES; a++) {
@@ -611,20 +609,23 @@ int ccshim_bench_main(const char* self, int argc, char** argv) {
              have_instr ? (over <= TARGET ? "met" : "MISSED") : "-", t[0], t[1], t[2], t[3],
              (t[2] - t[0]) / (t[1] - t[0]));
     }
-  printf("\nB2/B1 is the adapter's overhead over the floor, relative to the "
-         "hand-written handler's: (B2-B0)/(B1-B0); target <= %.2f in instructions.\n",
-         TARGET);
+  printf(
+      "\nB2/B1 is the adapter's overhead over the floor, relative to the "
+      "hand-written handler's: (B2-B0)/(B1-B0); target <= %.2f in instructions.\n",
+      TARGET);
   if (!have_instr)
     printf("instructions: not measured (valgrind or its callgrind.h not available)\n");
-  printf("two threads on one adapter: %.2fx one thread's throughput (target >= 1.8 on "
-         "2 cores; %ld cores here)\n",
-         scaling, sysconf(_SC_NPROCESSORS_ONLN));
-  printf("wrapping a kernel: %.2f us (target < 5); one adapter: %zu bytes (target < "
-         "1024) plus a %zu-byte closure when it uses one\n",
-         wrap_us, footprint, closure_bytes);
+  printf(
+      "two threads on one adapter: %.2fx one thread's throughput (target >= 1.8 on "
+      "2 cores; %ld cores here)\n",
+      scaling, sysconf(_SC_NPROCESSORS_ONLN));
+  printf(
+      "wrapping a kernel: %.2f us (target < 5); one adapter: %zu bytes (target < "
+      "1024) plus a %zu-byte closure when it uses one\n",
+      wrap_us, footprint, closure_bytes);
 
-  fprintf(j, "{\n  \"version\": \"%s\",\n  \"instructions_measured\": %s,\n",
-          ccshim_version(), have_instr ? "true" : "false");
+  fprintf(j, "{\n  \"version\": \"%s\",\n  \"instructions_measured\": %s,\n", ccshim_version(),
+          have_instr ? "true" : "false");
   fprintf(j, "  \"rows\": [\n");
   for (int f = 0; f < NUM_FORMS; f++)
     for (int a = 0; a < NUM_ARITIES; a++) {

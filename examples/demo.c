@@ -30,24 +30,25 @@ typedef struct example {
   int poison_c; /* the bad run puts a NaN into C (v1 kernels cannot fail) */
 } example;
 
-static const struct { float scale; int32_t count; } descriptor = {1.5f, 2000};
+static const struct {
+  float scale;
+  int32_t count;
+} descriptor = {1.5f, 2000};
 static const char short_descriptor[3] = {1, 0, 2};
 
 static const example examples[] = {
     {"add_v1", 1, "(f32[128], f32[2048]) -> f32[2048]", NULL, 0, NULL, 0, 0},
     {"add_v2", 2, "(f32[128], f32[2048]) -> f32[2048]", NULL, 0, NULL, 0, 1},
-    {"add_v3", 3, "(f32[128], f32[2048]) -> f32[2048]", &descriptor,
-     sizeof descriptor, short_descriptor, sizeof short_descriptor, 0},
-    {"tuple_tmp_v2", 2, "(f32[128], f32[2048]) -> (f32[2048], f32[2048])", NULL, 0,
-     NULL, 0, 0},
+    {"add_v3", 3, "(f32[128], f32[2048]) -> f32[2048]", &descriptor, sizeof descriptor,
+     short_descriptor, sizeof short_descriptor, 0},
+    {"tuple_tmp_v2", 2, "(f32[128], f32[2048]) -> (f32[2048], f32[2048])", NULL, 0, NULL, 0, 0},
 };
 
 /* Runs one side: legacy (adapter == NULL) or typed.  Results land in rets;
  * a failure's (code, message) in *code and msg. */
-static int run(const example* ex, const ccshim_signature* sig,
-               ccshim_adapter* adapter, void* const* args, void* const* rets,
-               const void* opaque, size_t opaque_len, int* code, char* msg,
-               size_t cap) {
+static int run(const example* ex, const ccshim_signature* sig, ccshim_adapter* adapter,
+               void* const* args, void* const* rets, const void* opaque, size_t opaque_len,
+               int* code, char* msg, size_t cap) {
   *code = 0;
   msg[0] = '\0';
   if (adapter == NULL) {
@@ -87,8 +88,7 @@ static int run(const example* ex, const ccshim_signature* sig,
   if (opaque_len)
     ccshim_frame_builder_add_array(fb, "opaque", XLA_FFI_DataType_U8, opaque, opaque_len);
   XLA_FFI_Error* err = NULL;
-  ccshim_status st = ccshim_invoke(ex->name, "cpu", ctx, XLA_FFI_ExecutionStage_EXECUTE,
-                                   fb, &err);
+  ccshim_status st = ccshim_invoke(ex->name, "cpu", ctx, XLA_FFI_ExecutionStage_EXECUTE, fb, &err);
   if (st == CCSHIM_EHANDLER) {
     *code = (int)ccshim_error_code(err);
     snprintf(msg, cap, "%s", ccshim_error_message(err));
@@ -101,19 +101,18 @@ static int run(const example* ex, const ccshim_signature* sig,
 }
 
 int main(void) {
-  printf("ccshim %s: legacy XLA custom calls run as typed-FFI handlers in the "
-         "embedded runtime\n\n",
-         ccshim_version());
-  printf("%-13s %-7s %-50s %-8s %s\n", "kernel", "form", "signature", "outputs",
-         "a failing call");
+  printf(
+      "ccshim %s: legacy XLA custom calls run as typed-FFI handlers in the "
+      "embedded runtime\n\n",
+      ccshim_version());
+  printf("%-13s %-7s %-50s %-8s %s\n", "kernel", "form", "signature", "outputs", "a failing call");
   int all_ok = 1;
   for (size_t k = 0; k < sizeof examples / sizeof examples[0]; k++) {
     const example* ex = &examples[k];
     ccshim_signature* sig;
     ccshim_adapter* adapter;
     if (ccshim_signature_parse(ex->signature, &sig) ||
-        ccshim_wrap_registered(ex->name, "Host", ex->api_version, ex->signature,
-                               NULL, &adapter) ||
+        ccshim_wrap_registered(ex->name, "Host", ex->api_version, ex->signature, NULL, &adapter) ||
         ccshim_register_handler(ex->name, "cpu", ccshim_adapter_handler(adapter), 0)) {
       fprintf(stderr, "%s: %s\n", ex->name, ccshim_last_error());
       return 1;
@@ -131,10 +130,10 @@ int main(void) {
     void* rets_typed[2] = {out_typed[0], out_typed[1]};
     int code_l, code_t;
     char msg_l[256], msg_t[256];
-    if (run(ex, sig, NULL, args, rets_legacy, ex->opaque, ex->opaque_len, &code_l,
-            msg_l, sizeof msg_l) ||
-        run(ex, sig, adapter, args, rets_typed, ex->opaque, ex->opaque_len, &code_t,
-            msg_t, sizeof msg_t)) {
+    if (run(ex, sig, NULL, args, rets_legacy, ex->opaque, ex->opaque_len, &code_l, msg_l,
+            sizeof msg_l) ||
+        run(ex, sig, adapter, args, rets_typed, ex->opaque, ex->opaque_len, &code_t, msg_t,
+            sizeof msg_t)) {
       fprintf(stderr, "%s: %s\n", ex->name, ccshim_last_error());
       return 1;
     }
@@ -145,10 +144,10 @@ int main(void) {
     char parity[600] = "n/a (no failing input)";
     if (ex->poison_c || ex->bad_opaque_len) {
       if (ex->poison_c) c[17] = NAN;
-      run(ex, sig, NULL, args, rets_legacy, ex->bad_opaque, ex->bad_opaque_len,
-          &code_l, msg_l, sizeof msg_l);
-      run(ex, sig, adapter, args, rets_typed, ex->bad_opaque, ex->bad_opaque_len,
-          &code_t, msg_t, sizeof msg_t);
+      run(ex, sig, NULL, args, rets_legacy, ex->bad_opaque, ex->bad_opaque_len, &code_l, msg_l,
+          sizeof msg_l);
+      run(ex, sig, adapter, args, rets_typed, ex->bad_opaque, ex->bad_opaque_len, &code_t, msg_t,
+          sizeof msg_t);
       int same = code_l != 0 && code_l == code_t && strcmp(msg_l, msg_t) == 0;
       snprintf(parity, sizeof parity, "%s: %s: %s", same ? "same" : "DIFFERENT",
                ccshim_error_code_name((XLA_FFI_Error_Code)code_t), msg_t);
@@ -156,8 +155,8 @@ int main(void) {
     }
     char form[8];
     snprintf(form, sizeof form, "CPU v%d", ex->api_version);
-    printf("%-13s %-7s %-50s %-8s %s\n", ex->name, form, ex->signature,
-           equal ? "equal" : "DIFFER", parity);
+    printf("%-13s %-7s %-50s %-8s %s\n", ex->name, form, ex->signature, equal ? "equal" : "DIFFER",
+           parity);
     all_ok &= equal;
     ccshim_signature_free(sig);
   }

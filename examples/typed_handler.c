@@ -10,8 +10,8 @@
 #include "ccshim/runtime.h"
 
 static XLA_FFI_Error* fail(const XLA_FFI_Api* api, const char* message) {
-  XLA_FFI_Error_Create_Args args = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL,
-                                    message, XLA_FFI_Error_Code_INVALID_ARGUMENT};
+  XLA_FFI_Error_Create_Args args = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL, message,
+                                    XLA_FFI_Error_Code_INVALID_ARGUMENT};
   return api->XLA_FFI_Error_Create(&args);
 }
 
@@ -30,8 +30,7 @@ static XLA_FFI_Error* saxpy(XLA_FFI_CallFrame* frame) {
   if (frame->args.size != 2 || frame->rets.size != 1 || frame->attrs.size != 1)
     return fail(api, "saxpy: expected (x, y0) -> y and an attribute alpha");
   const XLA_FFI_Scalar* alpha = frame->attrs.attrs[0];
-  if (frame->attrs.types[0] != XLA_FFI_AttrType_SCALAR ||
-      alpha->dtype != XLA_FFI_DataType_F32)
+  if (frame->attrs.types[0] != XLA_FFI_AttrType_SCALAR || alpha->dtype != XLA_FFI_DataType_F32)
     return fail(api, "saxpy: alpha must be an f32 scalar");
   const XLA_FFI_Buffer* x = frame->args.args[0];
   const XLA_FFI_Buffer* y0 = frame->args.args[1];
@@ -49,8 +48,7 @@ int main(void) {
   }
   ccshim_registration reg;
   ccshim_lookup("saxpy", "host", &reg);
-  printf("registered saxpy for host; it reports FFI API %d.%d\n", reg.api_major,
-         reg.api_minor);
+  printf("registered saxpy for host; it reports FFI API %d.%d\n", reg.api_major, reg.api_minor);
 
   float x[4] = {1, 2, 3, 4}, y0[4] = {10, 20, 30, 40}, y[4] = {0};
   int64_t n = 4;
@@ -69,8 +67,8 @@ int main(void) {
     fprintf(stderr, "invoke: %s\n", ccshim_last_error());
     return 1;
   }
-  printf("saxpy(alpha=0.5, x=[1 2 3 4], y0=[10 20 30 40]) = [%g %g %g %g]\n", y[0],
-         y[1], y[2], y[3]);
+  printf("saxpy(alpha=0.5, x=[1 2 3 4], y0=[10 20 30 40]) = [%g %g %g %g]\n", y[0], y[1], y[2],
+         y[3]);
   ccshim_frame_builder_free(fb);
   ccshim_context_free(ctx);
   return y[3] == 42 ? 0 : 1;

@@ -10,7 +10,6 @@
 const abi_fact abi_facts_upstream[] = {
 #include "abi_facts.inc"
 };
-const size_t abi_facts_upstream_count =
-    sizeof abi_facts_upstream / sizeof abi_facts_upstream[0];
+const size_t abi_facts_upstream_count = sizeof abi_facts_upstream / sizeof abi_facts_upstream[0];
 const int abi_upstream_major = XLA_FFI_API_MAJOR;
 const int abi_upstream_minor = XLA_FFI_API_MINOR;

@@ -10,30 +10,26 @@
 #include "check.h"
 
 /* A builder holding one buffer per signature leaf, data from args/rets. */
-static inline ccshim_frame_builder* frame_for(const ccshim_signature* sig,
-                                              void* const* args,
+static inline ccshim_frame_builder* frame_for(const ccshim_signature* sig, void* const* args,
                                               void* const* rets) {
   ccshim_frame_builder* fb;
   CHECK_OK(ccshim_frame_builder_new(&fb));
   for (size_t i = 0; i < sig->num_arg_leaves; i++) {
     const ccshim_shape* s = sig->arg_leaves[i];
     CHECK_OK(ccshim_frame_builder_add_arg(fb, (XLA_FFI_DataType)s->dtype,
-                                          s->dtype == 17 ? NULL : args[i], s->rank,
-                                          s->dims));
+                                          s->dtype == 17 ? NULL : args[i], s->rank, s->dims));
   }
   for (size_t i = 0; i < sig->num_ret_leaves; i++) {
     const ccshim_shape* s = sig->ret_leaves[i];
     CHECK_OK(ccshim_frame_builder_add_ret(fb, (XLA_FFI_DataType)s->dtype,
-                                          s->dtype == 17 ? NULL : rets[i], s->rank,
-                                          s->dims));
+                                          s->dtype == 17 ? NULL : rets[i], s->rank, s->dims));
   }
   return fb;
 }
 
 /* Calls the adapter's handler on the frame the builder makes (execute
  * stage) and returns its error, owned by the caller (NULL on success). */
-static inline XLA_FFI_Error* call_adapter(const ccshim_adapter* a,
-                                          ccshim_frame_builder* fb,
+static inline XLA_FFI_Error* call_adapter(const ccshim_adapter* a, ccshim_frame_builder* fb,
                                           ccshim_context* ctx) {
   XLA_FFI_Error* err = NULL;
   ccshim_status st = ccshim_invoke_handler(ccshim_adapter_handler(a), ctx,
@@ -45,10 +41,9 @@ static inline XLA_FFI_Error* call_adapter(const ccshim_adapter* a,
 /* Checks that err has `code` and a message containing `fragment`; frees. */
 static inline void expect_ffi_error(XLA_FFI_Error* err, XLA_FFI_Error_Code code,
                                     const char* fragment) {
-  if (err == NULL) CHECK_FAIL_("expected %s \"%s\", got success",
-                               ccshim_error_code_name(code), fragment);
-  CHECK_STR_EQ(ccshim_error_code_name(ccshim_error_code(err)),
-               ccshim_error_code_name(code));
+  if (err == NULL)
+    CHECK_FAIL_("expected %s \"%s\", got success", ccshim_error_code_name(code), fragment);
+  CHECK_STR_EQ(ccshim_error_code_name(ccshim_error_code(err)), ccshim_error_code_name(code));
   CHECK_CONTAINS(ccshim_error_message(err), fragment);
   ccshim_error_free(err);
 }
@@ -57,9 +52,8 @@ static inline void expect_ffi_error(XLA_FFI_Error* err, XLA_FFI_Error_Code code,
 static inline ccshim_legacy_outcome call_legacy(ccshim_legacy_fn fn, int version,
                                                 ccshim_platform platform,
                                                 const ccshim_signature* sig,
-                                                ccshim_tuple_layout layout,
-                                                void* const* args, void* const* rets,
-                                                const char* opaque,
+                                                ccshim_tuple_layout layout, void* const* args,
+                                                void* const* rets, const char* opaque,
                                                 size_t opaque_len, void* stream) {
   ccshim_legacy_call call;
   memset(&call, 0, sizeof call);

@@ -21,27 +21,27 @@ int main(void) {
     const abi_fact* up = &abi_facts_upstream[i];
     const abi_fact* ours = find(abi_facts_ours, abi_facts_ours_count, up->key);
     if (ours == NULL) {
-      fprintf(stderr, "drift: upstream has %s = %lld, ccshim has no such fact\n",
-              up->key, up->value);
+      fprintf(stderr, "drift: upstream has %s = %lld, ccshim has no such fact\n", up->key,
+              up->value);
       mismatches++;
       continue;
     }
     if (ours->value != up->value) {
-      fprintf(stderr, "drift: %s is %lld upstream, %lld in ccshim\n", up->key,
-              up->value, ours->value);
+      fprintf(stderr, "drift: %s is %lld upstream, %lld in ccshim\n", up->key, up->value,
+              ours->value);
       mismatches++;
     }
     compared++;
   }
   size_t only_ours = 0;
   for (size_t i = 0; i < abi_facts_ours_count; i++)
-    if (!find(abi_facts_upstream, abi_facts_upstream_count, abi_facts_ours[i].key))
-      only_ours++;
-  printf("abi drift: compared %zu facts with jaxlib's c_api.h (FFI API %d.%d): "
-         "%zu differ; %zu facts of ccshim's 0.4 header have no counterpart "
-         "in a %d.%d header\n",
-         compared, abi_upstream_major, abi_upstream_minor, mismatches,
-         only_ours, abi_upstream_major, abi_upstream_minor);
+    if (!find(abi_facts_upstream, abi_facts_upstream_count, abi_facts_ours[i].key)) only_ours++;
+  printf(
+      "abi drift: compared %zu facts with jaxlib's c_api.h (FFI API %d.%d): "
+      "%zu differ; %zu facts of ccshim's 0.4 header have no counterpart "
+      "in a %d.%d header\n",
+      compared, abi_upstream_major, abi_upstream_minor, mismatches, only_ours, abi_upstream_major,
+      abi_upstream_minor);
   CHECK_EQ(mismatches, 0);
   CHECK_GE(compared, 150);
   if (abi_upstream_minor >= 4) CHECK_EQ(only_ours, 5); /* the @0.1 constants */

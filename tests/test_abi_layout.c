@@ -12,10 +12,10 @@
 
 static int checked;
 
-#define VAL(expr, n)     \
-  do {                   \
-    CHECK_EQ(expr, n);   \
-    checked++;           \
+#define VAL(expr, n)   \
+  do {                 \
+    CHECK_EQ(expr, n); \
+    checked++;         \
   } while (0)
 #define SIZE(type, n) VAL(type##_STRUCT_SIZE, n)
 #define SIZEOF(type, n) VAL(sizeof(type), n)

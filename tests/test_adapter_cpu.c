@@ -44,10 +44,12 @@ static void test_forms_against_invoker(void) {
   struct {
     ccshim_legacy_fn fn;
     int version;
-  } forms[] = {{(ccshim_legacy_fn)add_v1, 1},
-               {(ccshim_legacy_fn)add_v2, 2},
-               {(ccshim_legacy_fn)add_v3, 3}};
-  const struct { float scale; int32_t count; } desc = {-2.0f, 1999};
+  } forms[] = {
+      {(ccshim_legacy_fn)add_v1, 1}, {(ccshim_legacy_fn)add_v2, 2}, {(ccshim_legacy_fn)add_v3, 3}};
+  const struct {
+    float scale;
+    int32_t count;
+  } desc = {-2.0f, 1999};
   for (int f = 0; f < 3; f++) {
     ccshim_adapter* a = wrap(forms[f].fn, forms[f].version, text, NULL);
     for (uint64_t seed = 1; seed <= 5; seed++) {
@@ -61,12 +63,11 @@ static void test_forms_against_invoker(void) {
       void* rl[1] = {legacy};
       ccshim_frame_builder* fb = frame_for(sig, args, rt);
       if (forms[f].version == 3)
-        CHECK_OK(ccshim_frame_builder_add_string(fb, "opaque", (const char*)&desc,
-                                                 sizeof desc));
+        CHECK_OK(ccshim_frame_builder_add_string(fb, "opaque", (const char*)&desc, sizeof desc));
       CHECK(call_adapter(a, fb, ctx) == NULL);
       ccshim_legacy_outcome o =
-          call_legacy(forms[f].fn, forms[f].version, CCSHIM_PLATFORM_HOST, sig,
-                      CCSHIM_TUPLES_FLAT, args, rl, (const char*)&desc, sizeof desc, NULL);
+          call_legacy(forms[f].fn, forms[f].version, CCSHIM_PLATFORM_HOST, sig, CCSHIM_TUPLES_FLAT,
+                      args, rl, (const char*)&desc, sizeof desc, NULL);
       CHECK(!o.failed);
       CHECK_MEM_EQ(typed, legacy, sizeof typed);
       /* and both are right */
@@ -135,8 +136,8 @@ static void test_tuples(void) {
     void* rl[2] = {&l0, &l1};
     ccshim_frame_builder* fb = frame_for(sig, args, rt);
     CHECK(call_adapter(a, fb, ctx) == NULL);
-    ccshim_legacy_outcome lo = call_legacy(fn, 2, CCSHIM_PLATFORM_HOST, sig,
-                                           o.tuple_operands, args, rl, NULL, 0, NULL);
+    ccshim_legacy_outcome lo =
+        call_legacy(fn, 2, CCSHIM_PLATFORM_HOST, sig, o.tuple_operands, args, rl, NULL, 0, NULL);
     CHECK(!lo.failed);
     CHECK(t0 == want_sum && t1 == want_weighted);
     CHECK(l0 == t0 && l1 == t1);
@@ -157,9 +158,8 @@ static void test_tuples(void) {
   void* rl[2] = {lr, ls};
   ccshim_frame_builder* fb = frame_for(sig, args2, rt);
   CHECK(call_adapter(a, fb, ctx) == NULL);
-  ccshim_legacy_outcome lo = call_legacy((ccshim_legacy_fn)tuple_tmp_v2, 2,
-                                         CCSHIM_PLATFORM_HOST, sig, CCSHIM_TUPLES_FLAT,
-                                         args2, rl, NULL, 0, NULL);
+  ccshim_legacy_outcome lo = call_legacy((ccshim_legacy_fn)tuple_tmp_v2, 2, CCSHIM_PLATFORM_HOST,
+                                         sig, CCSHIM_TUPLES_FLAT, args2, rl, NULL, 0, NULL);
   CHECK(!lo.failed);
   CHECK_MEM_EQ(r, lr, sizeof r);
   CHECK_MEM_EQ(s, ls, sizeof s);
@@ -233,8 +233,8 @@ static void echo_opaque(void* out, const void** in, const char* opaque, size_t l
   o[8 + len] = opaque[len] == '\0' ? 0xEE : 0xBA;
 }
 
-static void check_opaque_run(ccshim_adapter* a, const char* attr, int kind,
-                             const char* bytes, size_t len, const char* legacy_bytes) {
+static void check_opaque_run(ccshim_adapter* a, const char* attr, int kind, const char* bytes,
+                             size_t len, const char* legacy_bytes) {
   static unsigned char typed[8192], legacy[8192];
   void* rt[1] = {typed};
   void* rl[1] = {legacy};
@@ -246,8 +246,7 @@ static void check_opaque_run(ccshim_adapter* a, const char* attr, int kind,
   if (kind == 2)
     CHECK_OK(ccshim_frame_builder_add_array(fb, attr, XLA_FFI_DataType_S8, bytes, len));
   int32_t unrelated = 5;
-  CHECK_OK(ccshim_frame_builder_add_scalar(fb, "zzz_other", XLA_FFI_DataType_S32,
-                                           &unrelated));
+  CHECK_OK(ccshim_frame_builder_add_scalar(fb, "zzz_other", XLA_FFI_DataType_S32, &unrelated));
   CHECK(call_adapter(a, fb, ctx) == NULL);
   size_t got_len;
   memcpy(&got_len, typed, 8);
@@ -256,16 +255,15 @@ static void check_opaque_run(ccshim_adapter* a, const char* attr, int kind,
   CHECK_MEM_EQ(typed + 8, bytes, want_len);
   CHECK_EQ(typed[8 + want_len], 0xEE); /* a NUL after the last byte */
   ccshim_legacy_outcome lo =
-      call_legacy((ccshim_legacy_fn)echo_opaque, 3, CCSHIM_PLATFORM_HOST, sig,
-                  CCSHIM_TUPLES_FLAT, NULL, rl, legacy_bytes, want_len, NULL);
+      call_legacy((ccshim_legacy_fn)echo_opaque, 3, CCSHIM_PLATFORM_HOST, sig, CCSHIM_TUPLES_FLAT,
+                  NULL, rl, legacy_bytes, want_len, NULL);
   CHECK(!lo.failed);
   CHECK_MEM_EQ(typed, legacy, sizeof typed);
   ccshim_frame_builder_free(fb);
   ccshim_signature_free(sig);
 }
 
-static XLA_FFI_Error* call_with_attr(ccshim_adapter* a, const char* sig_text,
-                                     int kind) {
+static XLA_FFI_Error* call_with_attr(ccshim_adapter* a, const char* sig_text, int kind) {
   static unsigned char out[8192];
   void* rets[1] = {out};
   ccshim_signature* sig = parse_sig(sig_text);
@@ -306,13 +304,12 @@ static void test_opaque(void) {
 
   /* A wrong attribute type is INVALID_ARGUMENT, the kernel not called. */
   calls = 0;
-  expect_ffi_error(call_with_attr(a, "() -> u8[8192]", 0),
-                   XLA_FFI_Error_Code_INVALID_ARGUMENT,
+  expect_ffi_error(call_with_attr(a, "() -> u8[8192]", 0), XLA_FFI_Error_Code_INVALID_ARGUMENT,
                    "attribute 'opaque': expected a string or a u8/s8 array, got a scalar");
-  expect_ffi_error(call_with_attr(a, "() -> u8[8192]", 1),
-                   XLA_FFI_Error_Code_INVALID_ARGUMENT, "got an array of f32");
-  expect_ffi_error(call_with_attr(a, "() -> u8[8192]", 2),
-                   XLA_FFI_Error_Code_INVALID_ARGUMENT, "got a dictionary");
+  expect_ffi_error(call_with_attr(a, "() -> u8[8192]", 1), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                   "got an array of f32");
+  expect_ffi_error(call_with_attr(a, "() -> u8[8192]", 2), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                   "got a dictionary");
   CHECK_EQ(calls, 0);
   CHECK_OK(ccshim_adapter_free(a));
 
@@ -379,12 +376,9 @@ static void test_failures(void) {
     const char* text;
     size_t len;
     const char* want;
-  } cases[] = {{"kernel says no", 14, "kernel says no"},
-               {"kernel says no", 6, "kernel"},
-               {"stops\0at the NUL", 16, "stops"},
-               {unterminated, 5, "abcde"},
-               {long_text, sizeof long_text - 1, long_text},
-               {"", 0, ""}};
+  } cases[] = {{"kernel says no", 14, "kernel says no"},     {"kernel says no", 6, "kernel"},
+               {"stops\0at the NUL", 16, "stops"},           {unterminated, 5, "abcde"},
+               {long_text, sizeof long_text - 1, long_text}, {"", 0, ""}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     fail_text = cases[i].text;
     fail_len = cases[i].len;
@@ -393,9 +387,8 @@ static void test_failures(void) {
     CHECK(err != NULL);
     CHECK_EQ(ccshim_error_code(err), XLA_FFI_Error_Code_INTERNAL);
     CHECK_STR_EQ(ccshim_error_message(err), cases[i].want);
-    ccshim_legacy_outcome lo = call_legacy((ccshim_legacy_fn)failing_v2, 2,
-                                           CCSHIM_PLATFORM_HOST, sig, CCSHIM_TUPLES_FLAT,
-                                           NULL, rets, NULL, 0, NULL);
+    ccshim_legacy_outcome lo = call_legacy((ccshim_legacy_fn)failing_v2, 2, CCSHIM_PLATFORM_HOST,
+                                           sig, CCSHIM_TUPLES_FLAT, NULL, rets, NULL, 0, NULL);
     CHECK(lo.failed);
     CHECK_EQ(lo.code, 13);
     CHECK_STR_EQ(lo.message, ccshim_error_message(err));
@@ -414,8 +407,8 @@ static void test_failures(void) {
 
 /* --- Metadata and stages ----------------------------------------------------- */
 
-static XLA_FFI_Error* metadata_call(XLA_FFI_Handler* h, const XLA_FFI_Api* api,
-                                    size_t ext_size, XLA_FFI_Metadata* md) {
+static XLA_FFI_Error* metadata_call(XLA_FFI_Handler* h, const XLA_FFI_Api* api, size_t ext_size,
+                                    XLA_FFI_Metadata* md) {
   XLA_FFI_Metadata_Extension ext;
   memset(&ext, 0, sizeof ext);
   ext.extension_base.struct_size = ext_size;
@@ -472,8 +465,8 @@ static void test_metadata_and_stages(void) {
   ccshim_frame_builder* fb = frame_for(sig, args, rets);
   for (int stage = 0; stage <= 4; stage++) {
     if (stage == XLA_FFI_ExecutionStage_EXECUTE) continue;
-    CHECK_OK(ccshim_invoke_handler(ccshim_adapter_handler(a), ctx,
-                                   (XLA_FFI_ExecutionStage)stage, fb, NULL));
+    CHECK_OK(ccshim_invoke_handler(ccshim_adapter_handler(a), ctx, (XLA_FFI_ExecutionStage)stage,
+                                   fb, NULL));
   }
   CHECK_EQ(calls, 0);
   CHECK(call_adapter(a, fb, ctx) == NULL);
@@ -525,13 +518,12 @@ static void test_malformed_frames(void) {
     CHECK_OK(ccshim_frame_builder_new(&fb));
     CHECK_OK(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, b, 1, &d128));
     if (cases[i].nargs >= 2)
-      CHECK_OK(ccshim_frame_builder_add_arg(fb, cases[i].t1, cases[i].data1,
-                                            cases[i].rank1, cases[i].dims1));
+      CHECK_OK(ccshim_frame_builder_add_arg(fb, cases[i].t1, cases[i].data1, cases[i].rank1,
+                                            cases[i].dims1));
     if (cases[i].nargs >= 3)
       CHECK_OK(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, c, 1, &d2048));
     CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, out, 1, &d2048));
-    expect_ffi_error(call_adapter(a, fb, ctx), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                     cases[i].want);
+    expect_ffi_error(call_adapter(a, fb, ctx), XLA_FFI_Error_Code_INVALID_ARGUMENT, cases[i].want);
     ccshim_frame_builder_free(fb);
   }
   /* A wrong result is named as a result. */
@@ -545,8 +537,8 @@ static void test_malformed_frames(void) {
 
   /* Hand-damaged frames: sizes, NULL arrays and buffer pointers. */
   XLA_FFI_CallFrame f;
-  CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), ctx,
-                                      XLA_FFI_ExecutionStage_EXECUTE, &f));
+  CHECK_OK(
+      ccshim_frame_builder_build(fb, ccshim_ffi_api(), ctx, XLA_FFI_ExecutionStage_EXECUTE, &f));
   XLA_FFI_Handler* h = ccshim_adapter_handler(a);
   XLA_FFI_CallFrame bad = f;
   bad.struct_size = 160;
@@ -563,8 +555,7 @@ static void test_malformed_frames(void) {
                    "arg 1: the buffer pointer is NULL");
   bad = f;
   bad.args.size = -1;
-  expect_ffi_error(h(&bad), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                   "wrong number of buffers");
+  expect_ffi_error(h(&bad), XLA_FFI_Error_Code_INVALID_ARGUMENT, "wrong number of buffers");
   XLA_FFI_Buffer rank_no_dims = *(XLA_FFI_Buffer*)f.args.args[1];
   rank_no_dims.dims = NULL;
   void* with_null_dims[2] = {f.args.args[0], &rank_no_dims};
@@ -574,8 +565,7 @@ static void test_malformed_frames(void) {
                    "arg 1: expected f32[2048], got rank 1 with NULL dims");
   bad = f;
   bad.api = NULL; /* refused through ccshim's own table, never a silent success */
-  expect_ffi_error(h(&bad), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                   "the call frame's api is NULL");
+  expect_ffi_error(h(&bad), XLA_FFI_Error_Code_INVALID_ARGUMENT, "the call frame's api is NULL");
   CHECK(h(NULL) == NULL);
   CHECK_EQ(calls, 0);
   ccshim_frame_builder_free(fb);
@@ -600,18 +590,15 @@ static void test_malformed_frames(void) {
 
 static void test_wrap_refusals(void) {
   ccshim_adapter* a = (ccshim_adapter*)1;
-  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 4, CCSHIM_PLATFORM_HOST, NULL,
-                           NULL, &a),
+  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 4, CCSHIM_PLATFORM_HOST, NULL, NULL, &a),
                CCSHIM_EINVAL);
   CHECK_CONTAINS(ccshim_last_error(), "API version 4 is not a legacy form");
   CHECK(a == NULL);
-  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 0, CCSHIM_PLATFORM_HOST, NULL,
-                           NULL, &a),
+  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 0, CCSHIM_PLATFORM_HOST, NULL, NULL, &a),
                CCSHIM_EINVAL);
   CHECK_STATUS(ccshim_wrap(NULL, 1, CCSHIM_PLATFORM_HOST, NULL, NULL, &a), CCSHIM_EINVAL);
   CHECK_CONTAINS(ccshim_last_error(), "the kernel is NULL");
-  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, (ccshim_platform)7, NULL, NULL,
-                           &a),
+  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, (ccshim_platform)7, NULL, NULL, &a),
                CCSHIM_EINVAL);
   CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_HOST,
                            "(f32[128], f32[2048) -> f32[2048]", NULL, &a),
@@ -620,20 +607,17 @@ static void test_wrap_refusals(void) {
   CHECK(a == NULL);
   ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
   o.tuple_operands = CCSHIM_TUPLES_NESTED;
-  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_HOST, NULL, &o,
-                           &a),
+  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_HOST, NULL, &o, &a),
                CCSHIM_EINVAL);
   CHECK_CONTAINS(ccshim_last_error(), "nested tuple layout needs a signature");
-  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_CUDA,
-                           "(f32[1]) -> f32[1]", &o, &a),
-               CCSHIM_EINVAL);
+  CHECK_STATUS(
+      ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_CUDA, "(f32[1]) -> f32[1]", &o, &a),
+      CCSHIM_EINVAL);
   memset(&o, 0, sizeof o);
   o.opaque_attr = "";
-  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v3, 3, CCSHIM_PLATFORM_HOST, NULL, &o,
-                           &a),
+  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v3, 3, CCSHIM_PLATFORM_HOST, NULL, &o, &a),
                CCSHIM_EINVAL);
-  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_HOST, NULL, NULL,
-                           NULL),
+  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_HOST, NULL, NULL, NULL),
                CCSHIM_EINVAL);
   CHECK_STATUS(ccshim_wrap_registered("add_v2", "host", 2, NULL, NULL, &a), CCSHIM_ENOENT);
   CHECK_CONTAINS(ccshim_last_error(), "case-sensitive");

@@ -18,8 +18,7 @@ static char seen_opaque[64];
 static size_t seen_len;
 static int seen_terminated, calls;
 
-static void record(void* stream, void** buffers, size_t n, const char* opaque,
-                   size_t len) {
+static void record(void* stream, void** buffers, size_t n, const char* opaque, size_t len) {
   calls++;
   seen_stream = stream;
   for (size_t i = 0; i < n; i++) seen_buffers[i] = buffers[i];
@@ -41,16 +40,14 @@ static void gpu_add_v1(void* stream, void** buffers, const char* opaque, size_t 
 static void gpu_add_v2(void* stream, void** buffers, const char* opaque, size_t len,
                        XlaCustomCallStatus* status) {
   gpu_add_v1(stream, buffers, opaque, len);
-  if (len > 0 && opaque[0] == '!')
-    XlaCustomCallStatusSetFailure(status, opaque + 1, len - 1);
+  if (len > 0 && opaque[0] == '!') XlaCustomCallStatusSetFailure(status, opaque + 1, len - 1);
 }
 
 static const char* text = "(f32[128], token[], f32[2048]) -> (f32[2048], token[])";
 
 static void run_both(ccshim_platform platform, int version, ccshim_entry_kind entry,
                      void* user_stream) {
-  ccshim_legacy_fn fn =
-      version == 1 ? (ccshim_legacy_fn)gpu_add_v1 : (ccshim_legacy_fn)gpu_add_v2;
+  ccshim_legacy_fn fn = version == 1 ? (ccshim_legacy_fn)gpu_add_v1 : (ccshim_legacy_fn)gpu_add_v2;
   ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
   o.entry = entry;
   ccshim_adapter* a;
@@ -75,8 +72,8 @@ static void run_both(ccshim_platform platform, int version, ccshim_entry_kind en
   void* rl[2] = {legacy, NULL};
   static const char opaque[] = {'c', 'f', 'g', 0, 'x', 0};
   ccshim_frame_builder* fb = frame_for(sig, args, rt);
-  CHECK_OK(ccshim_frame_builder_add_array(fb, "opaque", XLA_FFI_DataType_U8, opaque,
-                                          sizeof opaque));
+  CHECK_OK(
+      ccshim_frame_builder_add_array(fb, "opaque", XLA_FFI_DataType_U8, opaque, sizeof opaque));
   calls = 0;
   CHECK(call_adapter(a, fb, ctx) == NULL);
   CHECK_EQ(calls, 1);
@@ -90,8 +87,8 @@ static void run_both(ccshim_platform platform, int version, ccshim_entry_kind en
   CHECK_MEM_EQ(seen_opaque, opaque, sizeof opaque);
   CHECK(seen_terminated);
 
-  ccshim_legacy_outcome lo = call_legacy(fn, version, platform, sig, CCSHIM_TUPLES_FLAT,
-                                         args, rl, opaque, sizeof opaque, stream);
+  ccshim_legacy_outcome lo = call_legacy(fn, version, platform, sig, CCSHIM_TUPLES_FLAT, args, rl,
+                                         opaque, sizeof opaque, stream);
   CHECK(!lo.failed);
   CHECK_PTR_EQ(seen_stream, stream);
   CHECK_MEM_EQ(typed, legacy, sizeof typed);
@@ -106,8 +103,8 @@ static void run_both(ccshim_platform platform, int version, ccshim_entry_kind en
     CHECK(err != NULL);
     CHECK_EQ(ccshim_error_code(err), XLA_FFI_Error_Code_INTERNAL);
     CHECK_STR_EQ(ccshim_error_message(err), "CustomCall failed: device on fire");
-    lo = call_legacy(fn, version, platform, sig, CCSHIM_TUPLES_FLAT, args, rl,
-                     "!device on fire", 15, stream);
+    lo = call_legacy(fn, version, platform, sig, CCSHIM_TUPLES_FLAT, args, rl, "!device on fire",
+                     15, stream);
     CHECK(lo.failed);
     CHECK_STR_EQ(lo.message, ccshim_error_message(err));
     ccshim_legacy_outcome_reset(&lo);
@@ -135,8 +132,7 @@ int main(void) {
   for (int e = CCSHIM_ENTRY_PREBUILT; e <= CCSHIM_ENTRY_CLOSURE; e++)
     for (int version = 1; version <= 3; version++) {
       run_both(CCSHIM_PLATFORM_CUDA, version, (ccshim_entry_kind)e, NULL);
-      run_both(CCSHIM_PLATFORM_ROCM, version, (ccshim_entry_kind)e,
-               &real_stream_stand_in);
+      run_both(CCSHIM_PLATFORM_ROCM, version, (ccshim_entry_kind)e, &real_stream_stand_in);
     }
   printf("adapters, GPU forms on the host: ok (v1, v2, v3; CUDA and ROCm)\n");
   return 0;

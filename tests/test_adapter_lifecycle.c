@@ -9,9 +9,7 @@
 
 #include "adapter_util.h"
 
-static void k1(void* out, const void** in) {
-  *(int32_t*)out = *(const int32_t*)in[0] + 1;
-}
+static void k1(void* out, const void** in) { *(int32_t*)out = *(const int32_t*)in[0] + 1; }
 static void g2(void* stream, void** buffers, const char* opaque, size_t len,
                XlaCustomCallStatus* status) {
   (void)stream;
@@ -56,8 +54,8 @@ static void test_cycles(ccshim_context* ctx) {
       CHECK_OK(ccshim_wrap((ccshim_legacy_fn)g2, 2, CCSHIM_PLATFORM_CUDA,
                            i % 8 == 3 ? "(f32[2,2]) -> (s8[], token[])" : NULL, &o, &a));
     } else {
-      CHECK_OK(ccshim_wrap((ccshim_legacy_fn)k1, 1, CCSHIM_PLATFORM_HOST,
-                           "(s32[]) -> s32[]", &o, &a));
+      CHECK_OK(
+          ccshim_wrap((ccshim_legacy_fn)k1, 1, CCSHIM_PLATFORM_HOST, "(s32[]) -> s32[]", &o, &a));
       if (i % 100 == 0) CHECK_EQ(call_k1(a, ctx, i), i + 1);
     }
     CHECK_OK(ccshim_adapter_free(a));
@@ -67,8 +65,8 @@ static void test_cycles(ccshim_context* ctx) {
 
 static void test_registered(ccshim_context* ctx) {
   ccshim_adapter* a;
-  CHECK_OK(ccshim_wrap((ccshim_legacy_fn)k1, 1, CCSHIM_PLATFORM_HOST, "(s32[]) -> s32[]",
-                       NULL, &a));
+  CHECK_OK(
+      ccshim_wrap((ccshim_legacy_fn)k1, 1, CCSHIM_PLATFORM_HOST, "(s32[]) -> s32[]", NULL, &a));
   CHECK_OK(ccshim_register_handler("life.k1", "cpu", ccshim_adapter_handler(a), 0));
   CHECK_STATUS(ccshim_adapter_free(a), CCSHIM_EBUSY);
   CHECK_CONTAINS(ccshim_last_error(), "ccshim_unregister it first");
@@ -97,8 +95,7 @@ static void test_exhaustion(ccshim_context* ctx) {
   o.entry = CCSHIM_ENTRY_AUTO;
   if (ccshim_closures_need_wx() && getenv("CCSHIM_ALLOW_WX") == NULL) {
     /* Writable+executable memory is a visible choice, never a silent one. */
-    CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)k1, 1, CCSHIM_PLATFORM_HOST, NULL, &o,
-                             &extra),
+    CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)k1, 1, CCSHIM_PLATFORM_HOST, NULL, &o, &extra),
                  CCSHIM_EOVERFLOW);
     CHECK_CONTAINS(ccshim_last_error(), "allow_wx");
     o.allow_wx = 1;
@@ -124,15 +121,16 @@ static void test_no_wx_by_default(void) {
   }
   ccshim_adapter* many[10000];
   for (int i = 0; i < 10000; i++)
-    CHECK_OK(ccshim_wrap((ccshim_legacy_fn)k1, 1, CCSHIM_PLATFORM_HOST, "(s32[]) -> s32[]",
-                         NULL, &many[i]));
+    CHECK_OK(ccshim_wrap((ccshim_legacy_fn)k1, 1, CCSHIM_PLATFORM_HOST, "(s32[]) -> s32[]", NULL,
+                         &many[i]));
   int after = wx_mappings();
   CHECK_EQ(after, before);
   CHECK_EQ(before, 0);
   for (int i = 0; i < 10000; i++) CHECK_OK(ccshim_adapter_free(many[i]));
-  printf("10^4 adapters with default options: %d writable+executable mappings "
-         "(libffi closures here %s one)\n",
-         after, ccshim_closures_need_wx() ? "would need" : "would not need");
+  printf(
+      "10^4 adapters with default options: %d writable+executable mappings "
+      "(libffi closures here %s one)\n",
+      after, ccshim_closures_need_wx() ? "would need" : "would not need");
 }
 
 int main(void) {

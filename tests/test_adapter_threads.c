@@ -44,15 +44,14 @@ static void* work(void* p) {
   CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_S64, &y, 0, NULL));
   CHECK_OK(ccshim_frame_builder_add_string(fb, "opaque", &byte, 1));
   XLA_FFI_CallFrame frame;
-  CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), ctx,
-                                      XLA_FFI_ExecutionStage_EXECUTE, &frame));
+  CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), ctx, XLA_FFI_ExecutionStage_EXECUTE,
+                                      &frame));
   XLA_FFI_Handler* h = ccshim_adapter_handler(w->adapter);
   for (k = 0; k < CALLS; k++) {
     y = -1;
     XLA_FFI_Error* err = h(&frame);
     if (k % 1000 == 999) {
-      if (err == NULL || strcmp(ccshim_error_message(err), "k ends in 999") != 0)
-        w->wrong++;
+      if (err == NULL || strcmp(ccshim_error_message(err), "k ends in 999") != 0) w->wrong++;
       w->failed += err != NULL;
       ccshim_error_free(err);
     } else if (err != NULL || y != x * k + (unsigned char)byte) {
@@ -86,10 +85,10 @@ int main(void) {
     }
     CHECK_EQ(failed, THREADS * (CALLS / 1000));
     CHECK_OK(ccshim_adapter_free(a));
-    printf("adapter threads (%s): %d threads x %d calls, every result right, "
-           "%ld expected failures\n",
-           e == CCSHIM_ENTRY_PREBUILT ? "prebuilt entry" : "libffi closure", THREADS,
-           CALLS, failed);
+    printf(
+        "adapter threads (%s): %d threads x %d calls, every result right, "
+        "%ld expected failures\n",
+        e == CCSHIM_ENTRY_PREBUILT ? "prebuilt entry" : "libffi closure", THREADS, CALLS, failed);
   }
   return 0;
 }

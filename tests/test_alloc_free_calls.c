@@ -63,8 +63,7 @@ static void k_v2(void* out, const void** in, XlaCustomCallStatus* s) {
   (void)s;
   k_v1(out, in);
 }
-static void k_v3(void* out, const void** in, const char* o, size_t n,
-                 XlaCustomCallStatus* s) {
+static void k_v3(void* out, const void** in, const char* o, size_t n, XlaCustomCallStatus* s) {
   (void)s;
   *(float*)out = *(const float*)in[0] + (float)n + (float)(o[n] == '\0');
 }
@@ -114,8 +113,9 @@ int main(void) {
          * 3: an opaque larger than the stack copy. */
         ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
         o.entry = (ccshim_entry_kind)entry;
-        const char* sig = variant == 1 ? "(f32[]) -> f32[]"
-                          : variant == 2 ? "(f32[], token[]) -> f32[]" : NULL;
+        const char* sig = variant == 1   ? "(f32[]) -> f32[]"
+                          : variant == 2 ? "(f32[], token[]) -> f32[]"
+                                         : NULL;
         result_at = variant == 2 ? 2 : 1;
         ccshim_adapter* a;
         CHECK_OK(ccshim_wrap(forms[f].fn, forms[f].version, forms[f].platform, sig, &o, &a));
@@ -131,8 +131,8 @@ int main(void) {
           CHECK_OK(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_TOKEN, NULL, 0, NULL));
         CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, &y, 0, NULL));
         if (variant == 3)
-          CHECK_OK(ccshim_frame_builder_add_array(fb, "opaque", XLA_FFI_DataType_U8,
-                                                  big_opaque, sizeof big_opaque));
+          CHECK_OK(ccshim_frame_builder_add_array(fb, "opaque", XLA_FFI_DataType_U8, big_opaque,
+                                                  sizeof big_opaque));
         else
           CHECK_OK(ccshim_frame_builder_add_string(fb, "opaque", "abc", 3));
         XLA_FFI_CallFrame frame;
@@ -140,8 +140,8 @@ int main(void) {
                                             XLA_FFI_ExecutionStage_EXECUTE, &frame));
         long n = count_calls(ccshim_adapter_handler(a), &frame);
         if (n != 0)
-          CHECK_FAIL_("form %zu entry %d variant %d: %ld allocations in 10^5 calls", f,
-                      entry, variant, n);
+          CHECK_FAIL_("form %zu entry %d variant %d: %ld allocations in 10^5 calls", f, entry,
+                      variant, n);
         cases++;
         ccshim_frame_builder_free(fb);
         ccshim_context_free(ctx);
@@ -160,15 +160,14 @@ int main(void) {
   ccshim_context* ctx;
   CHECK_OK(ccshim_context_new(NULL, &ctx));
   XLA_FFI_CallFrame frame;
-  CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), ctx,
-                                      XLA_FFI_ExecutionStage_EXECUTE, &frame));
+  CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), ctx, XLA_FFI_ExecutionStage_EXECUTE,
+                                      &frame));
   CHECK_EQ(count_calls(ccshim_adapter_handler(a), &frame), 0);
   cases++;
   ccshim_frame_builder_free(fb);
   ccshim_context_free(ctx);
   CHECK_OK(ccshim_adapter_free(a));
-  printf("heap allocations per successful call: 0, in %d configurations x 10^5 calls\n",
-         cases);
+  printf("heap allocations per successful call: 0, in %d configurations x 10^5 calls\n", cases);
   return 0;
 }
 #endif

@@ -65,8 +65,7 @@ static void kernel_v2(void* out, const void** in, XlaCustomCallStatus* s) {
 
 static void wrap_version(outcome* o) {
   ccshim_adapter* a = NULL;
-  from_status(o, ccshim_wrap((ccshim_legacy_fn)kernel_v1, 4, CCSHIM_PLATFORM_HOST, NULL,
-                             NULL, &a));
+  from_status(o, ccshim_wrap((ccshim_legacy_fn)kernel_v1, 4, CCSHIM_PLATFORM_HOST, NULL, NULL, &a));
 }
 static void wrap_null(outcome* o) {
   ccshim_adapter* a = NULL;
@@ -134,8 +133,8 @@ static void fb_open_dict(outcome* o) { builder(o, 7); }
 
 /* --- Frames fed to an adapter --------------------------------------------------------- */
 
-static ccshim_adapter* sig_adapter;   /* (f32[4]) -> f32[4], v2 */
-static ccshim_adapter* v3_adapter;    /* v3, no signature */
+static ccshim_adapter* sig_adapter; /* (f32[4]) -> f32[4], v2 */
+static ccshim_adapter* v3_adapter;  /* v3, no signature */
 static ccshim_context* host;
 static float buf4[4], out4[4];
 
@@ -153,7 +152,8 @@ static void adapter_case(outcome* o, ccshim_adapter* a, int damage) {
     default: ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, buf4, 1, &four); break;
   }
   ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, out4, 1, &four);
-  if (damage == 5) ccshim_frame_builder_add_scalar(fb, "opaque", XLA_FFI_DataType_F64, &(double){1});
+  if (damage == 5)
+    ccshim_frame_builder_add_scalar(fb, "opaque", XLA_FFI_DataType_F64, &(double){1});
   XLA_FFI_CallFrame f;
   ccshim_frame_builder_build(fb, ccshim_ffi_api(), host, XLA_FFI_ExecutionStage_EXECUTE, &f);
   void* no_buffer[1] = {NULL};
@@ -189,14 +189,14 @@ static void api_stream_null_ctx(outcome* o) {
   from_error(o, ccshim_ffi_api()->XLA_FFI_Stream_Get(&a));
 }
 static void api_alignment(outcome* o) {
-  XLA_FFI_DeviceMemory_Allocate_Args a = {XLA_FFI_DeviceMemory_Allocate_Args_STRUCT_SIZE,
-                                          NULL, host, 64, 48, NULL};
+  XLA_FFI_DeviceMemory_Allocate_Args a = {
+      XLA_FFI_DeviceMemory_Allocate_Args_STRUCT_SIZE, NULL, host, 64, 48, NULL};
   from_error(o, ccshim_ffi_api()->XLA_FFI_DeviceMemory_Allocate(&a));
 }
 static void api_state_execute(outcome* o) {
   XLA_FFI_TypeId t = {1};
   XLA_FFI_State_Get_Args a = {XLA_FFI_State_Get_Args_STRUCT_SIZE, NULL, host,
-                              XLA_FFI_ExecutionStage_EXECUTE, &t, NULL};
+                              XLA_FFI_ExecutionStage_EXECUTE,     &t,   NULL};
   from_error(o, ccshim_ffi_api()->XLA_FFI_State_Get(&a));
 }
 static void api_register_size(outcome* o) {
@@ -207,13 +207,11 @@ static void api_register_size(outcome* o) {
 }
 static void api_pool(outcome* o) {
   int64_t n;
-  XLA_FFI_ThreadPool_NumThreads_Args a = {XLA_FFI_ThreadPool_NumThreads_Args_STRUCT_SIZE,
-                                          NULL, host, &n};
+  XLA_FFI_ThreadPool_NumThreads_Args a = {XLA_FFI_ThreadPool_NumThreads_Args_STRUCT_SIZE, NULL,
+                                          host, &n};
   from_error(o, ccshim_ffi_api()->XLA_FFI_ThreadPool_NumThreads(&a));
 }
-static void api_null_args(outcome* o) {
-  from_error(o, ccshim_ffi_api()->XLA_FFI_RunId_Get(NULL));
-}
+static void api_null_args(outcome* o) { from_error(o, ccshim_ffi_api()->XLA_FFI_RunId_Get(NULL)); }
 
 /* --- Registries and the legacy invoker ------------------------------------------------ */
 
@@ -279,46 +277,64 @@ static const bad_case cases[] = {
      "column 20: expected ',' or ']' after a dimension, found ')'"},
     {"signature: no arrow", sig_no_arrow, "CCSHIM_ESIGNATURE", "expected '->'"},
     {"signature: unknown dtype", sig_dtype, "CCSHIM_ESIGNATURE", "unknown element type 'float32'"},
-    {"signature: dynamic dim", sig_dynamic, "CCSHIM_ESIGNATURE", "dynamic dimensions are not supported"},
-    {"signature: trailing text", sig_trailing, "CCSHIM_ESIGNATURE", "expected end of text after the result, found ';'"},
+    {"signature: dynamic dim", sig_dynamic, "CCSHIM_ESIGNATURE",
+     "dynamic dimensions are not supported"},
+    {"signature: trailing text", sig_trailing, "CCSHIM_ESIGNATURE",
+     "expected end of text after the result, found ';'"},
     {"signature: binary byte", sig_binary, "CCSHIM_ESIGNATURE", "found byte 0xff"},
     {"signature: dim overflow", sig_overflow, "CCSHIM_EOVERFLOW", "overflows int64"},
     {"wrap: API version 4", wrap_version, "CCSHIM_EINVAL", "API version 4 is not a legacy form"},
     {"wrap: NULL kernel", wrap_null, "CCSHIM_EINVAL", "the kernel is NULL"},
     {"wrap: bad signature", wrap_badsig, "CCSHIM_ESIGNATURE", "signature column 7"},
-    {"wrap: nested layout on GPU", wrap_nested_gpu, "CCSHIM_EINVAL", "nested tuple layout is a CPU convention"},
-    {"wrap: unknown legacy target", wrap_unknown_target, "CCSHIM_ENOENT", "no legacy target 'no_such_kernel'"},
+    {"wrap: nested layout on GPU", wrap_nested_gpu, "CCSHIM_EINVAL",
+     "nested tuple layout is a CPU convention"},
+    {"wrap: unknown legacy target", wrap_unknown_target, "CCSHIM_ENOENT",
+     "no legacy target 'no_such_kernel'"},
     {"wrap: unknown platform", wrap_platform, "CCSHIM_EINVAL", "unknown platform 'TPU'"},
-    {"builder: negative dim", fb_negative_dim, "CCSHIM_EINVAL", "dimension 0 is -3; expected a size >= 0"},
+    {"builder: negative dim", fb_negative_dim, "CCSHIM_EINVAL",
+     "dimension 0 is -3; expected a size >= 0"},
     {"builder: rank 65", fb_rank, "CCSHIM_EOVERFLOW", "rank 65 is out of range; expected 0..64"},
     {"builder: dtype 14", fb_dtype, "CCSHIM_EINVAL", "dtype 14 is not an XLA FFI data type"},
     {"builder: NULL name", fb_null_name, "CCSHIM_EINVAL", "attribute name is NULL"},
     {"builder: duplicate name", fb_duplicate, "CCSHIM_EEXIST", "'a' is already set"},
     {"builder: f16 scalar", fb_f16_scalar, "CCSHIM_EINVAL", "dtype f16 is not one XLA delivers"},
-    {"builder: token with data", fb_token_data, "CCSHIM_EINVAL", "a token has rank 0 and NULL data"},
+    {"builder: token with data", fb_token_data, "CCSHIM_EINVAL",
+     "a token has rank 0 and NULL data"},
     {"builder: open dictionary", fb_open_dict, "CCSHIM_EINVAL", "a dictionary is still open"},
     {"adapter: wrong dtype", ad_dtype, "INVALID_ARGUMENT", "arg 0: expected f32[4], got s32[4]"},
     {"adapter: wrong dims", ad_dims, "INVALID_ARGUMENT", "arg 0: expected f32[4], got f32[2]"},
     {"adapter: NULL data", ad_null_data, "INVALID_ARGUMENT", "arg 0: data is NULL for f32[4]"},
-    {"adapter: wrong count", ad_count, "INVALID_ARGUMENT", "expected 1 argument(s) and 1 result(s)"},
-    {"adapter: opaque of wrong type", ad_attr_type, "INVALID_ARGUMENT", "attribute 'opaque': expected a string or a u8/s8 array, got a scalar"},
-    {"adapter: frame size", ad_frame_size, "INVALID_ARGUMENT", "Unexpected XLA_FFI_CallFrame size: expected 168, got 100"},
-    {"adapter: NULL buffer", ad_null_buffer, "INVALID_ARGUMENT", "arg 0: the buffer pointer is NULL"},
-    {"adapter: NULL result array", ad_null_rets, "INVALID_ARGUMENT", "the result array is NULL with 1 entries"},
-    {"adapter: negative attrs size", ad_attrs_size, "INVALID_ARGUMENT", "malformed attributes: size -5"},
+    {"adapter: wrong count", ad_count, "INVALID_ARGUMENT",
+     "expected 1 argument(s) and 1 result(s)"},
+    {"adapter: opaque of wrong type", ad_attr_type, "INVALID_ARGUMENT",
+     "attribute 'opaque': expected a string or a u8/s8 array, got a scalar"},
+    {"adapter: frame size", ad_frame_size, "INVALID_ARGUMENT",
+     "Unexpected XLA_FFI_CallFrame size: expected 168, got 100"},
+    {"adapter: NULL buffer", ad_null_buffer, "INVALID_ARGUMENT",
+     "arg 0: the buffer pointer is NULL"},
+    {"adapter: NULL result array", ad_null_rets, "INVALID_ARGUMENT",
+     "the result array is NULL with 1 entries"},
+    {"adapter: negative attrs size", ad_attrs_size, "INVALID_ARGUMENT",
+     "malformed attributes: size -5"},
     {"api: Error_Create size", api_error_size, "INVALID_ARGUMENT", "expected 28, got 8"},
-    {"api: stream on host", api_stream_host, "UNIMPLEMENTED", "XLA FFI GPU context is not available"},
+    {"api: stream on host", api_stream_host, "UNIMPLEMENTED",
+     "XLA FFI GPU context is not available"},
     {"api: stream, NULL ctx", api_stream_null_ctx, "INVALID_ARGUMENT", "ctx is NULL"},
     {"api: alignment 48", api_alignment, "INVALID_ARGUMENT", "Unsupported alignment: 48"},
-    {"api: state at execute", api_state_execute, "INVALID_ARGUMENT", "the execute stage (3) has no state"},
+    {"api: state at execute", api_state_execute, "INVALID_ARGUMENT",
+     "the execute stage (3) has no state"},
     {"api: register size 90", api_register_size, "INVALID_ARGUMENT", "expected 92, got 90"},
     {"api: no thread pool", api_pool, "UNIMPLEMENTED", "No intra-op thread pool"},
     {"api: NULL args", api_null_args, "INVALID_ARGUMENT", "XLA_FFI_RunId_Get: args is NULL"},
     {"registry: version 0.0", reg_version, "CCSHIM_EVERSION", "API version (0.0) is incompatible"},
-    {"registry: no execute", reg_no_execute, "CCSHIM_EINVAL", "must provide an execute implementation"},
-    {"registry: not found", reg_lookup, "CCSHIM_ENOENT", "No FFI handler registered for catalogue.none on a platform gpu (canonical cuda)"},
-    {"legacy registry: conflict", legacy_dup, "CCSHIM_EEXIST", "already registered with a different address"},
-    {"invoker: counts", invoke_counts, "CCSHIM_EINVAL", "the signature has 1 operand and 1 result buffers, the call 0 and 1"},
+    {"registry: no execute", reg_no_execute, "CCSHIM_EINVAL",
+     "must provide an execute implementation"},
+    {"registry: not found", reg_lookup, "CCSHIM_ENOENT",
+     "No FFI handler registered for catalogue.none on a platform gpu (canonical cuda)"},
+    {"legacy registry: conflict", legacy_dup, "CCSHIM_EEXIST",
+     "already registered with a different address"},
+    {"invoker: counts", invoke_counts, "CCSHIM_EINVAL",
+     "the signature has 1 operand and 1 result buffers, the call 0 and 1"},
     {"invoker: API version 7", invoke_version, "CCSHIM_EINVAL", "API version 7; expected 1"},
     {"context: platform", context_platform, "CCSHIM_EINVAL", "unknown platform 'metal'"},
     {"free: registered adapter", free_registered, "CCSHIM_EBUSY", "ccshim_unregister it first"},
@@ -326,10 +342,10 @@ static const bad_case cases[] = {
 
 int main(void) {
   CHECK_OK(ccshim_context_new(NULL, &host));
-  CHECK_OK(ccshim_wrap((ccshim_legacy_fn)kernel_v2, 2, CCSHIM_PLATFORM_HOST,
-                       "(f32[4]) -> f32[4]", NULL, &sig_adapter));
-  CHECK_OK(ccshim_wrap((ccshim_legacy_fn)kernel_v1, 3, CCSHIM_PLATFORM_HOST, NULL, NULL,
-                       &v3_adapter));
+  CHECK_OK(ccshim_wrap((ccshim_legacy_fn)kernel_v2, 2, CCSHIM_PLATFORM_HOST, "(f32[4]) -> f32[4]",
+                       NULL, &sig_adapter));
+  CHECK_OK(
+      ccshim_wrap((ccshim_legacy_fn)kernel_v1, 3, CCSHIM_PLATFORM_HOST, NULL, NULL, &v3_adapter));
   int failed = 0;
   size_t n = sizeof cases / sizeof cases[0];
   for (size_t i = 0; i < n; i++) {
@@ -337,8 +353,8 @@ int main(void) {
     memset(&o, 0, sizeof o);
     cases[i].run(&o);
     if (strcmp(o.code, cases[i].code) != 0 || strstr(o.message, cases[i].fragment) == NULL) {
-      fprintf(stderr, "case '%s': want %s \"%s\", got %s \"%s\"\n", cases[i].name,
-              cases[i].code, cases[i].fragment, o.code, o.message);
+      fprintf(stderr, "case '%s': want %s \"%s\", got %s \"%s\"\n", cases[i].name, cases[i].code,
+              cases[i].fragment, o.code, o.message);
       failed++;
     }
   }

@@ -41,7 +41,8 @@ int main(void) {
   ccshim_context_free(ctx);
   CHECK_OK(ccshim_adapter_free(a));
   dlclose(lib);
-  printf("foreign kernel library (no ccshim header, not linked to it): ran, "
-         "failure reported\n");
+  printf(
+      "foreign kernel library (no ccshim header, not linked to it): ran, "
+      "failure reported\n");
   return 0;
 }

@@ -33,8 +33,8 @@ static void test_buffers(void) {
   XLA_FFI_CallFrame f;
   ccshim_context* ctx;
   CHECK_OK(ccshim_context_new(NULL, &ctx));
-  CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), ctx,
-                                      XLA_FFI_ExecutionStage_EXECUTE, &f));
+  CHECK_OK(
+      ccshim_frame_builder_build(fb, ccshim_ffi_api(), ctx, XLA_FFI_ExecutionStage_EXECUTE, &f));
   CHECK_EQ(f.struct_size, 168);
   CHECK(f.extension_start == NULL);
   CHECK_PTR_EQ(f.api, ccshim_ffi_api());
@@ -64,8 +64,8 @@ static void test_buffers(void) {
 
   /* Reset keeps nothing of what was added. */
   ccshim_frame_builder_reset(fb);
-  CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), ctx,
-                                      XLA_FFI_ExecutionStage_INSTANTIATE, &f));
+  CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), ctx, XLA_FFI_ExecutionStage_INSTANTIATE,
+                                      &f));
   CHECK_EQ(f.args.size, 0);
   CHECK_EQ(f.rets.size, 0);
   CHECK_EQ(f.stage, XLA_FFI_ExecutionStage_INSTANTIATE);
@@ -136,16 +136,15 @@ static void test_attributes(void) {
   CHECK_OK(ccshim_frame_builder_add_string(fb, "a", "short first", 11));
 
   XLA_FFI_CallFrame f;
-  CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), NULL,
-                                      XLA_FFI_ExecutionStage_EXECUTE, &f));
+  CHECK_OK(
+      ccshim_frame_builder_build(fb, ccshim_ffi_api(), NULL, XLA_FFI_ExecutionStage_EXECUTE, &f));
   const XLA_FFI_Attrs* a = &f.attrs;
   CHECK_EQ(a->size, 25);
   /* std::string order: byte-wise, shorter first on a common prefix. */
-  const char* order[] = {"a",     "a_empty", "a_f32", "a_f64", "a_s16",
-                         "a_s32", "a_s64",   "a_s8",  "a_u16", "a_u32",
-                         "a_u64", "a_u8",    "dict",  "opaque", "s_f32",
-                         "s_f64", "s_pred",  "s_s16", "s_s32", "s_s64",
-                         "s_s8",  "s_u16",   "s_u32", "s_u64", "s_u8"};
+  const char* order[] = {"a",     "a_empty", "a_f32",  "a_f64", "a_s16", "a_s32", "a_s64",
+                         "a_s8",  "a_u16",   "a_u32",  "a_u64", "a_u8",  "dict",  "opaque",
+                         "s_f32", "s_f64",   "s_pred", "s_s16", "s_s32", "s_s64", "s_s8",
+                         "s_u16", "s_u32",   "s_u64",  "s_u8"};
   for (int i = 0; i < 25; i++) check_name(a, i, order[i]);
 
   const XLA_FFI_ByteSpan* op = a->attrs[13];
@@ -198,20 +197,17 @@ static void test_refusals(void) {
   int64_t neg[1] = {-1};
   int64_t huge[2] = {INT64_MAX / 2, 4};
   int64_t dims65[65] = {0};
-  CHECK_STATUS(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, &x, 1, neg),
-               CCSHIM_EINVAL);
+  CHECK_STATUS(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, &x, 1, neg), CCSHIM_EINVAL);
   CHECK_CONTAINS(ccshim_last_error(), "dimension 0 is -1");
   CHECK_STATUS(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, &x, 65, dims65),
                CCSHIM_EOVERFLOW);
   CHECK_CONTAINS(ccshim_last_error(), "rank 65 is out of range");
   CHECK_STATUS(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, &x, -1, NULL),
                CCSHIM_EOVERFLOW);
-  CHECK_STATUS(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, &x, 2, NULL),
-               CCSHIM_EINVAL);
+  CHECK_STATUS(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, &x, 2, NULL), CCSHIM_EINVAL);
   CHECK_STATUS(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, &x, 2, huge),
                CCSHIM_EOVERFLOW);
-  CHECK_STATUS(ccshim_frame_builder_add_ret(fb, (XLA_FFI_DataType)13, &x, 0, NULL),
-               CCSHIM_EINVAL);
+  CHECK_STATUS(ccshim_frame_builder_add_ret(fb, (XLA_FFI_DataType)13, &x, 0, NULL), CCSHIM_EINVAL);
   CHECK_CONTAINS(ccshim_last_error(), "dtype 13 is not an XLA FFI data type");
   CHECK_STATUS(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_TOKEN, &x, 0, NULL),
                CCSHIM_EINVAL);
@@ -225,23 +221,20 @@ static void test_refusals(void) {
   CHECK_STATUS(ccshim_frame_builder_add_scalar(fb, "h", XLA_FFI_DataType_F16, &half),
                CCSHIM_EINVAL);
   CHECK_CONTAINS(ccshim_last_error(), "dtype f16 is not one XLA delivers");
-  CHECK_STATUS(ccshim_frame_builder_add_scalar(fb, "v", XLA_FFI_DataType_S32, NULL),
-               CCSHIM_EINVAL);
+  CHECK_STATUS(ccshim_frame_builder_add_scalar(fb, "v", XLA_FFI_DataType_S32, NULL), CCSHIM_EINVAL);
   unsigned char flags[2] = {1, 0};
   CHECK_STATUS(ccshim_frame_builder_add_array(fb, "b", XLA_FFI_DataType_PRED, flags, 2),
                CCSHIM_EINVAL);
   CHECK_STATUS(ccshim_frame_builder_add_array(fb, "n", XLA_FFI_DataType_S32, NULL, 2),
                CCSHIM_EINVAL);
-  CHECK_STATUS(ccshim_frame_builder_add_array(fb, "o", XLA_FFI_DataType_S64, flags,
-                                              SIZE_MAX / 4),
+  CHECK_STATUS(ccshim_frame_builder_add_array(fb, "o", XLA_FFI_DataType_S64, flags, SIZE_MAX / 4),
                CCSHIM_EOVERFLOW);
   CHECK_STATUS(ccshim_frame_builder_end_dict(fb), CCSHIM_EINVAL);
   /* The same name is fine one level down. */
   CHECK_OK(ccshim_frame_builder_begin_dict(fb, "d"));
   CHECK_OK(ccshim_frame_builder_add_string(fb, "dup", "3", 1));
   XLA_FFI_CallFrame f;
-  CHECK_STATUS(ccshim_frame_builder_build(fb, NULL, NULL,
-                                          XLA_FFI_ExecutionStage_EXECUTE, &f),
+  CHECK_STATUS(ccshim_frame_builder_build(fb, NULL, NULL, XLA_FFI_ExecutionStage_EXECUTE, &f),
                CCSHIM_EINVAL);
   CHECK_CONTAINS(ccshim_last_error(), "still open");
   CHECK_OK(ccshim_frame_builder_end_dict(fb));
@@ -253,12 +246,10 @@ static void test_refusals(void) {
     CHECK_OK(ccshim_frame_builder_begin_dict(fb, name));
   }
   CHECK_STATUS(ccshim_frame_builder_begin_dict(fb, "deep"), CCSHIM_EOVERFLOW);
-  for (int i = 0; i < CCSHIM_FRAME_MAX_DICT_DEPTH; i++)
-    CHECK_OK(ccshim_frame_builder_end_dict(fb));
+  for (int i = 0; i < CCSHIM_FRAME_MAX_DICT_DEPTH; i++) CHECK_OK(ccshim_frame_builder_end_dict(fb));
 
   /* Nothing refused was kept: "dup", "d" and "d0" at the top, no buffers. */
-  CHECK_OK(ccshim_frame_builder_build(fb, NULL, NULL,
-                                      XLA_FFI_ExecutionStage_EXECUTE, &f));
+  CHECK_OK(ccshim_frame_builder_build(fb, NULL, NULL, XLA_FFI_ExecutionStage_EXECUTE, &f));
   CHECK_EQ(f.args.size, 0);
   CHECK_EQ(f.rets.size, 0);
   CHECK_EQ(f.attrs.size, 3);

@@ -17,8 +17,8 @@ static int cases;
 
 /* --- Many buffers: every arity crosses the fast path's block ------------------ */
 
-static size_t g_n;         /* operands the kernels read */
-static size_t g_results;   /* results of the tuple kernel */
+static size_t g_n;       /* operands the kernels read */
+static size_t g_results; /* results of the tuple kernel */
 static int g_calls;
 
 /* out[0] = sum of in[i][0] (+ 1 for v2 and v3, so forms are told apart). */
@@ -59,12 +59,12 @@ static char* many_operands(size_t n) {
 }
 
 static void many_buffers(size_t n, int version, int with_signature) {
-  static const ccshim_legacy_fn fns[] = {NULL, (ccshim_legacy_fn)sum_v1,
-                                         (ccshim_legacy_fn)sum_v2, (ccshim_legacy_fn)sum_v3};
+  static const ccshim_legacy_fn fns[] = {NULL, (ccshim_legacy_fn)sum_v1, (ccshim_legacy_fn)sum_v2,
+                                         (ccshim_legacy_fn)sum_v3};
   char* text = many_operands(n);
   ccshim_adapter* a;
-  CHECK_OK(ccshim_wrap(fns[version], version, CCSHIM_PLATFORM_HOST,
-                       with_signature ? text : NULL, NULL, &a));
+  CHECK_OK(ccshim_wrap(fns[version], version, CCSHIM_PLATFORM_HOST, with_signature ? text : NULL,
+                       NULL, &a));
   float* in = malloc(n * sizeof *in);
   CHECK(in != NULL);
   float want = version > 1 ? 1.0f : 0.0f, got = -1;
@@ -149,8 +149,8 @@ static void huge_rank(void) {
   float out = 0;
   ccshim_frame_builder* fb = one_in_one_out(&out, &out);
   XLA_FFI_CallFrame f;
-  CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), host,
-                                      XLA_FFI_ExecutionStage_EXECUTE, &f));
+  CHECK_OK(
+      ccshim_frame_builder_build(fb, ccshim_ffi_api(), host, XLA_FFI_ExecutionStage_EXECUTE, &f));
   XLA_FFI_Buffer* b = f.args.args[0];
   XLA_FFI_Buffer saved = *b; /* the builder owns what b points at */
   b->data = NULL;
@@ -178,8 +178,8 @@ static void huge_opaque(void) {
   ccshim_frame_builder* fb = one_in_one_out(&x, &out);
   CHECK_OK(ccshim_frame_builder_add_string(fb, "opaque", "abc", 3));
   XLA_FFI_CallFrame f;
-  CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), host,
-                                      XLA_FFI_ExecutionStage_EXECUTE, &f));
+  CHECK_OK(
+      ccshim_frame_builder_build(fb, ccshim_ffi_api(), host, XLA_FFI_ExecutionStage_EXECUTE, &f));
   XLA_FFI_ByteSpan* span = f.attrs.attrs[0];
   span->len = SIZE_MAX;
   g_calls = 0;
@@ -216,8 +216,9 @@ static void null_api(ccshim_legacy_fn fn, int version, const char* signature,
   g_calls = 0;
   g_n = 1;
   XLA_FFI_Error* err = ccshim_adapter_handler(a)(&f);
-  if (err == NULL) CHECK_FAIL_("v%d %s: a frame without api was answered with success",
-                               version, signature ? signature : "(no signature)");
+  if (err == NULL)
+    CHECK_FAIL_("v%d %s: a frame without api was answered with success", version,
+                signature ? signature : "(no signature)");
   expect_ffi_error(err, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                    "the call frame's api is NULL; the kernel was not called");
   CHECK_EQ(g_calls, 0);
@@ -255,8 +256,8 @@ static void wx_probe(void) {
     CHECK_OK(ccshim_wrap((ccshim_legacy_fn)sum_v1, 1, CCSHIM_PLATFORM_HOST, NULL, NULL, &all[i]));
   CHECK_EQ(ccshim_prebuilt_entries_free(), 0);
   ccshim_adapter* extra = NULL;
-  ccshim_status st = ccshim_wrap((ccshim_legacy_fn)sum_v1, 1, CCSHIM_PLATFORM_HOST, NULL,
-                                 NULL, &extra);
+  ccshim_status st =
+      ccshim_wrap((ccshim_legacy_fn)sum_v1, 1, CCSHIM_PLATFORM_HOST, NULL, NULL, &extra);
   if (ccshim_closures_need_wx()) {
     CHECK_EQ(st, CCSHIM_EOVERFLOW);
     CHECK_CONTAINS(ccshim_last_error(), "need writable+executable memory");

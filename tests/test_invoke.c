@@ -22,14 +22,12 @@ static void test_scale_by_name(void) {
   CHECK_OK(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, x, 1, dims));
   CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, y, 1, dims));
   CHECK_OK(ccshim_frame_builder_add_scalar(fb, "factor", XLA_FFI_DataType_F32, &factor));
-  CHECK_OK(ccshim_invoke("inv.scale", "host", ctx, XLA_FFI_ExecutionStage_EXECUTE,
-                         fb, NULL));
+  CHECK_OK(ccshim_invoke("inv.scale", "host", ctx, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL));
   for (int i = 0; i < 4; i++) CHECK(y[i] == x[i] * 2.5f);
 
   /* Stages the bundle has no handler for do nothing. */
   y[0] = -1;
-  CHECK_OK(ccshim_invoke("inv.scale", "host", ctx, XLA_FFI_ExecutionStage_INSTANTIATE,
-                         fb, NULL));
+  CHECK_OK(ccshim_invoke("inv.scale", "host", ctx, XLA_FFI_ExecutionStage_INSTANTIATE, fb, NULL));
   CHECK(y[0] == -1);
 
   /* The handler's own error, readable as (code, message). */
@@ -37,12 +35,10 @@ static void test_scale_by_name(void) {
   CHECK_OK(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, x, 1, dims));
   CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, y, 1, dims));
   XLA_FFI_Error* err = NULL;
-  CHECK_STATUS(ccshim_invoke("inv.scale", "cpu", ctx, XLA_FFI_ExecutionStage_EXECUTE,
-                             fb, &err),
+  CHECK_STATUS(ccshim_invoke("inv.scale", "cpu", ctx, XLA_FFI_ExecutionStage_EXECUTE, fb, &err),
                CCSHIM_EHANDLER);
   CHECK_EQ(ccshim_error_code(err), XLA_FFI_Error_Code_INVALID_ARGUMENT);
-  CHECK_STR_EQ(ccshim_error_message(err),
-               "c_scale: expected an f32 scalar attribute 'factor'");
+  CHECK_STR_EQ(ccshim_error_message(err), "c_scale: expected an f32 scalar attribute 'factor'");
   CHECK_STR_EQ(ccshim_last_error(),
                "INVALID_ARGUMENT: c_scale: expected an f32 scalar attribute 'factor'");
   ccshim_error_free(err);
@@ -52,15 +48,12 @@ static void test_scale_by_name(void) {
   ccshim_context_options o = CCSHIM_CONTEXT_OPTIONS_INIT;
   o.platform = "cuda";
   CHECK_OK(ccshim_context_new(&o, &gpu));
-  CHECK_STATUS(ccshim_invoke("inv.scale", "cpu", gpu, XLA_FFI_ExecutionStage_EXECUTE,
-                             fb, NULL),
+  CHECK_STATUS(ccshim_invoke("inv.scale", "cpu", gpu, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL),
                CCSHIM_EINVAL);
   CHECK_CONTAINS(ccshim_last_error(), "registered for host but the context is for cuda");
-  CHECK_STATUS(ccshim_invoke("inv.nothing", "cpu", ctx, XLA_FFI_ExecutionStage_EXECUTE,
-                             fb, NULL),
+  CHECK_STATUS(ccshim_invoke("inv.nothing", "cpu", ctx, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL),
                CCSHIM_ENOENT);
-  CHECK_STATUS(ccshim_invoke("inv.scale", "cpu", ctx, (XLA_FFI_ExecutionStage)9, fb,
-                             NULL),
+  CHECK_STATUS(ccshim_invoke("inv.scale", "cpu", ctx, (XLA_FFI_ExecutionStage)9, fb, NULL),
                CCSHIM_EINVAL);
   ccshim_context_free(gpu);
   ccshim_frame_builder_free(fb);
@@ -77,8 +70,7 @@ static void test_fail_codes(void) {
     CHECK_OK(ccshim_frame_builder_add_scalar(fb, "code", XLA_FFI_DataType_S64, &code));
     CHECK_OK(ccshim_frame_builder_add_string(fb, "message", "it broke", 8));
     XLA_FFI_Error* err = NULL;
-    ccshim_status st = ccshim_invoke_handler(c_fail, ctx, XLA_FFI_ExecutionStage_EXECUTE,
-                                             fb, &err);
+    ccshim_status st = ccshim_invoke_handler(c_fail, ctx, XLA_FFI_ExecutionStage_EXECUTE, fb, &err);
     if (code == 0) { /* an OK-coded error reads as success, as in XLA */
       CHECK_OK(st);
       CHECK(err == NULL);
@@ -103,24 +95,21 @@ static void test_state(void) {
   int32_t out = 0;
   CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_S32, &out, 0, NULL));
   /* Execute before instantiate: no state yet. */
-  CHECK_STATUS(ccshim_invoke("inv.counter", "cpu", ctx, XLA_FFI_ExecutionStage_EXECUTE,
-                             fb, NULL),
+  CHECK_STATUS(ccshim_invoke("inv.counter", "cpu", ctx, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL),
                CCSHIM_EHANDLER);
   CHECK_STR_EQ(ccshim_last_error(), "NOT_FOUND: State is not set");
-  CHECK_OK(ccshim_invoke("inv.counter", "cpu", ctx, XLA_FFI_ExecutionStage_INSTANTIATE,
-                         NULL, NULL));
+  CHECK_OK(
+      ccshim_invoke("inv.counter", "cpu", ctx, XLA_FFI_ExecutionStage_INSTANTIATE, NULL, NULL));
   for (int i = 1; i <= 3; i++) {
-    CHECK_OK(ccshim_invoke("inv.counter", "cpu", ctx, XLA_FFI_ExecutionStage_EXECUTE,
-                           fb, NULL));
+    CHECK_OK(ccshim_invoke("inv.counter", "cpu", ctx, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL));
     CHECK_EQ(out, i);
   }
   /* A second call site has a state of its own. */
   ccshim_context* other;
   CHECK_OK(ccshim_context_new(NULL, &other));
-  CHECK_OK(ccshim_invoke("inv.counter", "cpu", other, XLA_FFI_ExecutionStage_INSTANTIATE,
-                         NULL, NULL));
-  CHECK_OK(ccshim_invoke("inv.counter", "cpu", other, XLA_FFI_ExecutionStage_EXECUTE,
-                         fb, NULL));
+  CHECK_OK(
+      ccshim_invoke("inv.counter", "cpu", other, XLA_FFI_ExecutionStage_INSTANTIATE, NULL, NULL));
+  CHECK_OK(ccshim_invoke("inv.counter", "cpu", other, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL));
   CHECK_EQ(out, 1);
   ccshim_context_free(other);
   ccshim_frame_builder_free(fb);
@@ -144,14 +133,14 @@ static void run_job(void* p) {
   for (int64_t i = 0; i < j->n; i++) sum += j->in[i];
   *j->out = sum;
   if (j->fail) {
-    XLA_FFI_Error_Create_Args c = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL,
-                                   "async failure", XLA_FFI_Error_Code_ABORTED};
-    XLA_FFI_Future_SetError_Args e = {XLA_FFI_Future_SetError_Args_STRUCT_SIZE, NULL,
-                                      j->future, j->api->XLA_FFI_Error_Create(&c)};
+    XLA_FFI_Error_Create_Args c = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL, "async failure",
+                                   XLA_FFI_Error_Code_ABORTED};
+    XLA_FFI_Future_SetError_Args e = {XLA_FFI_Future_SetError_Args_STRUCT_SIZE, NULL, j->future,
+                                      j->api->XLA_FFI_Error_Create(&c)};
     CHECK(j->api->XLA_FFI_Future_SetError(&e) == NULL);
   } else {
-    XLA_FFI_Future_SetAvailable_Args a = {XLA_FFI_Future_SetAvailable_Args_STRUCT_SIZE,
-                                          NULL, j->future};
+    XLA_FFI_Future_SetAvailable_Args a = {XLA_FFI_Future_SetAvailable_Args_STRUCT_SIZE, NULL,
+                                          j->future};
     CHECK(j->api->XLA_FFI_Future_SetAvailable(&a) == NULL);
   }
   free(j);
@@ -170,8 +159,8 @@ static XLA_FFI_Error* async_sum(XLA_FFI_CallFrame* f) {
   XLA_FFI_Error* err = api->XLA_FFI_Future_Create(&c);
   if (err) return err;
   j->future = c.future;
-  XLA_FFI_ThreadPool_Schedule_Args s = {XLA_FFI_ThreadPool_Schedule_Args_STRUCT_SIZE,
-                                        NULL, f->ctx, run_job, j};
+  XLA_FFI_ThreadPool_Schedule_Args s = {XLA_FFI_ThreadPool_Schedule_Args_STRUCT_SIZE, NULL, f->ctx,
+                                        run_job, j};
   if ((err = api->XLA_FFI_ThreadPool_Schedule(&s)) != NULL) return err;
   f->future = c.future;
   return NULL;
@@ -191,14 +180,12 @@ static void test_futures_on_pool(void) {
   CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_S64, &out, 0, NULL));
   for (int round = 0; round < 50; round++) {
     out = 0;
-    CHECK_OK(ccshim_invoke_handler(async_sum, ctx, XLA_FFI_ExecutionStage_EXECUTE,
-                                   fb, NULL));
+    CHECK_OK(ccshim_invoke_handler(async_sum, ctx, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL));
     CHECK_EQ(out, want); /* invoke returned only once the future completed */
   }
   CHECK_OK(ccshim_frame_builder_add_string(fb, "fail", "yes", 3));
   XLA_FFI_Error* err = NULL;
-  CHECK_STATUS(ccshim_invoke_handler(async_sum, ctx, XLA_FFI_ExecutionStage_EXECUTE,
-                                     fb, &err),
+  CHECK_STATUS(ccshim_invoke_handler(async_sum, ctx, XLA_FFI_ExecutionStage_EXECUTE, fb, &err),
                CCSHIM_EHANDLER);
   CHECK_EQ(ccshim_error_code(err), XLA_FFI_Error_Code_ABORTED);
   CHECK_STR_EQ(ccshim_error_message(err), "async failure");
@@ -220,8 +207,7 @@ static void test_context_refusals(void) {
   o.platform = NULL;
   o.num_threads = -1;
   CHECK_STATUS(ccshim_context_new(&o, &ctx), CCSHIM_EINVAL);
-  CHECK_STATUS(ccshim_invoke_handler(NULL, NULL, XLA_FFI_ExecutionStage_EXECUTE, NULL,
-                                     NULL),
+  CHECK_STATUS(ccshim_invoke_handler(NULL, NULL, XLA_FFI_ExecutionStage_EXECUTE, NULL, NULL),
                CCSHIM_EINVAL);
 }
 

@@ -28,8 +28,7 @@ int main(void) {
                CCSHIM_EEXIST);
   CHECK_CONTAINS(ccshim_last_error(), "already registered with a different address");
   CHECK_OK(ccshim_legacy_register("reg_c_host", (ccshim_legacy_fn)reg_c_host, "Host"));
-  CHECK_STATUS(ccshim_legacy_register(NULL, (ccshim_legacy_fn)reg_c_host, "Host"),
-               CCSHIM_EINVAL);
+  CHECK_STATUS(ccshim_legacy_register(NULL, (ccshim_legacy_fn)reg_c_host, "Host"), CCSHIM_EINVAL);
 
   /* Enumerating: every entry once. */
   size_t n = ccshim_legacy_count();
@@ -52,8 +51,7 @@ int main(void) {
   const int want[2] = {42, 121};
   for (int k = 0; k < 2; k++) {
     ccshim_adapter* a;
-    CHECK_OK(ccshim_wrap_registered(names[k], "Host", versions[k], "(s32[]) -> s32[]",
-                                    NULL, &a));
+    CHECK_OK(ccshim_wrap_registered(names[k], "Host", versions[k], "(s32[]) -> s32[]", NULL, &a));
     int x = 21 * (k == 0) + 21 * (k == 1), y = 0;
     ccshim_frame_builder* fb;
     CHECK_OK(ccshim_frame_builder_new(&fb));
@@ -65,7 +63,9 @@ int main(void) {
     CHECK_OK(ccshim_adapter_free(a));
   }
   ccshim_context_free(ctx);
-  printf("legacy registry: %zu targets from C and C++ macros and XLA's class; "
-         "1 conflict kept out\n", n);
+  printf(
+      "legacy registry: %zu targets from C and C++ macros and XLA's class; "
+      "1 conflict kept out\n",
+      n);
   return 0;
 }

@@ -8,8 +8,8 @@
  */
 #include <string.h>
 
-#include "check.h"
 #include "ccshim/ccshim.h"
+#include "check.h"
 
 static void add_v1(void* out, const void** in) {
   *(float*)out = *(const float*)in[0] + *(const float*)in[1];
@@ -51,8 +51,9 @@ static void wrap_options(void) {
   memset(&zeroed, 0, sizeof zeroed);
   CHECK_STATUS(wrap(&zeroed, &a), CCSHIM_EINVAL);
   CHECK(a == NULL);
-  CHECK_CONTAINS(ccshim_last_error(), "ccshim_wrap_options.struct_size is 0: initialise the "
-                                      "struct with CCSHIM_WRAP_OPTIONS_INIT");
+  CHECK_CONTAINS(ccshim_last_error(),
+                 "ccshim_wrap_options.struct_size is 0: initialise the "
+                 "struct with CCSHIM_WRAP_OPTIONS_INIT");
 
   ccshim_wrap_options small = CCSHIM_WRAP_OPTIONS_INIT;
   small.struct_size = sizeof(size_t) + 1;
@@ -63,7 +64,7 @@ static void wrap_options(void) {
   CHECK_CONTAINS(ccshim_last_error(), want);
 
   /* What an unversioned caller's first field (a pointer) reads as. */
-  small.struct_size = (size_t)(uintptr_t)"opaque";
+  small.struct_size = (size_t)(uintptr_t) "opaque";
   CHECK_STATUS(wrap(&small, &a), CCSHIM_EINVAL);
   CHECK_CONTAINS(ccshim_last_error(), "initialise the struct with CCSHIM_WRAP_OPTIONS_INIT");
 
@@ -100,8 +101,9 @@ static void context_options(void) {
   o.struct_size = 0;
   CHECK_STATUS(ccshim_context_new(&o, &ctx), CCSHIM_EINVAL);
   CHECK(ctx == NULL);
-  CHECK_CONTAINS(ccshim_last_error(), "ccshim_context_options.struct_size is 0: initialise "
-                                      "the struct with CCSHIM_CONTEXT_OPTIONS_INIT");
+  CHECK_CONTAINS(ccshim_last_error(),
+                 "ccshim_context_options.struct_size is 0: initialise "
+                 "the struct with CCSHIM_CONTEXT_OPTIONS_INIT");
   o.struct_size = CCSHIM_STRUCT_SIZE_MAX + 1;
   CHECK_STATUS(ccshim_context_new(&o, &ctx), CCSHIM_EINVAL);
 

@@ -57,8 +57,7 @@ static XLA_FFI_Error* ignores_metadata(XLA_FFI_CallFrame* f) {
 }
 
 static XLA_FFI_Error* refuses_metadata(XLA_FFI_CallFrame* f) {
-  XLA_FFI_Error_Create_Args a = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL,
-                                 "no metadata for you",
+  XLA_FFI_Error_Create_Args a = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL, "no metadata for you",
                                  XLA_FFI_Error_Code_PERMISSION_DENIED};
   return f->api->XLA_FFI_Error_Create(&a);
 }
@@ -90,7 +89,7 @@ static void test_query_as_xla_makes_it(void) {
 static void test_versions(void) {
   static const struct {
     int major, minor, ok;
-  } cases[] = {{0, 1, 1}, {0, 2, 1}, {0, 3, 1}, {0, 4, 1}, {0, 0, 0},
+  } cases[] = {{0, 1, 1}, {0, 2, 1}, {0, 3, 1},  {0, 4, 1}, {0, 0, 0},
                {0, 5, 0}, {1, 0, 0}, {0, -1, 0}, {-1, 9, 0}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char name[32];
@@ -103,19 +102,17 @@ static void test_versions(void) {
     } else {
       CHECK_EQ(st, CCSHIM_EVERSION);
       char want[96];
-      snprintf(want, sizeof want, "API version (%d.%d) is incompatible",
-               cases[i].major, cases[i].minor);
+      snprintf(want, sizeof want, "API version (%d.%d) is incompatible", cases[i].major,
+               cases[i].minor);
       CHECK_CONTAINS(ccshim_last_error(), want);
       CHECK_CONTAINS(ccshim_last_error(), "Minimum supported API version is (0.1)");
     }
   }
   report_major = 0;
   report_minor = 1;
-  CHECK_STATUS(ccshim_register_handler("reg.silent", "cpu", ignores_metadata, 0),
-               CCSHIM_EVERSION);
+  CHECK_STATUS(ccshim_register_handler("reg.silent", "cpu", ignores_metadata, 0), CCSHIM_EVERSION);
   CHECK_CONTAINS(ccshim_last_error(), "(0.0) is incompatible");
-  CHECK_STATUS(ccshim_register_handler("reg.refuses", "cpu", refuses_metadata, 0),
-               CCSHIM_EHANDLER);
+  CHECK_STATUS(ccshim_register_handler("reg.refuses", "cpu", refuses_metadata, 0), CCSHIM_EHANDLER);
   CHECK_CONTAINS(ccshim_last_error(), "PERMISSION_DENIED: no metadata for you");
   ccshim_registration r;
   CHECK_STATUS(ccshim_lookup("reg.refuses", "cpu", &r), CCSHIM_ENOENT);

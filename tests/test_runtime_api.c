@@ -14,11 +14,9 @@
 static const XLA_FFI_Api* api;
 
 /* Checks an error's code and message fragment, then destroys it. */
-static void expect_error(XLA_FFI_Error* err, XLA_FFI_Error_Code code,
-                         const char* fragment) {
+static void expect_error(XLA_FFI_Error* err, XLA_FFI_Error_Code code, const char* fragment) {
   CHECK(err != NULL);
-  CHECK_STR_EQ(ccshim_error_code_name(ccshim_error_code(err)),
-               ccshim_error_code_name(code));
+  CHECK_STR_EQ(ccshim_error_code_name(ccshim_error_code(err)), ccshim_error_code_name(code));
   CHECK_CONTAINS(ccshim_error_message(err), fragment);
   ccshim_error_free(err);
 }
@@ -28,23 +26,23 @@ static void test_table(void) {
   CHECK_EQ(api->api_version.struct_size, 24);
   CHECK_EQ(api->api_version.major_version, 0);
   CHECK_EQ(api->api_version.minor_version, 4);
-  void (*const* fns)(void) = (void (*const*)(void))&api->XLA_FFI_Error_Create;
+  void (*const* fns)(void) = (void (*const*)(void)) & api->XLA_FFI_Error_Create;
   for (int i = 0; i < 19; i++) CHECK(fns[i] != NULL);
 }
 
 static void test_errors(void) {
-  XLA_FFI_Error_Create_Args c = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL,
-                                 "disk on fire", XLA_FFI_Error_Code_DATA_LOSS};
+  XLA_FFI_Error_Create_Args c = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL, "disk on fire",
+                                 XLA_FFI_Error_Code_DATA_LOSS};
   XLA_FFI_Error* e = api->XLA_FFI_Error_Create(&c);
-  XLA_FFI_Error_GetDetails_Args d = {XLA_FFI_Error_GetDetails_Args_STRUCT_SIZE,
-                                     NULL, e, NULL, XLA_FFI_Error_Code_OK};
+  XLA_FFI_Error_GetDetails_Args d = {XLA_FFI_Error_GetDetails_Args_STRUCT_SIZE, NULL, e, NULL,
+                                     XLA_FFI_Error_Code_OK};
   api->XLA_FFI_Error_GetDetails(&d);
   CHECK_STR_EQ(d.message, "disk on fire");
   CHECK_EQ(d.errc, XLA_FFI_Error_Code_DATA_LOSS);
 
   /* A 0.1-0.3 caller's GetMessage args (32 bytes) get the message only. */
-  XLA_FFI_Error_GetDetails_Args old = {CCSHIM_FFI_ERROR_GETMESSAGE_ARGS_SIZE_V0_1,
-                                       NULL, e, NULL, (XLA_FFI_Error_Code)77};
+  XLA_FFI_Error_GetDetails_Args old = {CCSHIM_FFI_ERROR_GETMESSAGE_ARGS_SIZE_V0_1, NULL, e, NULL,
+                                       (XLA_FFI_Error_Code)77};
   api->XLA_FFI_Error_GetDetails(&old);
   CHECK_STR_EQ(old.message, "disk on fire");
   CHECK_EQ(old.errc, 77);
@@ -94,8 +92,7 @@ static void test_stream(void) {
   CHECK(api->XLA_FFI_Stream_Get(&s) == NULL);
   CHECK_PTR_EQ(s.stream, &real_stream);
   s.ctx = NULL;
-  expect_error(api->XLA_FFI_Stream_Get(&s), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-               "ctx is NULL");
+  expect_error(api->XLA_FFI_Stream_Get(&s), XLA_FFI_Error_Code_INVALID_ARGUMENT, "ctx is NULL");
   /* A pointer that is not a ccshim context is refused, not dereferenced. */
   uint64_t not_a_context[64] = {0};
   s.ctx = (XLA_FFI_InvokeContext*)not_a_context;
@@ -119,8 +116,8 @@ static void count_delete(void* p) {
 static XLA_FFI_TypeId register_type(const char* name, int64_t id) {
   XLA_FFI_TypeId tid = {id};
   XLA_FFI_TypeInfo info = {XLA_FFI_TypeInfo_STRUCT_SIZE, NULL, count_delete};
-  XLA_FFI_Type_Register_Args r = {XLA_FFI_Type_Register_Args_STRUCT_SIZE, NULL,
-                                  {name, strlen(name)}, &tid, &info};
+  XLA_FFI_Type_Register_Args r = {
+      XLA_FFI_Type_Register_Args_STRUCT_SIZE, NULL, {name, strlen(name)}, &tid, &info};
   XLA_FFI_Error* e = api->XLA_FFI_Type_Register(&r);
   if (e) {
     fprintf(stderr, "Type_Register(%s): %s\n", name, ccshim_error_message(e));
@@ -140,8 +137,8 @@ static void test_types_and_state(void) {
   /* Assigning again, or a different explicit id, is refused as by XLA. */
   XLA_FFI_TypeId again = {0};
   XLA_FFI_TypeInfo info = {XLA_FFI_TypeInfo_STRUCT_SIZE, NULL, count_delete};
-  XLA_FFI_Type_Register_Args r = {XLA_FFI_Type_Register_Args_STRUCT_SIZE, NULL,
-                                  {"test.api.A", 10}, &again, &info};
+  XLA_FFI_Type_Register_Args r = {
+      XLA_FFI_Type_Register_Args_STRUCT_SIZE, NULL, {"test.api.A", 10}, &again, &info};
   expect_error(api->XLA_FFI_Type_Register(&r), XLA_FFI_Error_Code_INTERNAL,
                "already registered with type id");
   XLA_FFI_TypeId other = {5};
@@ -158,20 +155,18 @@ static void test_types_and_state(void) {
   int* object = malloc(sizeof *object);
   *object = 7;
   XLA_FFI_State_Set_Args set = {XLA_FFI_State_Set_Args_STRUCT_SIZE, NULL, ctx,
-                                XLA_FFI_ExecutionStage_INSTANTIATE, &a, object};
+                                XLA_FFI_ExecutionStage_INSTANTIATE, &a,   object};
   CHECK(api->XLA_FFI_State_Set(&set) == NULL);
   expect_error(api->XLA_FFI_State_Set(&set), XLA_FFI_Error_Code_FAILED_PRECONDITION,
                "State is already set");
   XLA_FFI_State_Get_Args get = {XLA_FFI_State_Get_Args_STRUCT_SIZE, NULL, ctx,
-                                XLA_FFI_ExecutionStage_INSTANTIATE, &a, NULL};
+                                XLA_FFI_ExecutionStage_INSTANTIATE, &a,   NULL};
   CHECK(api->XLA_FFI_State_Get(&get) == NULL);
   CHECK_PTR_EQ(get.state, object);
   get.type_id = &b;
-  expect_error(api->XLA_FFI_State_Get(&get), XLA_FFI_Error_Code_INVALID_ARGUMENT,
-               "does not match");
+  expect_error(api->XLA_FFI_State_Get(&get), XLA_FFI_Error_Code_INVALID_ARGUMENT, "does not match");
   get.stage = XLA_FFI_ExecutionStage_PREPARE;
-  expect_error(api->XLA_FFI_State_Get(&get), XLA_FFI_Error_Code_NOT_FOUND,
-               "State is not set");
+  expect_error(api->XLA_FFI_State_Get(&get), XLA_FFI_Error_Code_NOT_FOUND, "State is not set");
   get.stage = XLA_FFI_ExecutionStage_EXECUTE;
   expect_error(api->XLA_FFI_State_Get(&get), XLA_FFI_Error_Code_INVALID_ARGUMENT,
                "the execute stage (3) has no state");
@@ -207,8 +202,8 @@ static void test_user_data_and_context_values(void) {
   int payload = 5;
   XLA_FFI_TypeId tid = {31337};
   CHECK_OK(ccshim_context_set_user_data(ctx, tid, &payload));
-  XLA_FFI_InvokeContext_Get_Args g = {XLA_FFI_InvokeContext_Get_Args_STRUCT_SIZE,
-                                      NULL, ctx, &tid, NULL};
+  XLA_FFI_InvokeContext_Get_Args g = {XLA_FFI_InvokeContext_Get_Args_STRUCT_SIZE, NULL, ctx, &tid,
+                                      NULL};
   CHECK(api->XLA_FFI_InvokeContext_Get(&g) == NULL);
   CHECK_PTR_EQ(g.data, &payload);
   XLA_FFI_TypeId missing = {31338};
@@ -219,8 +214,7 @@ static void test_user_data_and_context_values(void) {
   XLA_FFI_RunId_Get_Args run = {XLA_FFI_RunId_Get_Args_STRUCT_SIZE, NULL, ctx, 0};
   CHECK(api->XLA_FFI_RunId_Get(&run) == NULL);
   CHECK_EQ(run.run_id, 123456789);
-  XLA_FFI_DeviceOrdinal_Get_Args ord = {XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE,
-                                        NULL, ctx, 0};
+  XLA_FFI_DeviceOrdinal_Get_Args ord = {XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE, NULL, ctx, 0};
   CHECK(api->XLA_FFI_DeviceOrdinal_Get(&ord) == NULL);
   CHECK_EQ(ord.device_ordinal, 3);
 
@@ -260,15 +254,15 @@ static void test_device_memory(void) {
   CHECK(a.data != NULL);
   CHECK_EQ((uintptr_t)a.data % 16, 0);
   memset(a.data, 0xab, 1000);
-  XLA_FFI_DeviceMemory_Free_Args f = {XLA_FFI_DeviceMemory_Free_Args_STRUCT_SIZE,
-                                      NULL, host, 1000, a.data};
+  XLA_FFI_DeviceMemory_Free_Args f = {XLA_FFI_DeviceMemory_Free_Args_STRUCT_SIZE, NULL, host, 1000,
+                                      a.data};
   CHECK(api->XLA_FFI_DeviceMemory_Free(&f) == NULL);
   a.alignment = 3;
-  expect_error(api->XLA_FFI_DeviceMemory_Allocate(&a),
-               XLA_FFI_Error_Code_INVALID_ARGUMENT, "Unsupported alignment: 3");
+  expect_error(api->XLA_FFI_DeviceMemory_Allocate(&a), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+               "Unsupported alignment: 3");
   a.alignment = 32;
-  expect_error(api->XLA_FFI_DeviceMemory_Allocate(&a),
-               XLA_FFI_Error_Code_INVALID_ARGUMENT, "Unsupported alignment: 32");
+  expect_error(api->XLA_FFI_DeviceMemory_Allocate(&a), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+               "Unsupported alignment: 32");
 
   ccshim_context *bare, *gpu;
   ccshim_context_options o = CCSHIM_CONTEXT_OPTIONS_INIT;
@@ -276,8 +270,7 @@ static void test_device_memory(void) {
   CHECK_OK(ccshim_context_new(&o, &bare));
   a.ctx = bare;
   a.alignment = 8;
-  expect_error(api->XLA_FFI_DeviceMemory_Allocate(&a),
-               XLA_FFI_Error_Code_UNIMPLEMENTED,
+  expect_error(api->XLA_FFI_DeviceMemory_Allocate(&a), XLA_FFI_Error_Code_UNIMPLEMENTED,
                "No device memory allocator available on this platform");
   o.alloc = fake_alloc;
   o.free = fake_free;
@@ -307,16 +300,15 @@ static void test_thread_pool(void) {
   o.num_threads = 2;
   CHECK_OK(ccshim_context_new(&o, &pooled));
   int64_t n = -1;
-  XLA_FFI_ThreadPool_NumThreads_Args nt = {
-      XLA_FFI_ThreadPool_NumThreads_Args_STRUCT_SIZE, NULL, none, &n};
-  expect_error(api->XLA_FFI_ThreadPool_NumThreads(&nt),
-               XLA_FFI_Error_Code_UNIMPLEMENTED,
+  XLA_FFI_ThreadPool_NumThreads_Args nt = {XLA_FFI_ThreadPool_NumThreads_Args_STRUCT_SIZE, NULL,
+                                           none, &n};
+  expect_error(api->XLA_FFI_ThreadPool_NumThreads(&nt), XLA_FFI_Error_Code_UNIMPLEMENTED,
                "No intra-op thread pool available on this platform");
   nt.ctx = pooled;
   CHECK(api->XLA_FFI_ThreadPool_NumThreads(&nt) == NULL);
   CHECK_EQ(n, 2);
-  XLA_FFI_ThreadPool_Schedule_Args s = {
-      XLA_FFI_ThreadPool_Schedule_Args_STRUCT_SIZE, NULL, pooled, task, NULL};
+  XLA_FFI_ThreadPool_Schedule_Args s = {XLA_FFI_ThreadPool_Schedule_Args_STRUCT_SIZE, NULL, pooled,
+                                        task, NULL};
   for (int i = 0; i < 100; i++) CHECK(api->XLA_FFI_ThreadPool_Schedule(&s) == NULL);
   ccshim_context_free(pooled); /* drains the queue, then joins */
   CHECK_EQ(atomic_load(&tasks_run), 100);
@@ -332,15 +324,15 @@ static XLA_FFI_Error* future_handler(XLA_FFI_CallFrame* frame) {
   XLA_FFI_Future_Create_Args c = {XLA_FFI_Future_Create_Args_STRUCT_SIZE, NULL, NULL};
   CHECK(api->XLA_FFI_Future_Create(&c) == NULL);
   CHECK(c.future != NULL);
-  XLA_FFI_Future_SetError_Args se = {XLA_FFI_Future_SetError_Args_STRUCT_SIZE,
-                                     NULL, c.future, NULL};
+  XLA_FFI_Future_SetError_Args se = {XLA_FFI_Future_SetError_Args_STRUCT_SIZE, NULL, c.future,
+                                     NULL};
   expect_error(api->XLA_FFI_Future_SetError(&se), XLA_FFI_Error_Code_INVALID_ARGUMENT,
                "Error must not be null or OK");
-  XLA_FFI_Future_SetAvailable_Args sa = {
-      XLA_FFI_Future_SetAvailable_Args_STRUCT_SIZE, NULL, c.future};
+  XLA_FFI_Future_SetAvailable_Args sa = {XLA_FFI_Future_SetAvailable_Args_STRUCT_SIZE, NULL,
+                                         c.future};
   CHECK(api->XLA_FFI_Future_SetAvailable(&sa) == NULL);
-  expect_error(api->XLA_FFI_Future_SetAvailable(&sa),
-               XLA_FFI_Error_Code_FAILED_PRECONDITION, "already completed");
+  expect_error(api->XLA_FFI_Future_SetAvailable(&sa), XLA_FFI_Error_Code_FAILED_PRECONDITION,
+               "already completed");
   frame->future = c.future;
   return NULL;
 }
@@ -348,8 +340,7 @@ static XLA_FFI_Error* future_handler(XLA_FFI_CallFrame* frame) {
 static void test_futures(void) {
   ccshim_context* ctx;
   CHECK_OK(ccshim_context_new(NULL, &ctx));
-  CHECK_OK(ccshim_invoke_handler(future_handler, ctx,
-                                 XLA_FFI_ExecutionStage_EXECUTE, NULL, NULL));
+  CHECK_OK(ccshim_invoke_handler(future_handler, ctx, XLA_FFI_ExecutionStage_EXECUTE, NULL, NULL));
   ccshim_context_free(ctx);
 }
 

@@ -67,16 +67,18 @@ static void test_good(void) {
   /* Tokens, layouts (tiling included), spaces, every element type name. */
   roundtrip("( token[] , f32[2,3]{1,0} ,s8[ ]) ->  (token, bf16[4]{0:T(128)})",
             "(token[], f32[2,3], s8[]) -> (token[], bf16[4])");
-  roundtrip("(pred[1], s1[1], s2[1], s4[1], s8[1], s16[1], s32[1], s64[1], u1[1], "
-            "u2[1], u4[1], u8[1], u16[1], u32[1], u64[1]) -> f16[1]",
-            "(pred[1], s1[1], s2[1], s4[1], s8[1], s16[1], s32[1], s64[1], u1[1], "
-            "u2[1], u4[1], u8[1], u16[1], u32[1], u64[1]) -> f16[1]");
-  roundtrip("(f32[0], f64[1], bf16[1], c64[1], c128[1], f8e5m2[1], f8e4m3fn[1], "
-            "f8e4m3b11fnuz[1], f8e5m2fnuz[1], f8e4m3fnuz[1], f8e4m3[1], f8e3m4[1], "
-            "f4e2m1fn[1], f8e8m0fnu[1]) -> ()",
-            "(f32[0], f64[1], bf16[1], c64[1], c128[1], f8e5m2[1], f8e4m3fn[1], "
-            "f8e4m3b11fnuz[1], f8e5m2fnuz[1], f8e4m3fnuz[1], f8e4m3[1], f8e3m4[1], "
-            "f4e2m1fn[1], f8e8m0fnu[1]) -> ()");
+  roundtrip(
+      "(pred[1], s1[1], s2[1], s4[1], s8[1], s16[1], s32[1], s64[1], u1[1], "
+      "u2[1], u4[1], u8[1], u16[1], u32[1], u64[1]) -> f16[1]",
+      "(pred[1], s1[1], s2[1], s4[1], s8[1], s16[1], s32[1], s64[1], u1[1], "
+      "u2[1], u4[1], u8[1], u16[1], u32[1], u64[1]) -> f16[1]");
+  roundtrip(
+      "(f32[0], f64[1], bf16[1], c64[1], c128[1], f8e5m2[1], f8e4m3fn[1], "
+      "f8e4m3b11fnuz[1], f8e5m2fnuz[1], f8e4m3fnuz[1], f8e4m3[1], f8e3m4[1], "
+      "f4e2m1fn[1], f8e8m0fnu[1]) -> ()",
+      "(f32[0], f64[1], bf16[1], c64[1], c128[1], f8e5m2[1], f8e4m3fn[1], "
+      "f8e4m3b11fnuz[1], f8e5m2fnuz[1], f8e4m3fnuz[1], f8e4m3[1], f8e3m4[1], "
+      "f4e2m1fn[1], f8e8m0fnu[1]) -> ()");
 }
 
 static void refused(const char* text, ccshim_status status, const char* message) {
@@ -105,13 +107,11 @@ static void test_refused(void) {
   refused("f32[3] -> f32[3]", CCSHIM_ESIGNATURE,
           "signature column 1: expected '(' opening the operand list, found 'f'");
   refused("", CCSHIM_ESIGNATURE, "found end of text");
-  refused("(f32[1]{1,0) -> f32[1]", CCSHIM_ESIGNATURE,
-          "layout '{' is never closed by '}'");
+  refused("(f32[1]{1,0) -> f32[1]", CCSHIM_ESIGNATURE, "layout '{' is never closed by '}'");
   refused("(f32[3]) -> f32[3]\x01", CCSHIM_ESIGNATURE, "found byte 0x01");
   refused("(f32[99999999999999999999]) -> f32[1]", CCSHIM_EOVERFLOW,
           "dimension size overflows int64");
-  refused("(f32[4611686018427387904,4]) -> f32[1]", CCSHIM_EOVERFLOW,
-          "size in bytes overflows");
+  refused("(f32[4611686018427387904,4]) -> f32[1]", CCSHIM_EOVERFLOW, "size in bytes overflows");
   refused("(token[2]) -> f32[1]", CCSHIM_ESIGNATURE, "a token has no dimensions");
 
   char deep[256] = "(";

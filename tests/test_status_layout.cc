@@ -22,12 +22,12 @@ struct XlaCustomCallStatus_ {
 
 static int failures = 0;
 
-#define EXPECT(cond)                                                   \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
+#define EXPECT(cond)                                                          \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
       std::fprintf(stderr, "%s:%d: EXPECT(%s)\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                      \
-    }                                                                  \
+      failures++;                                                             \
+    }                                                                         \
   } while (0)
 
 int main() {

@@ -34,14 +34,13 @@ static void test_scale(void) {
   CHECK_OK(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, x, 2, dims));
   CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, y, 2, dims));
   CHECK_OK(ccshim_frame_builder_add_scalar(fb, "factor", XLA_FFI_DataType_F32, &factor));
-  CHECK_OK(ccshim_invoke("up.scale", "cpu", host, XLA_FFI_ExecutionStage_EXECUTE, fb,
-                         NULL));
+  CHECK_OK(ccshim_invoke("up.scale", "cpu", host, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL));
   for (int i = 0; i < 6; i++) CHECK(y[i] == x[i] * -0.5f);
 
   /* The bindings refuse a frame whose struct_size is not exactly 168. */
   XLA_FFI_CallFrame f;
-  CHECK_OK(ccshim_frame_builder_build(fb, ccshim_ffi_api(), host,
-                                      XLA_FFI_ExecutionStage_EXECUTE, &f));
+  CHECK_OK(
+      ccshim_frame_builder_build(fb, ccshim_ffi_api(), host, XLA_FFI_ExecutionStage_EXECUTE, &f));
   f.struct_size = 176;
   XLA_FFI_Error* err = NULL;
   CHECK_STATUS(ccshim_call_frame(up_scale, &f, &err), CCSHIM_EHANDLER);
@@ -54,8 +53,7 @@ static void test_scale(void) {
   CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, y, 2, dims));
   double wrong = 2.0;
   CHECK_OK(ccshim_frame_builder_add_scalar(fb, "factor", XLA_FFI_DataType_F64, &wrong));
-  CHECK_STATUS(ccshim_invoke("up.scale", "cpu", host, XLA_FFI_ExecutionStage_EXECUTE,
-                             fb, &err),
+  CHECK_STATUS(ccshim_invoke("up.scale", "cpu", host, XLA_FFI_ExecutionStage_EXECUTE, fb, &err),
                CCSHIM_EHANDLER);
   CHECK_EQ(ccshim_error_code(err), XLA_FFI_Error_Code_INVALID_ARGUMENT);
   ccshim_error_free(err);
@@ -111,13 +109,31 @@ static void test_attributes(void) {
   int64_t n = 24;
   CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F64, out, 1, &n));
   add_all_attrs(fb, 1);
-  CHECK_OK(ccshim_invoke_handler(up_attrs, host, XLA_FFI_ExecutionStage_EXECUTE, fb,
-                                 NULL));
-  const double want[24] = {1,      -8,       -1600, -320000, -64000000000.0,
-                           200,    60000,    4000000000.0, 1099511627776.0,
-                           0.75,   -1e100,   6,     2,       4,
-                           55,     99,       5,     2,       3,
-                           -7,     7,        'o',   0xfe,    1};
+  CHECK_OK(ccshim_invoke_handler(up_attrs, host, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL));
+  const double want[24] = {1,
+                           -8,
+                           -1600,
+                           -320000,
+                           -64000000000.0,
+                           200,
+                           60000,
+                           4000000000.0,
+                           1099511627776.0,
+                           0.75,
+                           -1e100,
+                           6,
+                           2,
+                           4,
+                           55,
+                           99,
+                           5,
+                           2,
+                           3,
+                           -7,
+                           7,
+                           'o',
+                           0xfe,
+                           1};
   for (int i = 0; i < 24; i++) {
     if (out[i] != want[i]) CHECK_FAIL_("attrs slot %d: got %g, want %g", i, out[i], want[i]);
   }
@@ -127,8 +143,7 @@ static void test_attributes(void) {
   CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F64, out, 1, &n));
   add_all_attrs(fb, 0);
   XLA_FFI_Error* err = NULL;
-  CHECK_STATUS(ccshim_invoke_handler(up_attrs, host, XLA_FFI_ExecutionStage_EXECUTE, fb,
-                                     &err),
+  CHECK_STATUS(ccshim_invoke_handler(up_attrs, host, XLA_FFI_ExecutionStage_EXECUTE, fb, &err),
                CCSHIM_EHANDLER);
   CHECK_CONTAINS(ccshim_error_message(err), "Wrong number of attributes");
   ccshim_error_free(err);
@@ -141,8 +156,7 @@ static void test_fail_remaining_stream(void) {
   int64_t code = XLA_FFI_Error_Code_RESOURCE_EXHAUSTED;
   CHECK_OK(ccshim_frame_builder_add_scalar(fb, "code", XLA_FFI_DataType_S64, &code));
   XLA_FFI_Error* err = NULL;
-  CHECK_STATUS(ccshim_invoke_handler(up_fail, host, XLA_FFI_ExecutionStage_EXECUTE, fb,
-                                     &err),
+  CHECK_STATUS(ccshim_invoke_handler(up_fail, host, XLA_FFI_ExecutionStage_EXECUTE, fb, &err),
                CCSHIM_EHANDLER);
   CHECK_EQ(ccshim_error_code(err), XLA_FFI_Error_Code_RESOURCE_EXHAUSTED);
   CHECK_STR_EQ(ccshim_error_message(err), "upstream handler failed");
@@ -156,8 +170,7 @@ static void test_fail_remaining_stream(void) {
   CHECK_OK(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_TOKEN, NULL, 0, NULL));
   CHECK_OK(ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, b, 1, &d2));
   CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F64, &sum, 0, NULL));
-  CHECK_OK(ccshim_invoke_handler(up_sum_all, host, XLA_FFI_ExecutionStage_EXECUTE, fb,
-                                 NULL));
+  CHECK_OK(ccshim_invoke_handler(up_sum_all, host, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL));
   CHECK(sum == 36.0);
 
   ccshim_context* gpu;
@@ -167,11 +180,9 @@ static void test_fail_remaining_stream(void) {
   ccshim_frame_builder_reset(fb);
   uint64_t stream = 0;
   CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_U64, &stream, 0, NULL));
-  CHECK_OK(ccshim_invoke_handler(up_stream, gpu, XLA_FFI_ExecutionStage_EXECUTE, fb,
-                                 NULL));
+  CHECK_OK(ccshim_invoke_handler(up_stream, gpu, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL));
   CHECK_EQ(stream, (uintptr_t)ccshim_context_stream(gpu));
-  CHECK_STATUS(ccshim_invoke_handler(up_stream, host, XLA_FFI_ExecutionStage_EXECUTE,
-                                     fb, &err),
+  CHECK_STATUS(ccshim_invoke_handler(up_stream, host, XLA_FFI_ExecutionStage_EXECUTE, fb, &err),
                CCSHIM_EHANDLER);
   CHECK_CONTAINS(ccshim_error_message(err), "GPU context is not available");
   ccshim_error_free(err);
@@ -182,8 +193,7 @@ static void test_fail_remaining_stream(void) {
 static void test_state(void) {
   XLA_FFI_Error* err = up_register_types(ccshim_ffi_api());
   CHECK(err == NULL);
-  XLA_FFI_Handler_Bundle bundle = {up_counter_instantiate, NULL, NULL,
-                                   up_counter_execute, NULL};
+  XLA_FFI_Handler_Bundle bundle = {up_counter_instantiate, NULL, NULL, up_counter_execute, NULL};
   CHECK_OK(ccshim_register("up.counter", "cpu", &bundle, 0));
   ccshim_context* site;
   CHECK_OK(ccshim_context_new(NULL, &site));
@@ -191,21 +201,18 @@ static void test_state(void) {
   CHECK_OK(ccshim_frame_builder_new(&fb));
   int32_t start = 10;
   CHECK_OK(ccshim_frame_builder_add_scalar(fb, "start", XLA_FFI_DataType_S32, &start));
-  CHECK_OK(ccshim_invoke("up.counter", "cpu", site, XLA_FFI_ExecutionStage_INSTANTIATE,
-                         fb, NULL));
+  CHECK_OK(ccshim_invoke("up.counter", "cpu", site, XLA_FFI_ExecutionStage_INSTANTIATE, fb, NULL));
   ccshim_frame_builder_reset(fb);
   int32_t out = 0;
   CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_S32, &out, 0, NULL));
-  CHECK_OK(ccshim_invoke("up.counter", "cpu", site, XLA_FFI_ExecutionStage_EXECUTE, fb,
-                         NULL));
+  CHECK_OK(ccshim_invoke("up.counter", "cpu", site, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL));
   CHECK_EQ(out, 11);
-  CHECK_OK(ccshim_invoke("up.counter", "cpu", site, XLA_FFI_ExecutionStage_EXECUTE, fb,
-                         NULL));
+  CHECK_OK(ccshim_invoke("up.counter", "cpu", site, XLA_FFI_ExecutionStage_EXECUTE, fb, NULL));
   CHECK_EQ(out, 12);
   /* The bindings refuse to run their execute handler at another stage. */
-  CHECK_STATUS(ccshim_invoke_handler(up_counter_execute, site,
-                                     XLA_FFI_ExecutionStage_PREPARE, fb, &err),
-               CCSHIM_EHANDLER);
+  CHECK_STATUS(
+      ccshim_invoke_handler(up_counter_execute, site, XLA_FFI_ExecutionStage_PREPARE, fb, &err),
+      CCSHIM_EHANDLER);
   CHECK_CONTAINS(ccshim_error_message(err), "Wrong execution stage");
   ccshim_error_free(err);
   ccshim_frame_builder_free(fb);

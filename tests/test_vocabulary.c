@@ -3,8 +3,8 @@
  * spellings and names, and legacy form names, as the library, the command
  * and the Python package all use them.
  */
-#include "check.h"
 #include "ccshim/ccshim.h"
+#include "check.h"
 
 int main(void) {
   static const struct {
@@ -12,8 +12,8 @@ int main(void) {
     ccshim_platform platform;
     const char* name;
   } spellings[] = {
-      {"cpu", CCSHIM_PLATFORM_HOST, "host"}, {"Host", CCSHIM_PLATFORM_HOST, "host"},
-      {"GPU", CCSHIM_PLATFORM_CUDA, "cuda"}, {"cuda", CCSHIM_PLATFORM_CUDA, "cuda"},
+      {"cpu", CCSHIM_PLATFORM_HOST, "host"},  {"Host", CCSHIM_PLATFORM_HOST, "host"},
+      {"GPU", CCSHIM_PLATFORM_CUDA, "cuda"},  {"cuda", CCSHIM_PLATFORM_CUDA, "cuda"},
       {"ROCm", CCSHIM_PLATFORM_ROCM, "rocm"},
   };
   for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {

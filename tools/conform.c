@@ -58,7 +58,7 @@ enum { MAX_ATTRS = 32, ATTR_VALUES = 64, OPAQUE_FILE_MAX = 64 << 20 };
 /* One --attr: a scalar, a string, or an array of up to ATTR_VALUES. */
 typedef struct attr {
   char name[64];
-  int dtype;                    /* XLA_FFI_DataType; STRING for str */
+  int dtype; /* XLA_FFI_DataType; STRING for str */
   int array;
   size_t count;
   union {
@@ -66,7 +66,7 @@ typedef struct attr {
     uint64_t u[ATTR_VALUES];
     double f[ATTR_VALUES];
   } v;
-  char text[256];               /* a str value */
+  char text[256]; /* a str value */
 } attr;
 
 /* A target; every string is owned (target_reset frees), so none is cut. */
@@ -82,7 +82,7 @@ typedef struct target {
   int runs;
   double rtol; /* 0: byte for byte */
   int timeout;
-  char* against_lib;          /* --against: the native handler's library, or NULL */
+  char* against_lib; /* --against: the native handler's library, or NULL */
   char* against_symbol;
   attr attrs[MAX_ATTRS];
   int num_attrs;
@@ -90,7 +90,7 @@ typedef struct target {
     size_t index;
     unsigned char* bytes;
     size_t len;
-  } fixed[MAX_ATTRS];         /* --arg-hex */
+  } fixed[MAX_ATTRS]; /* --arg-hex */
   int num_fixed;
 } target;
 
@@ -102,26 +102,26 @@ enum { RAN = 0, FAILED = 1, CRASHED = 2, TIMED_OUT = 3, BROKEN = 4 };
  * compared whole, by its length and hash. */
 typedef struct side {
   int state;
-  int loaded;                 /* the child got past loading the libraries */
-  int done;                   /* the child came back from the kernel */
-  int code;                   /* XLA code of a failure */
-  size_t message_len;         /* the whole failure message's length */
-  uint64_t message_hash;      /* and its FNV-1a hash */
-  char message[MESSAGE_CAP];  /* failure message, crash signal, or setup error */
+  int loaded;                /* the child got past loading the libraries */
+  int done;                  /* the child came back from the kernel */
+  int code;                  /* XLA code of a failure */
+  size_t message_len;        /* the whole failure message's length */
+  uint64_t message_hash;     /* and its FNV-1a hash */
+  char message[MESSAGE_CAP]; /* failure message, crash signal, or setup error */
 } side;
 
 typedef struct report {
-  char* symbol;               /* owned, as every string here */
+  char* symbol; /* owned, as every string here */
   char* lib;
   char form[32];
   char* signature;
   int runs, equal;
-  int failed;                 /* of the equal runs, those where both sides failed alike */
-  int status;                 /* 0 equal, 1 differ, 2 crashed, 3 error, 4 overran */
-  long first_byte;            /* the first differing byte, or -1 */
-  size_t first_result;        /* of which result */
-  char* detail;               /* NULL when there is nothing to say */
-  char* output;               /* what a kernel printed first, or NULL */
+  int failed;          /* of the equal runs, those where both sides failed alike */
+  int status;          /* 0 equal, 1 differ, 2 crashed, 3 error, 4 overran */
+  long first_byte;     /* the first differing byte, or -1 */
+  size_t first_result; /* of which result */
+  char* detail;        /* NULL when there is nothing to say */
+  char* output;        /* what a kernel printed first, or NULL */
 } report;
 
 /* No memory is the one thing a command-line tool cannot report into a
@@ -270,9 +270,12 @@ static long compare(const unsigned char* a, const unsigned char* b, size_t bytes
   }
   size_t w = 0;
   switch (dtype) {
-    case XLA_FFI_DataType_F16: case XLA_FFI_DataType_BF16: w = 2; break;
-    case XLA_FFI_DataType_F32: case XLA_FFI_DataType_C64: w = 4; break;
-    case XLA_FFI_DataType_F64: case XLA_FFI_DataType_C128: w = 8; break;
+    case XLA_FFI_DataType_F16:
+    case XLA_FFI_DataType_BF16: w = 2; break;
+    case XLA_FFI_DataType_F32:
+    case XLA_FFI_DataType_C64: w = 4; break;
+    case XLA_FFI_DataType_F64:
+    case XLA_FFI_DataType_C128: w = 8; break;
     default: return compare(a, b, bytes, dtype, 0);
   }
   for (size_t i = 0; i + w <= bytes; i += w) {
@@ -309,7 +312,7 @@ enum { ALIGN = 64, CANARY = 0xCB, UNWRITTEN = 0xA5 };
 typedef struct buffer {
   unsigned char* data; /* NULL for a token */
   size_t bytes;
-  size_t slack;        /* canary bytes after the buffer, up to the guard */
+  size_t slack; /* canary bytes after the buffer, up to the guard */
   int dtype;
 } buffer;
 
@@ -385,8 +388,10 @@ static int layout_init(layout* l, char* detail, size_t cap) {
 /* Fills a buffer and its slack; the contents come from fill() or a byte. */
 static void prepare(buffer* b, int byte, uint64_t seed, int specials) {
   if (b->data == NULL) return;
-  if (byte < 0) fill(b->data, b->bytes, b->dtype, seed, specials);
-  else memset(b->data, byte, b->bytes);
+  if (byte < 0)
+    fill(b->data, b->bytes, b->dtype, seed, specials);
+  else
+    memset(b->data, byte, b->bytes);
   memset(b->data + b->bytes, CANARY, b->slack);
 }
 
@@ -487,8 +492,7 @@ static ccshim_status add_attrs(const target* t, ccshim_frame_builder* fb) {
           memcpy(bytes + k * w, &a->v.u[k], w); /* little-endian low bytes */
         }
       }
-      st = ccshim_frame_builder_add_array(fb, a->name, (XLA_FFI_DataType)a->dtype, bytes,
-                                          a->count);
+      st = ccshim_frame_builder_add_array(fb, a->name, (XLA_FFI_DataType)a->dtype, bytes, a->count);
     } else {
       unsigned char bytes[8];
       if (a->dtype == XLA_FFI_DataType_F32) {
@@ -514,8 +518,7 @@ static void run_typed(const target* t, layout* l, side* out) {
   ccshim_context_options co = CCSHIM_CONTEXT_OPTIONS_INIT;
   co.platform = ccshim_platform_name(t->platform);
   XLA_FFI_Handler* handler = native;
-  if (native == NULL &&
-      ccshim_wrap(fn, t->api, t->platform, t->signature, NULL, &a) == CCSHIM_OK)
+  if (native == NULL && ccshim_wrap(fn, t->api, t->platform, t->signature, NULL, &a) == CCSHIM_OK)
     handler = ccshim_adapter_handler(a);
   if (handler == NULL || ccshim_context_new(&co, &ctx) || ccshim_frame_builder_new(&fb)) {
     out->state = BROKEN;
@@ -524,8 +527,7 @@ static void run_typed(const target* t, layout* l, side* out) {
   }
   for (size_t i = 0; i < l->sig->num_arg_leaves; i++) {
     const ccshim_shape* s = l->sig->arg_leaves[i];
-    ccshim_frame_builder_add_arg(fb, (XLA_FFI_DataType)s->dtype, l->args[i].data, s->rank,
-                                 s->dims);
+    ccshim_frame_builder_add_arg(fb, (XLA_FFI_DataType)s->dtype, l->args[i].data, s->rank, s->dims);
   }
   for (size_t i = 0; i < l->sig->num_ret_leaves; i++) {
     const ccshim_shape* s = l->sig->ret_leaves[i];
@@ -540,8 +542,7 @@ static void run_typed(const target* t, layout* l, side* out) {
     return;
   }
   XLA_FFI_Error* err = NULL;
-  ccshim_status st = ccshim_invoke_handler(handler, ctx, XLA_FFI_ExecutionStage_EXECUTE, fb,
-                                           &err);
+  ccshim_status st = ccshim_invoke_handler(handler, ctx, XLA_FFI_ExecutionStage_EXECUTE, fb, &err);
   if (st == CCSHIM_EHANDLER) {
     out->state = FAILED;
     out->code = (int)ccshim_error_code(err);
@@ -575,8 +576,7 @@ static char* captured(int fd, const char* who) {
   for (ssize_t i = 0; i < n; i++)
     if (buf[i] == '\0') buf[i] = ' ';
   if ((off_t)n < st.st_size)
-    return format("%s printed %lld bytes; the first %zd: %s", who, (long long)st.st_size, n,
-                  buf);
+    return format("%s printed %lld bytes; the first %zd: %s", who, (long long)st.st_size, n, buf);
   return format("%s printed %lld bytes: %s", who, (long long)st.st_size, buf);
 }
 
@@ -640,9 +640,12 @@ static void in_child(const target* t, layout* l, side* out, int what, char** out
       dup2(fd, 1);
       dup2(fd, 2);
     }
-    if (what == RUN_TYPED) run_typed(t, l, out);
-    else if (what == RUN_LEGACY) run_legacy(t, l, out);
-    else probe(t, out);
+    if (what == RUN_TYPED)
+      run_typed(t, l, out);
+    else if (what == RUN_LEGACY)
+      run_legacy(t, l, out);
+    else
+      probe(t, out);
     out->done = 1;
     fflush(NULL); /* what the kernel printed through stdio, into the capture */
     _exit(0);
@@ -662,8 +665,8 @@ static void in_child(const target* t, layout* l, side* out, int what, char** out
   } else if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     out->state = CRASHED;
-    snprintf(out->message, sizeof out->message, "crashed: signal %d (%s)%s", sig,
-             strsignal(sig), where);
+    snprintf(out->message, sizeof out->message, "crashed: signal %d (%s)%s", sig, strsignal(sig),
+             where);
   } else if (!out->done) {
     out->state = CRASHED;
     snprintf(out->message, sizeof out->message, "exited with status %d %s",
@@ -671,8 +674,9 @@ static void in_child(const target* t, layout* l, side* out, int what, char** out
              out->loaded ? "inside the kernel" : where + 1);
   }
   if (output != NULL && *output == NULL)
-    *output = captured(fd, what == RUN_PROBE ? "loading the library"
-                          : what == RUN_TYPED ? "the typed side" : "the legacy side");
+    *output = captured(fd, what == RUN_PROBE   ? "loading the library"
+                           : what == RUN_TYPED ? "the typed side"
+                                               : "the legacy side");
   if (fd >= 0) close(fd);
 }
 
@@ -713,7 +717,8 @@ static int compare_runs(const target* t, layout* l, side* sides, report* r) {
     if (lg->state >= CRASHED || ty->state >= CRASHED) {
       set_detail(r, "run %d: legacy %s; typed %s%s", run, outcome(lg), outcome(ty),
                  lg->state == CRASHED && ty->state == CRASHED
-                     ? " (both crashed: does the signature match the kernel?)" : "");
+                     ? " (both crashed: does the signature match the kernel?)"
+                     : "");
       return lg->state == BROKEN || ty->state == BROKEN ? 3 : 2;
     }
     if (lg->state == FAILED || ty->state == FAILED) {
@@ -769,8 +774,8 @@ static int check_target(target* t, report* r) {
     snprintf(r->form + strlen(r->form), sizeof r->form - strlen(r->form), " vs typed");
   /* The libraries are loaded only in children: first once, to say now that
    * one is missing or that its initialiser misbehaves. */
-  side* loaded = mmap(NULL, sizeof(side), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                      -1, 0);
+  side* loaded =
+      mmap(NULL, sizeof(side), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (loaded == MAP_FAILED) {
     set_detail(r, "cannot map shared memory: %s", strerror(errno));
     return 3;
@@ -793,8 +798,8 @@ static int check_target(target* t, report* r) {
     free(r->signature);
     r->signature = canonical;
   }
-  side* sides = mmap(NULL, 2 * sizeof(side), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                     -1, 0);
+  side* sides =
+      mmap(NULL, 2 * sizeof(side), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sides == MAP_FAILED) {
     set_detail(r, "cannot map shared memory: %s", strerror(errno));
     ccshim_signature_free(l.sig);
@@ -899,8 +904,7 @@ static int parse_attr(const char* v, attr* a, char* err, size_t cap) {
     return -1;
   }
   if (eq == NULL || colon == NULL || eq == v) {
-    snprintf(err, cap, "--attr %s: expected NAME=TYPE:VALUE, e.g. lo=f32:0.5 or dims=s64[]:2,3",
-             v);
+    snprintf(err, cap, "--attr %s: expected NAME=TYPE:VALUE, e.g. lo=f32:0.5 or dims=s64[]:2,3", v);
     return -1;
   }
   memcpy(a->name, v, (size_t)(eq - v));
@@ -910,8 +914,7 @@ static int parse_attr(const char* v, attr* a, char* err, size_t cap) {
   if (tlen == 3 && !strncmp(type, "str", 3)) {
     a->dtype = XLA_FFI_DataType_INVALID;
     if (strlen(value) >= sizeof a->text) {
-      snprintf(err, cap, "--attr %s: a string of at most %zu bytes", a->name,
-               sizeof a->text - 1);
+      snprintf(err, cap, "--attr %s: a string of at most %zu bytes", a->name, sizeof a->text - 1);
       return -1;
     }
     snprintf(a->text, sizeof a->text, "%s", value);
@@ -942,12 +945,14 @@ static int parse_attr(const char* v, attr* a, char* err, size_t cap) {
     }
     char* end;
     errno = 0;
-    if (is_float) a->v.f[a->count] = strtod(p, &end);
-    else if (is_signed) a->v.i[a->count] = strtoll(p, &end, 0);
-    else a->v.u[a->count] = strtoull(p, &end, 0);
+    if (is_float)
+      a->v.f[a->count] = strtod(p, &end);
+    else if (is_signed)
+      a->v.i[a->count] = strtoll(p, &end, 0);
+    else
+      a->v.u[a->count] = strtoull(p, &end, 0);
     if (end == p || errno || (*end != '\0' && !(a->array && *end == ','))) {
-      snprintf(err, cap, "--attr %s: '%s' is not a %s value", a->name, value,
-               ccshim_dtype_name(d));
+      snprintf(err, cap, "--attr %s: '%s' is not a %s value", a->name, value, ccshim_dtype_name(d));
       return -1;
     }
     a->count++;
@@ -986,32 +991,20 @@ typedef struct option_spec {
 } option_spec;
 
 static const option_spec option_specs[] = {
-    {"--json", NULL, OPT_JSON,
-     "the report as JSON"},
-    {"--api", "N", OPT_API,
-     "1, 2 or 3: the kernel's legacy API version (required)"},
-    {"--platform", "P", OPT_PLATFORM,
-     "cpu: conform runs CPU kernels (GPU: tests/gpu/run.sh)"},
+    {"--json", NULL, OPT_JSON, "the report as JSON"},
+    {"--api", "N", OPT_API, "1, 2 or 3: the kernel's legacy API version (required)"},
+    {"--platform", "P", OPT_PLATFORM, "cpu: conform runs CPU kernels (GPU: tests/gpu/run.sh)"},
     {"--signature", "SIG", OPT_SIGNATURE,
      "its buffers, e.g. '(f32[128], f32[2048]) -> f32[2048]' (required)"},
-    {"--opaque-hex", "HEX", OPT_OPAQUE_HEX,
-     "the opaque (backend config) bytes"},
-    {"--arg-hex", "I=HEX", OPT_ARG_HEX,
-     "fix argument I to these bytes (dims, flags)"},
-    {"--opaque-file", "F", OPT_OPAQUE_FILE,
-     "the opaque bytes, read from a file (at most 64 MiB)"},
-    {"--seed", "S", OPT_SEED,
-     "the inputs' seed (default 1)"},
-    {"--runs", "K", OPT_RUNS,
-     "runs, each side every run (default 3)"},
-    {"--rtol", "R", OPT_RTOL,
-     "compare floats within R instead of byte for byte"},
-    {"--against", "LIB2:HANDLER", OPT_AGAINST,
-     "a native typed-FFI port instead of the adapter"},
-    {"--attr", "NAME=TYPE:VALUE", OPT_ATTR,
-     "an attribute for the port (TYPE[] for arrays, str)"},
-    {"--timeout", "SECONDS", OPT_TIMEOUT,
-     "each side's deadline, then SIGKILL (default 60)"},
+    {"--opaque-hex", "HEX", OPT_OPAQUE_HEX, "the opaque (backend config) bytes"},
+    {"--arg-hex", "I=HEX", OPT_ARG_HEX, "fix argument I to these bytes (dims, flags)"},
+    {"--opaque-file", "F", OPT_OPAQUE_FILE, "the opaque bytes, read from a file (at most 64 MiB)"},
+    {"--seed", "S", OPT_SEED, "the inputs' seed (default 1)"},
+    {"--runs", "K", OPT_RUNS, "runs, each side every run (default 3)"},
+    {"--rtol", "R", OPT_RTOL, "compare floats within R instead of byte for byte"},
+    {"--against", "LIB2:HANDLER", OPT_AGAINST, "a native typed-FFI port instead of the adapter"},
+    {"--attr", "NAME=TYPE:VALUE", OPT_ATTR, "an attribute for the port (TYPE[] for arrays, str)"},
+    {"--timeout", "SECONDS", OPT_TIMEOUT, "each side's deadline, then SIGKILL (default 60)"},
 };
 
 static const option_spec* find_option(const char* name) {
@@ -1077,7 +1070,8 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
           errno = 0;
           unsigned long index = strtoul(v, &end, 10);
           if (end == v || *end != '=' || errno) {
-            snprintf(err, cap, "--arg-hex %s: expected I=HEX, the argument's index and its bytes", v);
+            snprintf(err, cap, "--arg-hex %s: expected I=HEX, the argument's index and its bytes",
+                     v);
             return -1;
           }
           if (t->num_fixed == MAX_ATTRS) {
@@ -1105,8 +1099,10 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
             t->opaque_len += got;
             if (t->opaque_len > OPAQUE_FILE_MAX) {
               fclose(f);
-              snprintf(err, cap, "--opaque-file %s: more than %d MiB; an opaque (a backend "
-                       "config) is at most that here", v, OPAQUE_FILE_MAX >> 20);
+              snprintf(err, cap,
+                       "--opaque-file %s: more than %d MiB; an opaque (a backend "
+                       "config) is at most that here",
+                       v, OPAQUE_FILE_MAX >> 20);
               return -1;
             }
             if (t->opaque_len == cap2) {
@@ -1286,8 +1282,8 @@ static void print_reports(const report* r, int n, int json) {
   }
   wt = wt > 40 ? 40 : wt;
   ws = ws > 60 ? 60 : ws;
-  printf("%-*s  %-*s  %-*s  %4s  %5s  %6s  %s\n", wt, "target", wf, "form", ws, "signature",
-         "runs", "equal", "failed", "result");
+  printf("%-*s  %-*s  %-*s  %4s  %5s  %6s  %s\n", wt, "target", wf, "form", ws, "signature", "runs",
+         "equal", "failed", "result");
   int equal = 0;
   for (int i = 0; i < n; i++) {
     printf("%-*s  %-*s  %-*s  %4d  %5d  %6d  %s%s%s\n", wt, r[i].symbol, wf, r[i].form, ws,
@@ -1301,31 +1297,32 @@ static void print_reports(const report* r, int n, int json) {
 
 /* --help: the usage, the options from option_specs, examples. */
 static void print_usage(FILE* to) {
-  fputs("usage: ccshim conform LIB SYMBOL --api N --signature SIG [options]\n"
-        "       ccshim conform --manifest FILE [--json]\n"
-        "\n"
-        "Runs a legacy kernel through XLA's legacy convention (ccshim's invoker) and\n"
-        "through an adapter in the embedded typed runtime, each side in a child process\n"
-        "that alone loads LIB, on the same deterministic inputs, and compares results.\n"
-        "\n",
-        to);
+  fputs(
+      "usage: ccshim conform LIB SYMBOL --api N --signature SIG [options]\n"
+      "       ccshim conform --manifest FILE [--json]\n"
+      "\n"
+      "Runs a legacy kernel through XLA's legacy convention (ccshim's invoker) and\n"
+      "through an adapter in the embedded typed runtime, each side in a child process\n"
+      "that alone loads LIB, on the same deterministic inputs, and compares results.\n"
+      "\n",
+      to);
   for (size_t k = 0; k < sizeof option_specs / sizeof option_specs[0]; k++) {
     const option_spec* o = &option_specs[k];
     char head[64];
-    snprintf(head, sizeof head, "%s%s%s", o->name, o->value ? " " : "",
-             o->value ? o->value : "");
+    snprintf(head, sizeof head, "%s%s%s", o->name, o->value ? " " : "", o->value ? o->value : "");
     fprintf(to, "  %-27s %s\n", head, o->help);
   }
-  fputs("\n"
-        "A manifest has one target a line in the same words ('#' comments, quotes group).\n"
-        "Exit status: 0 all equal, 1 a target differs or failed, 2 the command is wrong.\n"
-        "\n"
-        "examples:\n"
-        "  ccshim conform ./libk.so add_v2 --api 2 --signature '(f32[4], f32[4]) -> f32[4]'\n"
-        "  ccshim conform ./libk.so add_v3 --api 3 --signature '(f32[8]) -> f32[8]' \\\n"
-        "      --opaque-hex 0000c03f --runs 10 --json\n"
-        "  ccshim conform --manifest kernels.manifest\n",
-        to);
+  fputs(
+      "\n"
+      "A manifest has one target a line in the same words ('#' comments, quotes group).\n"
+      "Exit status: 0 all equal, 1 a target differs or failed, 2 the command is wrong.\n"
+      "\n"
+      "examples:\n"
+      "  ccshim conform ./libk.so add_v2 --api 2 --signature '(f32[4], f32[4]) -> f32[4]'\n"
+      "  ccshim conform ./libk.so add_v3 --api 3 --signature '(f32[8]) -> f32[8]' \\\n"
+      "      --opaque-hex 0000c03f --runs 10 --json\n"
+      "  ccshim conform --manifest kernels.manifest\n",
+      to);
 }
 
 /* A manifest line of any length up to MANIFEST_LINE_MAX, in *buf (grown);
@@ -1374,7 +1371,7 @@ static int run_manifest(FILE* f, const char* manifest, int json, int parse_only)
     lineno++;
     if (len < 0) {
       fprintf(stderr, "ccshim conform: manifest %s, line %d: %s\n", manifest, lineno,
-              len == -2 ? "longer than 1 MiB (is it a manifest?)"
+              len == -2   ? "longer than 1 MiB (is it a manifest?)"
               : len == -3 ? "holds a NUL byte; expected a text file"
                           : strerror(errno));
       for (int i = 0; i < n; i++) report_reset(&reports[i]);
@@ -1481,7 +1478,8 @@ int ccshim_conform_main(int argc, char** argv) {
     } else if (strcmp(argv[i], "--json")) {
       fprintf(stderr,
               "ccshim conform: with --manifest, only --json may follow (got '%s'); options "
-              "of a target go on its line\n", argv[i]);
+              "of a target go on its line\n",
+              argv[i]);
       return 2;
     }
   }
@@ -1492,8 +1490,7 @@ int ccshim_conform_main(int argc, char** argv) {
   }
   struct stat st;
   if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "ccshim conform: manifest %s is a directory; expected a text file\n",
-            manifest);
+    fprintf(stderr, "ccshim conform: manifest %s is a directory; expected a text file\n", manifest);
     fclose(f);
     return 2;
   }

@@ -9,7 +9,8 @@ static int utf8_length(const unsigned char* s) {
   unsigned char c = s[0];
   int n;
   unsigned lo = 0x80, hi = 0xbf; /* the range of the second byte */
-  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  if (c >= 0xc2 && c <= 0xdf)
+    n = 2;
   else if (c >= 0xe0 && c <= 0xef) {
     n = 3;
     if (c == 0xe0) lo = 0xa0;

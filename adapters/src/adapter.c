@@ -15,8 +15,7 @@
  * caller's struct_size covers them. */
 #define WRAP_OPTIONS_MIN_SIZE CCSHIM_STRUCT_SIZE(ccshim_wrap_options, allow_wx)
 
-static ccshim_status check_args(ccshim_legacy_fn fn, int api_version,
-                                ccshim_platform platform,
+static ccshim_status check_args(ccshim_legacy_fn fn, int api_version, ccshim_platform platform,
                                 const ccshim_wrap_options* o) {
   if (fn == NULL) return ccshim__fail(CCSHIM_EINVAL, "wrap: the kernel is NULL");
   if (api_version < 1 || api_version > 3)
@@ -31,27 +30,31 @@ static ccshim_status check_args(ccshim_legacy_fn fn, int api_version,
                         "rocm (2)",
                         (int)platform);
   if (o->opaque_attr != NULL && o->opaque_attr[0] == '\0')
-    return ccshim__fail(CCSHIM_EINVAL, "wrap: the opaque attribute name is "
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "wrap: the opaque attribute name is "
                         "empty; expected a name such as \"opaque\"");
-  if (o->tuple_operands != CCSHIM_TUPLES_FLAT &&
-      o->tuple_operands != CCSHIM_TUPLES_NESTED)
-    return ccshim__fail(CCSHIM_EINVAL, "wrap: tuple layout %d; expected flat "
-                        "(0) or nested (1)", (int)o->tuple_operands);
+  if (o->tuple_operands != CCSHIM_TUPLES_FLAT && o->tuple_operands != CCSHIM_TUPLES_NESTED)
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "wrap: tuple layout %d; expected flat "
+                        "(0) or nested (1)",
+                        (int)o->tuple_operands);
   if (o->tuple_operands == CCSHIM_TUPLES_NESTED && platform != CCSHIM_PLATFORM_HOST)
-    return ccshim__fail(CCSHIM_EINVAL, "wrap: the nested tuple layout is a CPU "
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "wrap: the nested tuple layout is a CPU "
                         "convention; GPU kernels always get one flat buffers[]");
   if (o->ffi_major < 0 || o->ffi_minor < 0)
-    return ccshim__fail(CCSHIM_EINVAL, "wrap: FFI version %d.%d is negative",
-                        o->ffi_major, o->ffi_minor);
+    return ccshim__fail(CCSHIM_EINVAL, "wrap: FFI version %d.%d is negative", o->ffi_major,
+                        o->ffi_minor);
   if ((int)o->entry < CCSHIM_ENTRY_AUTO || (int)o->entry > CCSHIM_ENTRY_CLOSURE)
-    return ccshim__fail(CCSHIM_EINVAL, "wrap: entry kind %d; expected auto (0), "
-                        "prebuilt (1) or closure (2)", (int)o->entry);
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "wrap: entry kind %d; expected auto (0), "
+                        "prebuilt (1) or closure (2)",
+                        (int)o->entry);
   return CCSHIM_OK;
 }
 
 static form form_of(int api_version, ccshim_platform platform) {
-  if (platform != CCSHIM_PLATFORM_HOST)
-    return api_version == 1 ? FORM_GPU_V1 : FORM_GPU_V2;
+  if (platform != CCSHIM_PLATFORM_HOST) return api_version == 1 ? FORM_GPU_V1 : FORM_GPU_V2;
   return api_version == 1 ? FORM_CPU_V1 : api_version == 2 ? FORM_CPU_V2 : FORM_CPU_V3;
 }
 
@@ -62,31 +65,32 @@ static void* carve(unsigned char** at, size_t size, size_t align) {
   return (void*)p;
 }
 
-ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version,
-                          ccshim_platform platform, const char* signature,
-                          const ccshim_wrap_options* opts,
+ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version, ccshim_platform platform,
+                          const char* signature, const ccshim_wrap_options* opts,
                           ccshim_adapter** out) {
   if (out == NULL) return ccshim__fail(CCSHIM_EINVAL, "wrap: out is NULL");
   *out = NULL;
   ccshim_wrap_options o;
-  ccshim_status st = ccshim__read_options(
-      &o, CCSHIM_WRAP_OPTIONS_STRUCT_SIZE, opts, WRAP_OPTIONS_MIN_SIZE,
-      "ccshim_wrap_options", "CCSHIM_WRAP_OPTIONS_INIT");
+  ccshim_status st =
+      ccshim__read_options(&o, CCSHIM_WRAP_OPTIONS_STRUCT_SIZE, opts, WRAP_OPTIONS_MIN_SIZE,
+                           "ccshim_wrap_options", "CCSHIM_WRAP_OPTIONS_INIT");
   if (st != CCSHIM_OK) return st;
   st = check_args(fn, api_version, platform, &o);
   if (st != CCSHIM_OK) return st;
 
   ccshim_signature* sig = NULL;
-  if (signature != NULL && (st = ccshim_signature_parse(signature, &sig)) != CCSHIM_OK)
-    return st;
+  if (signature != NULL && (st = ccshim_signature_parse(signature, &sig)) != CCSHIM_OK) return st;
   if (o.tuple_operands == CCSHIM_TUPLES_NESTED && sig == NULL)
-    return ccshim__fail(CCSHIM_EINVAL, "wrap: the nested tuple layout needs a "
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "wrap: the nested tuple layout needs a "
                         "signature, which says where the tuples are");
   if (sig && (sig->num_arg_leaves > CCSHIM_FRAME_MAX_BUFFERS ||
               sig->num_ret_leaves > CCSHIM_FRAME_MAX_BUFFERS)) {
     ccshim_signature_free(sig);
-    return ccshim__fail(CCSHIM_EOVERFLOW, "wrap: the signature has more than "
-                        "%d buffers on one side", CCSHIM_FRAME_MAX_BUFFERS);
+    return ccshim__fail(CCSHIM_EOVERFLOW,
+                        "wrap: the signature has more than "
+                        "%d buffers on one side",
+                        CCSHIM_FRAME_MAX_BUFFERS);
   }
 
   int32_t* plan = NULL;
@@ -105,9 +109,9 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version,
   for (size_t i = 0; sig && i < sig->num_ret_leaves; i++) ndims += (size_t)sig->ret_leaves[i]->rank;
   size_t sig_len = sig ? ccshim_signature_format(sig, NULL, 0) : 0;
 
-  size_t size = sizeof(ccshim_adapter) + nspecs * sizeof(leaf_spec) +
-                ndims * sizeof(int64_t) + plan_len * sizeof(int32_t) +
-                oname_len + 1 + (sig ? sig_len + 1 : 0) + 4 * alignof(max_align_t);
+  size_t size = sizeof(ccshim_adapter) + nspecs * sizeof(leaf_spec) + ndims * sizeof(int64_t) +
+                plan_len * sizeof(int32_t) + oname_len + 1 + (sig ? sig_len + 1 : 0) +
+                4 * alignof(max_align_t);
   ccshim_adapter* a = calloc(1, size);
   if (a == NULL) {
     free(plan);
@@ -130,9 +134,8 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version,
     leaf_spec* specs = carve(&at, nspecs * sizeof *specs, alignof(leaf_spec));
     int64_t* dims = carve(&at, ndims * sizeof *dims, alignof(int64_t));
     for (size_t i = 0; i < nspecs; i++) {
-      const ccshim_shape* s = i < sig->num_arg_leaves
-                                  ? sig->arg_leaves[i]
-                                  : sig->ret_leaves[i - sig->num_arg_leaves];
+      const ccshim_shape* s =
+          i < sig->num_arg_leaves ? sig->arg_leaves[i] : sig->ret_leaves[i - sig->num_arg_leaves];
       specs[i].dtype = s->dtype;
       specs[i].rank = (int32_t)s->rank;
       specs[i].dims = dims;
@@ -170,10 +173,8 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version,
   return CCSHIM_OK;
 }
 
-ccshim_status ccshim_wrap_registered(const char* name,
-                                     const char* legacy_platform,
-                                     int api_version, const char* signature,
-                                     const ccshim_wrap_options* opts,
+ccshim_status ccshim_wrap_registered(const char* name, const char* legacy_platform, int api_version,
+                                     const char* signature, const ccshim_wrap_options* opts,
                                      ccshim_adapter** out) {
   if (out) *out = NULL;
   if (name == NULL || legacy_platform == NULL)
@@ -192,17 +193,13 @@ ccshim_status ccshim_wrap_registered(const char* name,
   return ccshim_wrap(fn, api_version, platform, signature, opts, out);
 }
 
-XLA_FFI_Handler* ccshim_adapter_handler(const ccshim_adapter* a) {
-  return a ? a->handler : NULL;
-}
+XLA_FFI_Handler* ccshim_adapter_handler(const ccshim_adapter* a) { return a ? a->handler : NULL; }
 
 ccshim_entry_kind ccshim_adapter_entry(const ccshim_adapter* a) {
   return a ? a->entry : CCSHIM_ENTRY_AUTO;
 }
 
-size_t ccshim_adapter_footprint(const ccshim_adapter* a) {
-  return a ? a->footprint : 0;
-}
+size_t ccshim_adapter_footprint(const ccshim_adapter* a) { return a ? a->footprint : 0; }
 
 ccshim_status ccshim_adapter_free(ccshim_adapter* a) {
   if (a == NULL) return CCSHIM_OK;

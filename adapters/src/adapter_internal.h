@@ -28,8 +28,7 @@ typedef struct leaf_spec {
   const int64_t* dims;
 } leaf_spec;
 
-typedef XLA_FFI_Error* (*ccshim__call_fn)(const ccshim_adapter* a,
-                                          XLA_FFI_CallFrame* frame);
+typedef XLA_FFI_Error* (*ccshim__call_fn)(const ccshim_adapter* a, XLA_FFI_CallFrame* frame);
 
 struct ccshim_adapter {
   /* Read on every call.  `call` comes first: the entry points jump through
@@ -39,9 +38,9 @@ struct ccshim_adapter {
   ccshim_legacy_fn fn;
   uint8_t form;
   uint8_t is_gpu;
-  uint8_t tuple_result;   /* CPU: out is a table of result leaves */
-  uint8_t count_checked;  /* a signature fixed the buffer counts */
-  int32_t num_args;       /* expected leaves when count_checked */
+  uint8_t tuple_result;  /* CPU: out is a table of result leaves */
+  uint8_t count_checked; /* a signature fixed the buffer counts */
+  int32_t num_args;      /* expected leaves when count_checked */
   int32_t num_rets;
   const leaf_spec* specs; /* num_args + num_rets entries, or NULL */
   const int32_t* nested;  /* CPU nested in[] plan, or NULL */
@@ -51,22 +50,21 @@ struct ccshim_adapter {
   /* Read by the metadata query. */
   int ffi_major, ffi_minor;
   XLA_FFI_Handler_Traits traits;
-  atomic_int pinned;      /* answered a foreign runtime's metadata query */
+  atomic_int pinned; /* answered a foreign runtime's metadata query */
   /* Cold. */
   ccshim_entry_kind entry;
   XLA_FFI_Handler* handler;
-  int32_t slot;           /* prebuilt entry index, or -1 */
+  int32_t slot; /* prebuilt entry index, or -1 */
   ffi_closure* closure;
   ffi_cif cif;
   ffi_type* cif_args[1];
-  const char* signature;  /* the canonical signature text, or NULL */
+  const char* signature; /* the canonical signature text, or NULL */
   size_t footprint;
 };
 
 /* One call of a wrapped kernel through a typed call frame, every case
  * handled: the general path, and the one every error message comes from. */
-XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a,
-                                    XLA_FFI_CallFrame* frame);
+XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a, XLA_FFI_CallFrame* frame);
 
 /* The call function for an adapter: a form-specialised fast path that
  * handles the common case and hands anything else to ccshim__adapter_call. */
@@ -74,16 +72,14 @@ ccshim__call_fn ccshim__select_call(const ccshim_adapter* a);
 
 /* The error for a kernel's failure, worded as XLA's legacy runtime words it
  * on that platform; releases the status.  NULL when api is NULL. */
-XLA_FFI_Error* ccshim__kernel_failed(const ccshim_adapter* a,
-                                     const XLA_FFI_Api* api,
+XLA_FFI_Error* ccshim__kernel_failed(const ccshim_adapter* a, const XLA_FFI_Api* api,
                                      XlaCustomCallStatus* status);
 
 /* What a freed prebuilt entry points at: answers with an error. */
 extern const ccshim_adapter ccshim__freed_adapter;
 
 /* entry.c: binds an adapter to a code address, or lets it go. */
-ccshim_status ccshim__entry_bind(ccshim_adapter* a, ccshim_entry_kind kind,
-                                 int allow_wx);
+ccshim_status ccshim__entry_bind(ccshim_adapter* a, ccshim_entry_kind kind, int allow_wx);
 void ccshim__entry_release(ccshim_adapter* a);
 
 #endif /* CCSHIM_ADAPTER_INTERNAL_H */

@@ -76,8 +76,7 @@ static XLA_FFI_Error* make_error(const XLA_FFI_Api* api, XLA_FFI_Error_Code code
   return api->XLA_FFI_Error_Create(&args);
 }
 
-static XLA_FFI_Error* invalid(const XLA_FFI_Api* api, const char* fmt, ...)
-    CCSHIM__PRINTF(2, 3);
+static XLA_FFI_Error* invalid(const XLA_FFI_Api* api, const char* fmt, ...) CCSHIM__PRINTF(2, 3);
 static XLA_FFI_Error* invalid(const XLA_FFI_Api* api, const char* fmt, ...) {
   char msg[MESSAGE_CAP];
   va_list ap;
@@ -89,21 +88,21 @@ static XLA_FFI_Error* invalid(const XLA_FFI_Api* api, const char* fmt, ...) {
 }
 
 /* "arg 1" / "ret 0", numbering each side from zero. */
-static void side_name(const ccshim_adapter* a, int64_t i, int64_t num_args,
-                      char* buf, size_t cap) {
+static void side_name(const ccshim_adapter* a, int64_t i, int64_t num_args, char* buf, size_t cap) {
   (void)a;
-  if (i < num_args) ccshim__format(buf, cap, "arg %lld", (long long)i);
-  else ccshim__format(buf, cap, "ret %lld", (long long)(i - num_args));
+  if (i < num_args)
+    ccshim__format(buf, cap, "arg %lld", (long long)i);
+  else
+    ccshim__format(buf, cap, "ret %lld", (long long)(i - num_args));
 }
 
-static XLA_FFI_Error* count_error(const ccshim_adapter* a, const XLA_FFI_Api* api,
-                                  int64_t na, int64_t nr) {
+static XLA_FFI_Error* count_error(const ccshim_adapter* a, const XLA_FFI_Api* api, int64_t na,
+                                  int64_t nr) {
   if (a->count_checked)
     return invalid(api,
                    "wrong number of buffers: expected %d argument(s) and %d "
                    "result(s) for %s, got %lld and %lld",
-                   a->num_args, a->num_rets, a->signature, (long long)na,
-                   (long long)nr);
+                   a->num_args, a->num_rets, a->signature, (long long)na, (long long)nr);
   return invalid(api,
                  "wrong number of buffers: got %lld argument(s) and %lld "
                  "result(s); expected 0..%d of each",
@@ -122,41 +121,37 @@ static int may_be_null(const XLA_FFI_Buffer* b) {
 
 /* Explains why buffer i (of args then rets) was refused. */
 static XLA_FFI_Error* buffer_error(const ccshim_adapter* a, const XLA_FFI_Api* api,
-                                   const XLA_FFI_Buffer* b, int64_t i,
-                                   int64_t na) {
+                                   const XLA_FFI_Buffer* b, int64_t i, int64_t na) {
   char who[32], got[1400];
   side_name(a, i, na, who, sizeof who);
   if (b == NULL) return invalid(api, "%s: the buffer pointer is NULL", who);
   if (b->rank < 0 || b->rank > CCSHIM_MAX_RANK)
-    return invalid(api, "%s: rank %lld is out of range; expected 0..%d", who,
-                   (long long)b->rank, CCSHIM_MAX_RANK);
+    return invalid(api, "%s: rank %lld is out of range; expected 0..%d", who, (long long)b->rank,
+                   CCSHIM_MAX_RANK);
   if (b->rank > 0 && b->dims == NULL)
     return invalid(api, "%s: rank %lld but dims is NULL", who, (long long)b->rank);
   ccshim__format_shape(got, sizeof got, (int)b->dtype, b->rank, b->dims);
-  return invalid(api, "%s: data is NULL for %s; expected a buffer address", who,
-                 got);
+  return invalid(api, "%s: data is NULL for %s; expected a buffer address", who, got);
 }
 
 /* With a signature: every buffer's dtype, rank and dims. */
-static XLA_FFI_Error* check_specs(const ccshim_adapter* a, const XLA_FFI_Api* api,
-                                  void** args, void** rets, int64_t na,
-                                  int64_t nr) {
+static XLA_FFI_Error* check_specs(const ccshim_adapter* a, const XLA_FFI_Api* api, void** args,
+                                  void** rets, int64_t na, int64_t nr) {
   for (int64_t i = 0; i < na + nr; i++) {
     const XLA_FFI_Buffer* b = i < na ? args[i] : rets[i - na];
     const leaf_spec* s = &a->specs[i];
     int same = (int)b->dtype == s->dtype && b->rank == s->rank &&
-               (s->rank == 0 ||
-                (b->dims != NULL &&
-                 memcmp(b->dims, s->dims, (size_t)s->rank * sizeof(int64_t)) == 0));
+               (s->rank == 0 || (b->dims != NULL &&
+                                 memcmp(b->dims, s->dims, (size_t)s->rank * sizeof(int64_t)) == 0));
     if (CCSHIM__LIKELY(same)) continue;
     char who[32], want[1400], got[1400];
     side_name(a, i, na, who, sizeof who);
     ccshim__format_shape(want, sizeof want, s->dtype, s->rank, s->dims);
     if (b->rank < 0 || b->rank > CCSHIM_MAX_RANK)
-      ccshim__format(got, sizeof got, "%s of rank %lld",
-                     ccshim_dtype_name((int)b->dtype) ? ccshim_dtype_name((int)b->dtype)
-                                                      : "an unknown dtype",
-                     (long long)b->rank);
+      ccshim__format(
+          got, sizeof got, "%s of rank %lld",
+          ccshim_dtype_name((int)b->dtype) ? ccshim_dtype_name((int)b->dtype) : "an unknown dtype",
+          (long long)b->rank);
     else if (b->rank > 0 && b->dims == NULL)
       ccshim__format(got, sizeof got, "rank %lld with NULL dims", (long long)b->rank);
     else
@@ -172,37 +167,34 @@ static XLA_FFI_Error* check_specs(const ccshim_adapter* a, const XLA_FFI_Api* ap
 static XLA_FFI_Error* check_opaque_len(const ccshim_adapter* a, const XLA_FFI_Api* api,
                                        size_t len) {
   if (CCSHIM__LIKELY(len <= CCSHIM_FRAME_MAX_ATTR_BYTES)) return NULL;
-  return invalid(api, "attribute '%s': %zu bytes; expected at most %u", a->opaque_name,
-                 len, (unsigned)CCSHIM_FRAME_MAX_ATTR_BYTES);
+  return invalid(api, "attribute '%s': %zu bytes; expected at most %u", a->opaque_name, len,
+                 (unsigned)CCSHIM_FRAME_MAX_ATTR_BYTES);
 }
 
 /* Finds the opaque attribute.  Absent means empty, as XLA's legacy runtime
  * passes an empty backend config. */
 static XLA_FFI_Error* find_opaque(const ccshim_adapter* a, const XLA_FFI_Api* api,
-                                  const XLA_FFI_Attrs* attrs, const char** ptr,
-                                  size_t* len) {
+                                  const XLA_FFI_Attrs* attrs, const char** ptr, size_t* len) {
   *ptr = "";
   *len = 0;
   int64_t n = attrs->size;
   if (n == 0) return NULL;
   if (n < 0 || attrs->names == NULL || attrs->types == NULL || attrs->attrs == NULL)
-    return invalid(api, "malformed attributes: size %lld with names %p, types "
+    return invalid(api,
+                   "malformed attributes: size %lld with names %p, types "
                    "%p, values %p",
-                   (long long)n, (void*)attrs->names, (void*)attrs->types,
-                   (void*)attrs->attrs);
+                   (long long)n, (void*)attrs->names, (void*)attrs->types, (void*)attrs->attrs);
   for (int64_t i = 0; i < n; i++) {
     const XLA_FFI_ByteSpan* name = attrs->names[i];
     if (name == NULL || name->len != a->opaque_name_len ||
-        (name->len && (name->ptr == NULL ||
-                       memcmp(name->ptr, a->opaque_name, name->len) != 0)))
+        (name->len && (name->ptr == NULL || memcmp(name->ptr, a->opaque_name, name->len) != 0)))
       continue;
     const void* v = attrs->attrs[i];
     if (v == NULL) return invalid(api, "attribute '%s': the value is NULL", a->opaque_name);
     if (attrs->types[i] == XLA_FFI_AttrType_STRING) {
       const XLA_FFI_ByteSpan* s = v;
       if (s->ptr == NULL && s->len > 0)
-        return invalid(api, "attribute '%s': NULL bytes with length %zu",
-                       a->opaque_name, s->len);
+        return invalid(api, "attribute '%s': NULL bytes with length %zu", a->opaque_name, s->len);
       *ptr = s->ptr ? s->ptr : "";
       *len = s->len;
       return check_opaque_len(a, api, s->len);
@@ -211,20 +203,24 @@ static XLA_FFI_Error* find_opaque(const ccshim_adapter* a, const XLA_FFI_Api* ap
       const XLA_FFI_Array* arr = v;
       if (arr->dtype == XLA_FFI_DataType_U8 || arr->dtype == XLA_FFI_DataType_S8) {
         if (arr->data == NULL && arr->size > 0)
-          return invalid(api, "attribute '%s': NULL data with %zu elements",
-                         a->opaque_name, arr->size);
+          return invalid(api, "attribute '%s': NULL data with %zu elements", a->opaque_name,
+                         arr->size);
         *ptr = arr->data ? arr->data : "";
         *len = arr->size;
         return check_opaque_len(a, api, arr->size);
       }
       const char* t = ccshim_dtype_name((int)arr->dtype);
-      return invalid(api, "attribute '%s': expected a string or a u8/s8 array, "
-                     "got an array of %s", a->opaque_name, t ? t : "unknown type");
+      return invalid(api,
+                     "attribute '%s': expected a string or a u8/s8 array, "
+                     "got an array of %s",
+                     a->opaque_name, t ? t : "unknown type");
     }
     static const char* const kinds[] = {"?", "array", "dictionary", "scalar", "string"};
     int k = (int)attrs->types[i];
-    return invalid(api, "attribute '%s': expected a string or a u8/s8 array, got "
-                   "a %s", a->opaque_name, k >= 1 && k <= 4 ? kinds[k] : "value of unknown kind");
+    return invalid(api,
+                   "attribute '%s': expected a string or a u8/s8 array, got "
+                   "a %s",
+                   a->opaque_name, k >= 1 && k <= 4 ? kinds[k] : "value of unknown kind");
   }
   return NULL;
 }
@@ -233,8 +229,7 @@ static XLA_FFI_Error* find_opaque(const ccshim_adapter* a, const XLA_FFI_Api* ap
  * The slow branches of the call.
  * ------------------------------------------------------------------------ */
 
-static XLA_FFI_Error* answer_metadata(const ccshim_adapter* a,
-                                      XLA_FFI_CallFrame* f, int* handled) {
+static XLA_FFI_Error* answer_metadata(const ccshim_adapter* a, XLA_FFI_CallFrame* f, int* handled) {
   XLA_FFI_InternalExtension* ext = f->extension_start;
   *handled = ext->type == XLA_FFI_Extension_Metadata;
   if (!*handled) return NULL;
@@ -242,11 +237,11 @@ static XLA_FFI_Error* answer_metadata(const ccshim_adapter* a,
   if (ext->struct_size < XLA_FFI_Metadata_Extension_STRUCT_SIZE || md == NULL ||
       md->struct_size < XLA_FFI_Metadata_STRUCT_SIZE) {
     if (f->api == NULL) return NULL; /* nothing to report an error with */
-    return invalid(f->api, "malformed metadata query: extension size %zu "
+    return invalid(f->api,
+                   "malformed metadata query: extension size %zu "
                    "(expected >= %d), metadata %p of size %zu (expected >= %d)",
-                   ext->struct_size, (int)XLA_FFI_Metadata_Extension_STRUCT_SIZE,
-                   (void*)md, md ? md->struct_size : 0,
-                   (int)XLA_FFI_Metadata_STRUCT_SIZE);
+                   ext->struct_size, (int)XLA_FFI_Metadata_Extension_STRUCT_SIZE, (void*)md,
+                   md ? md->struct_size : 0, (int)XLA_FFI_Metadata_STRUCT_SIZE);
   }
   md->api_version.struct_size = XLA_FFI_Api_Version_STRUCT_SIZE;
   md->api_version.extension_start = NULL;
@@ -255,13 +250,11 @@ static XLA_FFI_Error* answer_metadata(const ccshim_adapter* a,
   md->traits = a->traits;
   /* A query from any runtime but ours means XLA registered this handler and
    * may call it until the process ends. */
-  if (f->api != ccshim_ffi_api())
-    atomic_store(&((ccshim_adapter*)a)->pinned, 1);
+  if (f->api != ccshim_ffi_api()) atomic_store(&((ccshim_adapter*)a)->pinned, 1);
   return NULL;
 }
 
-XLA_FFI_Error* ccshim__kernel_failed(const ccshim_adapter* a,
-                                     const XLA_FFI_Api* api,
+XLA_FFI_Error* ccshim__kernel_failed(const ccshim_adapter* a, const XLA_FFI_Api* api,
                                      XlaCustomCallStatus* st) {
   XLA_FFI_Error* err;
   if (api == NULL) {
@@ -334,8 +327,7 @@ XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a, XLA_FFI_CallFrame* 
   void** ptrs = local;
   const size_t need = (size_t)(na + nr) + (size_t)a->nested_len;
   if (CCSHIM__UNLIKELY(need > LOCAL_PTRS)) {
-    ptrs = scratch_grow((void**)&tls_scratch.ptrs, &tls_scratch.ptr_cap,
-                        need * sizeof *ptrs);
+    ptrs = scratch_grow((void**)&tls_scratch.ptrs, &tls_scratch.ptr_cap, need * sizeof *ptrs);
     if (ptrs == NULL)
       return make_error(api, XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
                         "out of memory for the legacy argument block");
@@ -344,8 +336,7 @@ XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a, XLA_FFI_CallFrame* 
     const XLA_FFI_Buffer* b = args[i];
     if (CCSHIM__UNLIKELY(b == NULL)) return buffer_error(a, api, b, i, na);
     void* p = b->data;
-    if (CCSHIM__UNLIKELY(p == NULL) && !may_be_null(b))
-      return buffer_error(a, api, b, i, na);
+    if (CCSHIM__UNLIKELY(p == NULL) && !may_be_null(b)) return buffer_error(a, api, b, i, na);
     ptrs[i] = p;
   }
   void** const results = ptrs + na;
@@ -353,8 +344,7 @@ XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a, XLA_FFI_CallFrame* 
     const XLA_FFI_Buffer* b = rets[i];
     if (CCSHIM__UNLIKELY(b == NULL)) return buffer_error(a, api, b, na + i, na);
     void* p = b->data;
-    if (CCSHIM__UNLIKELY(p == NULL) && !may_be_null(b))
-      return buffer_error(a, api, b, na + i, na);
+    if (CCSHIM__UNLIKELY(p == NULL) && !may_be_null(b)) return buffer_error(a, api, b, na + i, na);
     results[i] = p;
   }
   if (a->specs != NULL) {
@@ -374,8 +364,7 @@ XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a, XLA_FFI_CallFrame* 
      * byte; a ByteSpan promises no terminator. */
     char* copy = obuf;
     if (CCSHIM__UNLIKELY(opaque_len >= LOCAL_BYTES)) {
-      copy = scratch_grow((void**)&tls_scratch.bytes, &tls_scratch.byte_cap,
-                          opaque_len + 1);
+      copy = scratch_grow((void**)&tls_scratch.bytes, &tls_scratch.byte_cap, opaque_len + 1);
       if (copy == NULL)
         return make_error(api, XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
                           "out of memory for the opaque bytes");
@@ -403,8 +392,7 @@ XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a, XLA_FFI_CallFrame* 
       else if (a->form == FORM_CPU_V2)
         ((ccshim_cpu_v2_fn)a->fn)(out, (const void**)in, &status);
       else
-        ((ccshim_cpu_v3_fn)a->fn)(out, (const void**)in, opaque, opaque_len,
-                                  &status);
+        ((ccshim_cpu_v3_fn)a->fn)(out, (const void**)in, opaque, opaque_len, &status);
       break;
     }
     case FORM_GPU_V1:
@@ -432,8 +420,7 @@ XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a, XLA_FFI_CallFrame* 
  * registry may call, so only a stale handler pointer kept by hand can. */
 static XLA_FFI_Error* call_freed(const ccshim_adapter* a, XLA_FFI_CallFrame* f) {
   (void)a;
-  if (f == NULL || f->api == NULL || f->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE)
-    return NULL;
+  if (f == NULL || f->api == NULL || f->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE) return NULL;
   return make_error(f->api, XLA_FFI_Error_Code_FAILED_PRECONDITION,
                     "this handler's ccshim adapter was freed; nothing was called");
 }

@@ -29,28 +29,31 @@
 
 static const ccshim_adapter* _Atomic slots[CCSHIM_PREBUILT_ENTRIES];
 
-#define ENTRY(id)                                                              \
-  static XLA_FFI_Error* entry_##id(XLA_FFI_CallFrame* frame) {                 \
+#define ENTRY(id)                                                                     \
+  static XLA_FFI_Error* entry_##id(XLA_FFI_CallFrame* frame) {                        \
     const ccshim_adapter* a = atomic_load_explicit(&slots[id], memory_order_acquire); \
-    return a->call(a, frame);                                                  \
+    return a->call(a, frame);                                                         \
   }
 #define ENTRY_ADDR(id) entry_##id,
 
 /* 16 x 16 x 16 x 4 = 16384 entries named entry_0x0000 .. entry_0x3fff. */
-#define E1(M, p) M(p##0) M(p##1) M(p##2) M(p##3) M(p##4) M(p##5) M(p##6) \
-  M(p##7) M(p##8) M(p##9) M(p##a) M(p##b) M(p##c) M(p##d) M(p##e) M(p##f)
-#define E2(M, p) E1(M, p##0) E1(M, p##1) E1(M, p##2) E1(M, p##3) E1(M, p##4) \
-  E1(M, p##5) E1(M, p##6) E1(M, p##7) E1(M, p##8) E1(M, p##9) E1(M, p##a) \
-  E1(M, p##b) E1(M, p##c) E1(M, p##d) E1(M, p##e) E1(M, p##f)
-#define E3(M, p) E2(M, p##0) E2(M, p##1) E2(M, p##2) E2(M, p##3) E2(M, p##4) \
-  E2(M, p##5) E2(M, p##6) E2(M, p##7) E2(M, p##8) E2(M, p##9) E2(M, p##a) \
-  E2(M, p##b) E2(M, p##c) E2(M, p##d) E2(M, p##e) E2(M, p##f)
+/* One row of sixteen per level, kept by hand. */
+// clang-format off
+#define E1(M, p) \
+  M(p##0) M(p##1) M(p##2) M(p##3) M(p##4) M(p##5) M(p##6) M(p##7) \
+  M(p##8) M(p##9) M(p##a) M(p##b) M(p##c) M(p##d) M(p##e) M(p##f)
+#define E2(M, p) \
+  E1(M, p##0) E1(M, p##1) E1(M, p##2) E1(M, p##3) E1(M, p##4) E1(M, p##5) E1(M, p##6) E1(M, p##7) \
+  E1(M, p##8) E1(M, p##9) E1(M, p##a) E1(M, p##b) E1(M, p##c) E1(M, p##d) E1(M, p##e) E1(M, p##f)
+#define E3(M, p) \
+  E2(M, p##0) E2(M, p##1) E2(M, p##2) E2(M, p##3) E2(M, p##4) E2(M, p##5) E2(M, p##6) E2(M, p##7) \
+  E2(M, p##8) E2(M, p##9) E2(M, p##a) E2(M, p##b) E2(M, p##c) E2(M, p##d) E2(M, p##e) E2(M, p##f)
+// clang-format on
 #define ALL_ENTRIES(M) E3(M, 0x0) E3(M, 0x1) E3(M, 0x2) E3(M, 0x3)
 
 ALL_ENTRIES(ENTRY)
 
-static XLA_FFI_Handler* const entries[CCSHIM_PREBUILT_ENTRIES] = {
-    ALL_ENTRIES(ENTRY_ADDR)};
+static XLA_FFI_Handler* const entries[CCSHIM_PREBUILT_ENTRIES] = {ALL_ENTRIES(ENTRY_ADDR)};
 
 _Static_assert(sizeof entries / sizeof entries[0] == CCSHIM_PREBUILT_ENTRIES,
                "one prebuilt entry per slot");
@@ -106,8 +109,7 @@ static ccshim_status bind_closure(ccshim_adapter* a) {
   if (ffi_prep_cif(&a->cif, FFI_DEFAULT_ABI, 1, &ffi_type_pointer, a->cif_args) != FFI_OK)
     return ccshim__fail(CCSHIM_EUNSUPPORTED, "wrap: ffi_prep_cif failed");
   a->closure = ffi_closure_alloc(sizeof(ffi_closure), &code);
-  if (a->closure == NULL)
-    return ccshim__fail(CCSHIM_ENOMEM, "wrap: ffi_closure_alloc failed");
+  if (a->closure == NULL) return ccshim__fail(CCSHIM_ENOMEM, "wrap: ffi_closure_alloc failed");
   if (ffi_prep_closure_loc(a->closure, &a->cif, closure_entry, a, code) != FFI_OK) {
     ffi_closure_free(a->closure);
     a->closure = NULL;
@@ -192,16 +194,14 @@ int ccshim_closures_need_wx(void) {
 
 static int wx_allowed(int allow_wx) {
   const char* env = getenv("CCSHIM_ALLOW_WX");
-  return allow_wx || (env != NULL && strcmp(env, "1") == 0) ||
-         !ccshim_closures_need_wx();
+  return allow_wx || (env != NULL && strcmp(env, "1") == 0) || !ccshim_closures_need_wx();
 }
 
 /* ---------------------------------------------------------------------------
  * Binding
  * ------------------------------------------------------------------------ */
 
-ccshim_status ccshim__entry_bind(ccshim_adapter* a, ccshim_entry_kind kind,
-                                 int allow_wx) {
+ccshim_status ccshim__entry_bind(ccshim_adapter* a, ccshim_entry_kind kind, int allow_wx) {
   if (kind == CCSHIM_ENTRY_CLOSURE) return bind_closure(a);
   int32_t s = take_slot();
   if (s >= 0) {
@@ -230,8 +230,7 @@ void ccshim__entry_release(ccshim_adapter* a) {
   if (a->slot >= 0) {
     /* A handler that XLA could not still call (ccshim_adapter_free checks)
      * may yet be called by mistake: it then answers with an error. */
-    atomic_store_explicit(&slots[a->slot], &ccshim__freed_adapter,
-                          memory_order_release);
+    atomic_store_explicit(&slots[a->slot], &ccshim__freed_adapter, memory_order_release);
     give_slot(a->slot);
     a->slot = -1;
   }

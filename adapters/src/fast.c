@@ -41,14 +41,12 @@ static inline int gather_scalar(void** dst, void* const* src, int64_t n) {
     const XLA_FFI_Buffer* b1 = src[i + 1];
     const XLA_FFI_Buffer* b2 = src[i + 2];
     const XLA_FFI_Buffer* b3 = src[i + 3];
-    if (CCSHIM__UNLIKELY(b0 == NULL || b1 == NULL || b2 == NULL || b3 == NULL))
-      return 0;
+    if (CCSHIM__UNLIKELY(b0 == NULL || b1 == NULL || b2 == NULL || b3 == NULL)) return 0;
     void* p0 = b0->data;
     void* p1 = b1->data;
     void* p2 = b2->data;
     void* p3 = b3->data;
-    if (CCSHIM__UNLIKELY(p0 == NULL || p1 == NULL || p2 == NULL || p3 == NULL))
-      return 0;
+    if (CCSHIM__UNLIKELY(p0 == NULL || p1 == NULL || p2 == NULL || p3 == NULL)) return 0;
     dst[i] = p0;
     dst[i + 1] = p1;
     dst[i + 2] = p2;
@@ -70,8 +68,8 @@ static inline int gather_scalar(void** dst, void* const* src, int64_t n) {
  * before they are dereferenced; their four data pointers fetched by one
  * gather (no store to reload, so nothing waits on store forwarding), stored,
  * and tested for NULL as they go, with one branch for the whole array. */
-static inline __attribute__((target("avx2"))) int gather_avx2(
-    void** dst, void* const* src, int64_t n) {
+static inline __attribute__((target("avx2"))) int gather_avx2(void** dst, void* const* src,
+                                                              int64_t n) {
   if (n < 4) return gather_scalar(dst, src, n); /* no vector set-up for a few */
   if (CCSHIM__UNLIKELY(src == NULL)) return 0;
   const __m256i zero = _mm256_setzero_si256();
@@ -82,8 +80,8 @@ static inline __attribute__((target("avx2"))) int gather_avx2(
     __m256i null_buffer = _mm256_cmpeq_epi64(b, zero);
     if (CCSHIM__UNLIKELY(!_mm256_testz_si256(null_buffer, null_buffer))) return 0;
     /* data lies at offsetof(XLA_FFI_Buffer, data) from each buffer. */
-    __m256i p = _mm256_i64gather_epi64(
-        (const long long*)(uintptr_t)offsetof(XLA_FFI_Buffer, data), b, 1);
+    __m256i p =
+        _mm256_i64gather_epi64((const long long*)(uintptr_t)offsetof(XLA_FFI_Buffer, data), b, 1);
     _mm256_storeu_si256((__m256i*)(dst + i), p);
     null_data = _mm256_or_si256(null_data, _mm256_cmpeq_epi64(p, zero));
   }
@@ -99,15 +97,13 @@ static inline __attribute__((target("avx2"))) int gather_avx2(
 
 /* With a signature: one pass that checks each buffer's dtype, rank and
  * dims against it and copies its data pointer, as gather does. */
-FAST int gather_checked(void** dst, void* const* src, const leaf_spec* specs,
-                        int64_t n) {
+FAST int gather_checked(void** dst, void* const* src, const leaf_spec* specs, int64_t n) {
   if (n == 0) return 1;
   if (CCSHIM__UNLIKELY(src == NULL)) return 0;
   for (int64_t i = 0; i < n; i++) {
     const XLA_FFI_Buffer* b = src[i];
     const leaf_spec* s = &specs[i];
-    if (CCSHIM__UNLIKELY(b == NULL || (int)b->dtype != s->dtype || b->rank != s->rank))
-      return 0;
+    if (CCSHIM__UNLIKELY(b == NULL || (int)b->dtype != s->dtype || b->rank != s->rank)) return 0;
     if (s->rank > 0) {
       const int64_t* dims = b->dims;
       if (CCSHIM__UNLIKELY(dims == NULL)) return 0;
@@ -136,8 +132,7 @@ FAST int short_equal(const char* a, const char* b, size_t n) {
     if (n > 16) return memcmp(a, b, n) == 0;
     return load_n(a, 8) == load_n(b, 8) && load_n(a + n - 8, 8) == load_n(b + n - 8, 8);
   }
-  if (n >= 4)
-    return load_n(a, 4) == load_n(b, 4) && load_n(a + n - 4, 4) == load_n(b + n - 4, 4);
+  if (n >= 4) return load_n(a, 4) == load_n(b, 4) && load_n(a + n - 4, 4) == load_n(b + n - 4, 4);
   for (size_t i = 0; i < n; i++)
     if (a[i] != b[i]) return 0;
   return 1;
@@ -161,8 +156,7 @@ FAST void short_copy(char* dst, const char* src, size_t n) {
 
 /* The opaque bytes, NUL-terminated into buf.  Returns 0 for anything the
  * general path must look at (a wrong attribute type, too long a value). */
-FAST int opaque_of(const ccshim_adapter* a, const XLA_FFI_Attrs* attrs, char* buf,
-                   size_t* len) {
+FAST int opaque_of(const ccshim_adapter* a, const XLA_FFI_Attrs* attrs, char* buf, size_t* len) {
   *len = 0;
   buf[0] = '\0';
   const int64_t n = attrs->size;
@@ -209,8 +203,7 @@ FAST XLA_FFI_Error* finish_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, v
                                 const int checked) {
   char opaque[FAST_OPAQUE];
   size_t opaque_len = 0;
-  if (form >= FORM_CPU_V3 &&
-      CCSHIM__UNLIKELY(!opaque_of(a, &f->attrs, opaque, &opaque_len)))
+  if (form >= FORM_CPU_V3 && CCSHIM__UNLIKELY(!opaque_of(a, &f->attrs, opaque, &opaque_len)))
     return ccshim__adapter_call(a, f);
   const int has_status = form != FORM_CPU_V1 && form != FORM_GPU_V1;
   struct XlaCustomCallStatus_ status;
@@ -259,9 +252,8 @@ FAST int gather_small(void** dst, void* const* src, int64_t n) {
 }
 
 /* The pointers of both sides into ptrs; 0 when the general path must look. */
-FAST int gather_both(const ccshim_adapter* a, XLA_FFI_CallFrame* f, void** ptrs,
-                     const int64_t na, const int64_t nr, const gather_fn gather,
-                     const int checked) {
+FAST int gather_both(const ccshim_adapter* a, XLA_FFI_CallFrame* f, void** ptrs, const int64_t na,
+                     const int64_t nr, const gather_fn gather, const int checked) {
   if (checked) /* the adapter has a signature: a->specs != NULL */
     return gather_checked(ptrs, f->args.args, a->specs, na) &&
            gather_checked(ptrs + na, f->rets.rets, a->specs + na, nr);
@@ -287,14 +279,13 @@ FAST int header_ok(const ccshim_adapter* a, XLA_FFI_CallFrame* f, XLA_FFI_Error*
  * set-up (and the stack alignment it needs) is paid only by the calls that
  * use it: an adapter whose signature has SMALL_LIMIT buffers or more on a
  * side, and unsigned adapters' larger frames. */
-FAST XLA_FFI_Error* wide_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
-                              const form form, const gather_fn gather, const int checked) {
+FAST XLA_FFI_Error* wide_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, const form form,
+                              const gather_fn gather, const int checked) {
   XLA_FFI_Error* ret;
   if (!header_ok(a, f, &ret)) return ret;
   const int64_t na = f->args.size, nr = f->rets.size;
   if (checked) {
-    if (CCSHIM__UNLIKELY(na != a->num_args || nr != a->num_rets))
-      return ccshim__adapter_call(a, f);
+    if (CCSHIM__UNLIKELY(na != a->num_args || nr != a->num_rets)) return ccshim__adapter_call(a, f);
   } else if (CCSHIM__UNLIKELY(((uint64_t)na | (uint64_t)nr) > FAST_PTRS / 2)) {
     return ccshim__adapter_call(a, f); /* also a negative count, as a huge unsigned one */
   }
@@ -308,9 +299,8 @@ FAST XLA_FFI_Error* wide_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
  * signature the counts are known to fit (select_call saw them); without,
  * one compare sends larger (or negative) counts to `wide`, a constant in
  * each instantiation. */
-FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
-                              const form form, const ccshim__call_fn wide,
-                              const int checked, const int64_t fixed_na,
+FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, const form form,
+                              const ccshim__call_fn wide, const int checked, const int64_t fixed_na,
                               const int64_t fixed_nr) {
   XLA_FFI_Error* ret;
   if (!header_ok(a, f, &ret)) return ret;
@@ -323,8 +313,7 @@ FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
     if (CCSHIM__UNLIKELY(f->args.size != fixed_na || f->rets.size != fixed_nr))
       return ccshim__adapter_call(a, f);
   } else if (checked) {
-    if (CCSHIM__UNLIKELY(na != a->num_args || nr != a->num_rets))
-      return ccshim__adapter_call(a, f);
+    if (CCSHIM__UNLIKELY(na != a->num_args || nr != a->num_rets)) return ccshim__adapter_call(a, f);
   } else if (CCSHIM__UNLIKELY(((uint64_t)na | (uint64_t)nr) >= SMALL_LIMIT)) {
     return wide(a, f);
   }
@@ -342,47 +331,47 @@ FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f,
 /* One function per form, per instruction set, and with or without a
  * signature, so that each is straight code for its case; each has a wide
  * twin, not inlined, for frames of SMALL_LIMIT buffers or more a side. */
-#define FAST_FN(name, form, gather, checked, attr)                                   \
-  static __attribute__((noinline)) attr XLA_FFI_Error* name##_wide(                  \
-      const ccshim_adapter* a, XLA_FFI_CallFrame* f) {                               \
-    return wide_call(a, f, form, gather, checked);                                   \
-  }                                                                                  \
-  static XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) {       \
-    return fast_call(a, f, form, name##_wide, checked, -1, -1);                      \
+#define FAST_FN(name, form, gather, checked, attr)                                 \
+  static __attribute__((noinline))                                                 \
+  attr XLA_FFI_Error* name##_wide(const ccshim_adapter* a, XLA_FFI_CallFrame* f) { \
+    return wide_call(a, f, form, gather, checked);                                 \
+  }                                                                                \
+  static XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) {      \
+    return fast_call(a, f, form, name##_wide, checked, -1, -1);                    \
   }
-#define FAST_FORMS(suffix, gather, checked, attr)                       \
-  FAST_FN(fast_cpu_v1##suffix, FORM_CPU_V1, gather, checked, attr)      \
-  FAST_FN(fast_cpu_v2##suffix, FORM_CPU_V2, gather, checked, attr)      \
-  FAST_FN(fast_cpu_v3##suffix, FORM_CPU_V3, gather, checked, attr)      \
-  FAST_FN(fast_gpu_v1##suffix, FORM_GPU_V1, gather, checked, attr)      \
-  FAST_FN(fast_gpu_v2##suffix, FORM_GPU_V2, gather, checked, attr)      \
-  static const ccshim__call_fn fast##suffix[] = {                       \
-      fast_cpu_v1##suffix, fast_cpu_v2##suffix, fast_cpu_v3##suffix,    \
-      fast_gpu_v1##suffix, fast_gpu_v2##suffix};                        \
-  static const ccshim__call_fn fast##suffix##_wide[] CCSHIM__UNUSED = { \
-      fast_cpu_v1##suffix##_wide, fast_cpu_v2##suffix##_wide,           \
-      fast_cpu_v3##suffix##_wide, fast_gpu_v1##suffix##_wide,           \
-      fast_gpu_v2##suffix##_wide};
+#define FAST_FORMS(suffix, gather, checked, attr)                                          \
+  FAST_FN(fast_cpu_v1##suffix, FORM_CPU_V1, gather, checked, attr)                         \
+  FAST_FN(fast_cpu_v2##suffix, FORM_CPU_V2, gather, checked, attr)                         \
+  FAST_FN(fast_cpu_v3##suffix, FORM_CPU_V3, gather, checked, attr)                         \
+  FAST_FN(fast_gpu_v1##suffix, FORM_GPU_V1, gather, checked, attr)                         \
+  FAST_FN(fast_gpu_v2##suffix, FORM_GPU_V2, gather, checked, attr)                         \
+  static const ccshim__call_fn fast##suffix[] = {fast_cpu_v1##suffix, fast_cpu_v2##suffix, \
+                                                 fast_cpu_v3##suffix, fast_gpu_v1##suffix, \
+                                                 fast_gpu_v2##suffix};                     \
+  static const ccshim__call_fn fast##suffix##_wide[] CCSHIM__UNUSED = {                    \
+      fast_cpu_v1##suffix##_wide, fast_cpu_v2##suffix##_wide, fast_cpu_v3##suffix##_wide,  \
+      fast_gpu_v1##suffix##_wide, fast_gpu_v2##suffix##_wide};
 
 /* With a signature the checked gather is scalar, whatever the CPU. */
 FAST_FORMS(_checked, gather_scalar, 1, )
 
 /* With a signature of 0 to 3 operands and one result, the most common
  * shape of a custom call: one function per form and operand count. */
-#define FIXED_FN(name, form, n)                                                      \
-  static XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) {       \
-    return fast_call(a, f, form, ccshim__adapter_call, 1, n, 1);                     \
+#define FIXED_FN(name, form, n)                                               \
+  static XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) { \
+    return fast_call(a, f, form, ccshim__adapter_call, 1, n, 1);              \
   }
-#define FIXED_ARITIES(fn, form)                                                      \
-  FIXED_FN(fn##_0, form, 0) FIXED_FN(fn##_1, form, 1) FIXED_FN(fn##_2, form, 2)     \
-  FIXED_FN(fn##_3, form, 3)
+#define FIXED_ARITIES(fn, form) \
+  FIXED_FN(fn##_0, form, 0)     \
+  FIXED_FN(fn##_1, form, 1) FIXED_FN(fn##_2, form, 2) FIXED_FN(fn##_3, form, 3)
 FIXED_ARITIES(fixed_cpu_v1, FORM_CPU_V1)
 FIXED_ARITIES(fixed_cpu_v2, FORM_CPU_V2)
 FIXED_ARITIES(fixed_cpu_v3, FORM_CPU_V3)
 FIXED_ARITIES(fixed_gpu_v1, FORM_GPU_V1)
 FIXED_ARITIES(fixed_gpu_v2, FORM_GPU_V2)
 enum { FIXED_MAX_ARGS = 3 };
-#define FIXED_ROW(fn) {fn##_0, fn##_1, fn##_2, fn##_3}
+#define FIXED_ROW(fn) \
+  { fn##_0, fn##_1, fn##_2, fn##_3 }
 static const ccshim__call_fn fixed_one_result[][FIXED_MAX_ARGS + 1] = {
     FIXED_ROW(fixed_cpu_v1), FIXED_ROW(fixed_cpu_v2), FIXED_ROW(fixed_cpu_v3),
     FIXED_ROW(fixed_gpu_v1), FIXED_ROW(fixed_gpu_v2)};

@@ -23,8 +23,7 @@
 
 /* Records the thread's last-error message and returns `status`, so that a
  * failing path reads `return ccshim__fail(CCSHIM_EINVAL, "...", ...);`. */
-ccshim_status ccshim__fail(ccshim_status status, const char* fmt, ...)
-    CCSHIM__PRINTF(2, 3);
+ccshim_status ccshim__fail(ccshim_status status, const char* fmt, ...) CCSHIM__PRINTF(2, 3);
 ccshim_status ccshim__vfail(ccshim_status status, const char* fmt, va_list ap);
 
 /* Clears the thread's last-error message (called on entry by public calls
@@ -36,12 +35,10 @@ char* ccshim__strndup(const char* s, size_t len);
 
 /* snprintf into a fixed buffer that always ends in NUL and never overflows;
  * returns the number of bytes written (without the NUL). */
-size_t ccshim__format(char* buf, size_t cap, const char* fmt, ...)
-    CCSHIM__PRINTF(3, 4);
+size_t ccshim__format(char* buf, size_t cap, const char* fmt, ...) CCSHIM__PRINTF(3, 4);
 
 /* Writes "f32[2,3]"-style text for a buffer shape into buf. */
-size_t ccshim__format_shape(char* buf, size_t cap, int dtype, int64_t rank,
-                            const int64_t* dims);
+size_t ccshim__format_shape(char* buf, size_t cap, int dtype, int64_t rank, const int64_t* dims);
 
 /* Copies a caller's versioned options struct (its first member is
  * size_t struct_size) into `dst`, a struct of `known` bytes that this
@@ -50,8 +47,7 @@ size_t ccshim__format_shape(char* buf, size_t cap, int dtype, int64_t rank,
  * `type` and its INIT macro `init`: a struct_size below `min` (0 is a struct
  * that was zeroed but never initialised), above CCSHIM_STRUCT_SIZE_MAX, or
  * above `known` with a nonzero byte past `known`. */
-ccshim_status ccshim__read_options(void* dst, size_t known, const void* src,
-                                   size_t min, const char* type,
-                                   const char* init);
+ccshim_status ccshim__read_options(void* dst, size_t known, const void* src, size_t min,
+                                   const char* type, const char* init);
 
 #endif /* CCSHIM_BASE_INTERNAL_H */

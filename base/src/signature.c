@@ -63,23 +63,21 @@ static int expected(parser* p, const char* what) {
   if (p->status == CCSHIM_OK) {
     char found[32];
     describe(p, found, sizeof found);
-    p->status = ccshim__fail(CCSHIM_ESIGNATURE,
-                             "signature column %zu: expected %s, found %s",
+    p->status = ccshim__fail(CCSHIM_ESIGNATURE, "signature column %zu: expected %s, found %s",
                              p->pos + 1, what, found);
   }
   return 0;
 }
 
-static int fail_at(parser* p, size_t pos, ccshim_status status,
-                   const char* what) {
+static int fail_at(parser* p, size_t pos, ccshim_status status, const char* what) {
   if (p->status == CCSHIM_OK)
     p->status = ccshim__fail(status, "signature column %zu: %s", pos + 1, what);
   return 0;
 }
 
 static void skip_ws(parser* p) {
-  while (p->text[p->pos] == ' ' || p->text[p->pos] == '\t' ||
-         p->text[p->pos] == '\n' || p->text[p->pos] == '\r')
+  while (p->text[p->pos] == ' ' || p->text[p->pos] == '\t' || p->text[p->pos] == '\n' ||
+         p->text[p->pos] == '\r')
     p->pos++;
 }
 
@@ -91,8 +89,7 @@ static int accept(parser* p, char c) {
 }
 
 static int is_ident(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
 static int parse_shape(parser* p, ccshim_shape* out, int depth);
@@ -103,8 +100,7 @@ static int skip_layout(parser* p) {
   int open = 0;
   do {
     char c = p->text[p->pos];
-    if (c == '\0') return fail_at(p, start, CCSHIM_ESIGNATURE,
-                                  "layout '{' is never closed by '}'");
+    if (c == '\0') return fail_at(p, start, CCSHIM_ESIGNATURE, "layout '{' is never closed by '}'");
     if (c == '{') open++;
     if (c == '}') open--;
     p->pos++;
@@ -135,16 +131,14 @@ static int parse_dims(parser* p, ccshim_shape* out) {
         p->pos++;
       }
       if (rank == CCSHIM_MAX_RANK)
-        return fail_at(p, at, CCSHIM_EOVERFLOW,
-                       "rank exceeds ccshim's limit of 64");
+        return fail_at(p, at, CCSHIM_EOVERFLOW, "rank exceeds ccshim's limit of 64");
       dims[rank++] = v;
       skip_ws(p);
       if (p->text[p->pos] == ',') {
         p->pos++;
         continue;
       }
-      if (p->text[p->pos] != ']')
-        return expected(p, "',' or ']' after a dimension");
+      if (p->text[p->pos] != ']') return expected(p, "',' or ']' after a dimension");
       break;
     }
   }
@@ -170,8 +164,7 @@ static int parse_array(parser* p, ccshim_shape* out) {
     ccshim__format(msg, sizeof msg,
                    "unknown element type '%.*s' (expected an HLO name such as "
                    "pred, s32, u8, f16, bf16, f32, f64, c64 or token)",
-                   (int)(p->pos - start > 40 ? 40 : p->pos - start),
-                   p->text + start);
+                   (int)(p->pos - start > 40 ? 40 : p->pos - start), p->text + start);
     return fail_at(p, start, CCSHIM_ESIGNATURE, msg);
   }
   out->dtype = dtype;
@@ -187,19 +180,18 @@ static int parse_array(parser* p, ccshim_shape* out) {
     return fail_at(p, start, CCSHIM_ESIGNATURE, "a token has no dimensions");
   int64_t elements = ccshim_shape_elements(out);
   int overflow = 0;
-  if (elements < 0) overflow = 1;
-  else (void)ccshim_dtype_bytes(dtype, (uint64_t)elements, &overflow);
-  if (overflow)
-    return fail_at(p, start, CCSHIM_EOVERFLOW,
-                   "the array's size in bytes overflows");
+  if (elements < 0)
+    overflow = 1;
+  else
+    (void)ccshim_dtype_bytes(dtype, (uint64_t)elements, &overflow);
+  if (overflow) return fail_at(p, start, CCSHIM_EOVERFLOW, "the array's size in bytes overflows");
   skip_ws(p);
   if (p->text[p->pos] == '{') return skip_layout(p);
   return 1;
 }
 
 /* Parses "(shape, shape, ...)" after its '(' into a children array. */
-static int parse_list(parser* p, ccshim_shape** items, size_t* count,
-                      int depth) {
+static int parse_list(parser* p, ccshim_shape** items, size_t* count, int depth) {
   size_t cap = 0, n = 0;
   ccshim_shape* tmp = NULL;
   int ok = 1;
@@ -230,8 +222,10 @@ static int parse_list(parser* p, ccshim_shape** items, size_t* count,
   *count = 0;
   if (ok && n > 0) {
     *items = arena_alloc(p->sig, n * sizeof **items);
-    if (*items == NULL) ok = fail_at(p, p->pos, CCSHIM_ENOMEM, "out of memory");
-    else memcpy(*items, tmp, n * sizeof **items);
+    if (*items == NULL)
+      ok = fail_at(p, p->pos, CCSHIM_ENOMEM, "out of memory");
+    else
+      memcpy(*items, tmp, n * sizeof **items);
     *count = n;
   }
   free(tmp);
@@ -240,21 +234,18 @@ static int parse_list(parser* p, ccshim_shape** items, size_t* count,
 
 static int parse_shape(parser* p, ccshim_shape* out, int depth) {
   if (depth > CCSHIM_MAX_NESTING)
-    return fail_at(p, p->pos, CCSHIM_EOVERFLOW,
-                   "tuples nest deeper than ccshim's limit of 32");
+    return fail_at(p, p->pos, CCSHIM_EOVERFLOW, "tuples nest deeper than ccshim's limit of 32");
   if (!accept(p, '(')) return parse_array(p, out);
   ccshim_shape* children;
   out->is_tuple = 1;
   if (!parse_list(p, &children, &out->num_children, depth)) return 0;
   out->children = children;
-  for (size_t i = 0; i < out->num_children; i++)
-    out->num_leaves += children[i].num_leaves;
+  for (size_t i = 0; i < out->num_children; i++) out->num_leaves += children[i].num_leaves;
   return 1;
 }
 
 /* Numbers leaves depth first and stores pointers to them in `leaves`. */
-static void index_leaves(ccshim_shape* s, const ccshim_shape** leaves,
-                         size_t* next) {
+static void index_leaves(ccshim_shape* s, const ccshim_shape** leaves, size_t* next) {
   s->first_leaf = *next;
   if (!s->is_tuple) {
     leaves[(*next)++] = s;
@@ -267,8 +258,7 @@ static void index_leaves(ccshim_shape* s, const ccshim_shape** leaves,
 ccshim_status ccshim_signature_parse(const char* text, ccshim_signature** out) {
   if (out == NULL) return ccshim__fail(CCSHIM_EINVAL, "signature: out is NULL");
   *out = NULL;
-  if (text == NULL)
-    return ccshim__fail(CCSHIM_EINVAL, "signature: text is NULL");
+  if (text == NULL) return ccshim__fail(CCSHIM_EINVAL, "signature: text is NULL");
   signature_impl* sig = calloc(1, sizeof *sig);
   if (sig == NULL) return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
   parser p = {text, 0, sig, CCSHIM_OK};
@@ -278,8 +268,7 @@ ccshim_status ccshim_signature_parse(const char* text, ccshim_signature** out) {
   ccshim_shape* result = arena_alloc(sig, sizeof *result);
   int ok = result != NULL;
   if (!ok) fail_at(&p, 0, CCSHIM_ENOMEM, "out of memory");
-  if (ok && !accept(&p, '('))
-    ok = expected(&p, "'(' opening the operand list");
+  if (ok && !accept(&p, '(')) ok = expected(&p, "'(' opening the operand list");
   if (ok) ok = parse_list(&p, &operands, &num_operands, 0);
   if (ok) {
     skip_ws(&p);
@@ -301,11 +290,9 @@ ccshim_status ccshim_signature_parse(const char* text, ccshim_signature** out) {
 
   size_t nargs = 0;
   for (size_t i = 0; i < num_operands; i++) nargs += operands[i].num_leaves;
-  const ccshim_shape** arg_leaves =
-      arena_alloc(sig, (nargs ? nargs : 1) * sizeof *arg_leaves);
+  const ccshim_shape** arg_leaves = arena_alloc(sig, (nargs ? nargs : 1) * sizeof *arg_leaves);
   const ccshim_shape** ret_leaves =
-      arena_alloc(sig, (result->num_leaves ? result->num_leaves : 1) *
-                           sizeof *ret_leaves);
+      arena_alloc(sig, (result->num_leaves ? result->num_leaves : 1) * sizeof *ret_leaves);
   if (arg_leaves == NULL || ret_leaves == NULL) {
     ccshim_signature_free(&sig->pub);
     return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
@@ -389,8 +376,7 @@ size_t ccshim_shape_format(const ccshim_shape* s, char* buf, size_t cap) {
   return t.len;
 }
 
-size_t ccshim_signature_format(const ccshim_signature* sig, char* buf,
-                               size_t cap) {
+size_t ccshim_signature_format(const ccshim_signature* sig, char* buf, size_t cap) {
   text_out t = {buf, cap, 0};
   if (cap) buf[0] = '\0';
   if (sig == NULL) return 0;

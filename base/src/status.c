@@ -34,8 +34,7 @@ const char* ccshim_last_error(void) { return last_error; }
 
 const char* ccshim_version(void) { return CCSHIM_VERSION_STRING; }
 
-ccshim_status ccshim__vfail(ccshim_status status, const char* fmt,
-                            va_list ap) {
+ccshim_status ccshim__vfail(ccshim_status status, const char* fmt, va_list ap) {
   int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
   if (n >= (int)sizeof last_error) memcpy(last_error + sizeof last_error - 4, "...", 4);
   return status;
@@ -72,16 +71,14 @@ size_t ccshim__format(char* buf, size_t cap, const char* fmt, ...) {
   return (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
-size_t ccshim__format_shape(char* buf, size_t cap, int dtype, int64_t rank,
-                            const int64_t* dims) {
+size_t ccshim__format_shape(char* buf, size_t cap, int dtype, int64_t rank, const int64_t* dims) {
   const char* name = ccshim_dtype_name(dtype);
-  size_t n = name ? ccshim__format(buf, cap, "%s", name)
-                  : ccshim__format(buf, cap, "dtype(%d)", dtype);
+  size_t n =
+      name ? ccshim__format(buf, cap, "%s", name) : ccshim__format(buf, cap, "dtype(%d)", dtype);
   if (dtype == 17 /* TOKEN */) return n + ccshim__format(buf + n, cap - n, "[]");
   n += ccshim__format(buf + n, cap - n, "[");
   for (int64_t i = 0; i < rank && dims != NULL && n + 1 < cap; i++)
-    n += ccshim__format(buf + n, cap - n, i ? ",%lld" : "%lld",
-                        (long long)dims[i]);
+    n += ccshim__format(buf + n, cap - n, i ? ",%lld" : "%lld", (long long)dims[i]);
   n += ccshim__format(buf + n, cap - n, "]");
   return n;
 }

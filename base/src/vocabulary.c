@@ -20,8 +20,7 @@ const char* ccshim_platform_name(ccshim_platform platform) {
 ccshim_status ccshim_platform_parse(const char* name, ccshim_platform* out) {
   char low[16];
   size_t n = 0;
-  for (; name && name[n] && n + 1 < sizeof low; n++)
-    low[n] = (char)tolower((unsigned char)name[n]);
+  for (; name && name[n] && n + 1 < sizeof low; n++) low[n] = (char)tolower((unsigned char)name[n]);
   low[n] = '\0';
   if (name && name[n] == '\0') {
     if (!strcmp(low, "host") || !strcmp(low, "cpu")) {

@@ -27,31 +27,33 @@ static ccshim_status check_call(const ccshim_legacy_call* c) {
                         "2 (status returning) or 3 (unified)",
                         c->api_version);
   if ((int)c->platform < CCSHIM_PLATFORM_HOST || (int)c->platform > CCSHIM_PLATFORM_ROCM)
-    return ccshim__fail(CCSHIM_EINVAL, "legacy invoke: unknown platform %d",
-                        (int)c->platform);
+    return ccshim__fail(CCSHIM_EINVAL, "legacy invoke: unknown platform %d", (int)c->platform);
   if ((c->args == NULL && c->num_args > 0) || (c->rets == NULL && c->num_rets > 0))
-    return ccshim__fail(CCSHIM_EINVAL, "legacy invoke: %s is NULL with %zu "
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "legacy invoke: %s is NULL with %zu "
                         "entries",
                         c->args == NULL && c->num_args ? "args" : "rets",
                         c->args == NULL && c->num_args ? c->num_args : c->num_rets);
   if (c->opaque == NULL && c->opaque_len > 0)
-    return ccshim__fail(CCSHIM_EINVAL, "legacy invoke: opaque is NULL with "
-                        "length %zu", c->opaque_len);
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "legacy invoke: opaque is NULL with "
+                        "length %zu",
+                        c->opaque_len);
   const ccshim_signature* sig = c->signature;
-  if (sig != NULL && (sig->num_arg_leaves != c->num_args ||
-                      sig->num_ret_leaves != c->num_rets))
+  if (sig != NULL && (sig->num_arg_leaves != c->num_args || sig->num_ret_leaves != c->num_rets))
     return ccshim__fail(CCSHIM_EINVAL,
                         "legacy invoke: the signature has %zu operand and %zu "
                         "result buffers, the call %zu and %zu",
-                        sig->num_arg_leaves, sig->num_ret_leaves, c->num_args,
-                        c->num_rets);
+                        sig->num_arg_leaves, sig->num_ret_leaves, c->num_args, c->num_rets);
   if (c->platform == CCSHIM_PLATFORM_HOST && c->tuple_operands == CCSHIM_TUPLES_NESTED &&
       sig == NULL)
-    return ccshim__fail(CCSHIM_EINVAL, "legacy invoke: the nested tuple layout "
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "legacy invoke: the nested tuple layout "
                         "needs a signature to know the tuples");
   int tuple_result = sig ? sig->result->is_tuple : c->num_rets != 1;
   if (c->platform == CCSHIM_PLATFORM_HOST && !tuple_result && c->num_rets != 1)
-    return ccshim__fail(CCSHIM_EINVAL, "legacy invoke: a non-tuple result "
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "legacy invoke: a non-tuple result "
                         "needs exactly one result buffer");
   return CCSHIM_OK;
 }
@@ -75,23 +77,18 @@ static ccshim_status run_cpu(const ccshim_legacy_call* c, const char* opaque,
     st = ccshim__fail(CCSHIM_ENOMEM, "out of memory");
     goto done;
   }
-  if (plan) ccshim__nested_fill(plan, n, c->args, in);
-  else if (n) memcpy(in, c->args, n * sizeof *in);
+  if (plan)
+    ccshim__nested_fill(plan, n, c->args, in);
+  else if (n)
+    memcpy(in, c->args, n * sizeof *in);
   if (c->num_rets) memcpy(out_table, c->rets, c->num_rets * sizeof *out_table);
   int tuple_result = c->signature ? c->signature->result->is_tuple : c->num_rets != 1;
   void* out = tuple_result ? (void*)out_table : c->rets[0];
 
   switch (c->api_version) {
-    case 1:
-      ((ccshim_cpu_v1_fn)c->fn)(out, (const void**)in);
-      break;
-    case 2:
-      ((ccshim_cpu_v2_fn)c->fn)(out, (const void**)in, status);
-      break;
-    default:
-      ((ccshim_cpu_v3_fn)c->fn)(out, (const void**)in, opaque, c->opaque_len,
-                                status);
-      break;
+    case 1: ((ccshim_cpu_v1_fn)c->fn)(out, (const void**)in); break;
+    case 2: ((ccshim_cpu_v2_fn)c->fn)(out, (const void**)in, status); break;
+    default: ((ccshim_cpu_v3_fn)c->fn)(out, (const void**)in, opaque, c->opaque_len, status); break;
   }
 done:
   free(in);
@@ -106,8 +103,7 @@ static ccshim_status run_gpu(const ccshim_legacy_call* c, const char* opaque,
   void** buffers = malloc((n ? n : 1) * sizeof *buffers);
   if (buffers == NULL) return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
   if (c->num_args) memcpy(buffers, c->args, c->num_args * sizeof *buffers);
-  if (c->num_rets)
-    memcpy(buffers + c->num_args, c->rets, c->num_rets * sizeof *buffers);
+  if (c->num_rets) memcpy(buffers + c->num_args, c->rets, c->num_rets * sizeof *buffers);
   if (c->api_version == 1)
     ((ccshim_gpu_v1_fn)c->fn)(c->stream, buffers, opaque, c->opaque_len);
   else /* 2 and 3 share one signature on GPU */
@@ -116,11 +112,9 @@ static ccshim_status run_gpu(const ccshim_legacy_call* c, const char* opaque,
   return CCSHIM_OK;
 }
 
-ccshim_status ccshim_legacy_invoke(const ccshim_legacy_call* c,
-                                   ccshim_legacy_outcome* outcome) {
+ccshim_status ccshim_legacy_invoke(const ccshim_legacy_call* c, ccshim_legacy_outcome* outcome) {
   if (c == NULL || outcome == NULL)
-    return ccshim__fail(CCSHIM_EINVAL, "legacy invoke: %s is NULL",
-                        c == NULL ? "call" : "outcome");
+    return ccshim__fail(CCSHIM_EINVAL, "legacy invoke: %s is NULL", c == NULL ? "call" : "outcome");
   memset(outcome, 0, sizeof *outcome);
   ccshim_status st = check_call(c);
   if (st != CCSHIM_OK) return st;

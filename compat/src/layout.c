@@ -23,22 +23,17 @@ static void place(const ccshim_shape* s, int32_t* plan, size_t at, size_t* next)
   size_t table = *next;
   *next += s->num_children;
   plan[at] = -(int32_t)table - 1;
-  for (size_t i = 0; i < s->num_children; i++)
-    place(&s->children[i], plan, table + i, next);
+  for (size_t i = 0; i < s->num_children; i++) place(&s->children[i], plan, table + i, next);
 }
 
-ccshim_status ccshim__nested_plan(const ccshim_signature* sig, int32_t** plan,
-                                  size_t* n) {
+ccshim_status ccshim__nested_plan(const ccshim_signature* sig, int32_t** plan, size_t* n) {
   size_t total = sig->num_operands;
-  for (size_t i = 0; i < sig->num_operands; i++)
-    total += tables_size(&sig->operands[i]);
-  if (total > INT32_MAX)
-    return ccshim__fail(CCSHIM_EOVERFLOW, "nested layout: too many tables");
+  for (size_t i = 0; i < sig->num_operands; i++) total += tables_size(&sig->operands[i]);
+  if (total > INT32_MAX) return ccshim__fail(CCSHIM_EOVERFLOW, "nested layout: too many tables");
   *plan = malloc((total ? total : 1) * sizeof **plan);
   if (*plan == NULL) return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
   size_t next = sig->num_operands;
-  for (size_t i = 0; i < sig->num_operands; i++)
-    place(&sig->operands[i], *plan, i, &next);
+  for (size_t i = 0; i < sig->num_operands; i++) place(&sig->operands[i], *plan, i, &next);
   *n = total;
   return CCSHIM_OK;
 }

@@ -38,12 +38,12 @@ static int grow(void) {
   return 0;
 }
 
-ccshim_status ccshim_legacy_register(const char* name, ccshim_legacy_fn fn,
-                                     const char* platform) {
+ccshim_status ccshim_legacy_register(const char* name, ccshim_legacy_fn fn, const char* platform) {
   if (name == NULL || platform == NULL || fn == NULL)
     return ccshim__fail(CCSHIM_EINVAL, "legacy register: %s is NULL",
-                        name == NULL ? "name" : platform == NULL ? "platform"
-                                                                 : "kernel");
+                        name == NULL       ? "name"
+                        : platform == NULL ? "platform"
+                                           : "kernel");
   ccshim_status st = CCSHIM_OK;
   pthread_mutex_lock(&mu);
   target* t = find(name, platform);
@@ -70,14 +70,12 @@ ccshim_status ccshim_legacy_register(const char* name, ccshim_legacy_fn fn,
   return st;
 }
 
-void ccshim_legacy_register_at_load(const char* name, ccshim_legacy_fn fn,
-                                    const char* platform) {
+void ccshim_legacy_register_at_load(const char* name, ccshim_legacy_fn fn, const char* platform) {
   if (ccshim_legacy_register(name, fn, platform) == CCSHIM_OK) return;
   pthread_mutex_lock(&mu);
   conflicts++;
   pthread_mutex_unlock(&mu);
-  fprintf(stderr, "ccshim: %s (the first registration is kept)\n",
-          ccshim_last_error());
+  fprintf(stderr, "ccshim: %s (the first registration is kept)\n", ccshim_last_error());
 }
 
 ccshim_legacy_fn ccshim_legacy_lookup(const char* name, const char* platform) {
@@ -96,13 +94,12 @@ size_t ccshim_legacy_count(void) {
   return n;
 }
 
-ccshim_status ccshim_legacy_target(size_t index, const char** name,
-                                   const char** platform, ccshim_legacy_fn* fn) {
+ccshim_status ccshim_legacy_target(size_t index, const char** name, const char** platform,
+                                   ccshim_legacy_fn* fn) {
   ccshim_status st = CCSHIM_OK;
   pthread_mutex_lock(&mu);
   if (index >= num_targets) {
-    st = ccshim__fail(CCSHIM_ENOENT, "legacy target %zu: only %zu registered",
-                      index, num_targets);
+    st = ccshim__fail(CCSHIM_ENOENT, "legacy target %zu: only %zu registered", index, num_targets);
   } else {
     if (name) *name = targets[index].name;
     if (platform) *platform = targets[index].platform;

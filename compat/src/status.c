@@ -20,7 +20,7 @@ typedef void* (*alloc_fn)(size_t size, const void* nothrow_tag);
 typedef void (*dealloc_fn)(void* p);
 
 static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
-static alloc_fn cxx_new;     /* operator new(size_t, const std::nothrow_t&) */
+static alloc_fn cxx_new;      /* operator new(size_t, const std::nothrow_t&) */
 static dealloc_fn cxx_delete; /* operator delete(void*) */
 
 static void find_cxx_heap(void) {
@@ -40,8 +40,10 @@ static void* heap_alloc(size_t size) {
 
 static void heap_free(void* p) {
   pthread_once(&heap_once, find_cxx_heap);
-  if (cxx_delete) cxx_delete(p);
-  else free(p);
+  if (cxx_delete)
+    cxx_delete(p);
+  else
+    free(p);
 }
 
 void ccshim__status_release(XlaCustomCallStatus* s) {
@@ -53,8 +55,7 @@ CCSHIM_API void XlaCustomCallStatusSetSuccess(XlaCustomCallStatus* status) {
   if (status != NULL) ccshim__status_release(status);
 }
 
-CCSHIM_API void XlaCustomCallStatusSetFailure(XlaCustomCallStatus* status,
-                                              const char* message,
+CCSHIM_API void XlaCustomCallStatusSetFailure(XlaCustomCallStatus* status, const char* message,
                                               size_t message_len) {
   if (status == NULL) return;
   /* XLA copies up to message_len bytes or to the first NUL, whichever comes
@@ -79,8 +80,7 @@ CCSHIM_API void XlaCustomCallStatusSetFailure(XlaCustomCallStatus* status,
   status->engaged = 1;
 }
 
-XlaCustomCallStatus* ccshim_legacy_status_init(
-    ccshim_legacy_status_storage* storage) {
+XlaCustomCallStatus* ccshim_legacy_status_init(ccshim_legacy_status_storage* storage) {
   if (storage == NULL) return NULL;
   XlaCustomCallStatus* s = (XlaCustomCallStatus*)storage;
   memset(storage, 0, sizeof *storage);
@@ -88,8 +88,7 @@ XlaCustomCallStatus* ccshim_legacy_status_init(
   return s;
 }
 
-const char* ccshim_legacy_status_message(const XlaCustomCallStatus* status,
-                                         size_t* len) {
+const char* ccshim_legacy_status_message(const XlaCustomCallStatus* status, size_t* len) {
   if (status == NULL || !status->engaged) {
     if (len) *len = 0;
     return NULL;

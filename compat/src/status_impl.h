@@ -18,13 +18,13 @@
 #include "xla/service/custom_call_status.h"
 
 struct XlaCustomCallStatus_ {
-  char* data;       /* std::string::_M_dataplus._M_p */
-  size_t length;    /* std::string::_M_string_length */
+  char* data;    /* std::string::_M_dataplus._M_p */
+  size_t length; /* std::string::_M_string_length */
   union {
     char local[16]; /* the short-string buffer, used while length < 16 */
     size_t capacity;
   } u;
-  _Bool engaged;    /* std::optional::_M_engaged: true means failure */
+  _Bool engaged; /* std::optional::_M_engaged: true means failure */
 };
 
 _Static_assert(sizeof(struct XlaCustomCallStatus_) == 40,
@@ -33,9 +33,7 @@ _Static_assert(offsetof(struct XlaCustomCallStatus_, engaged) == 32,
                "XlaCustomCallStatus must match std::optional<std::string>");
 
 /* A fresh success status, ready for a kernel. */
-static inline void ccshim__status_init(XlaCustomCallStatus* s) {
-  s->engaged = 0;
-}
+static inline void ccshim__status_init(XlaCustomCallStatus* s) { s->engaged = 0; }
 
 /* Frees a heap message with the same operator the setter allocated it with. */
 void ccshim__status_release(XlaCustomCallStatus* s);

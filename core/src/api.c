@@ -19,8 +19,7 @@
  * Errors
  * ------------------------------------------------------------------------ */
 
-static XLA_FFI_Error* error_vnew(XLA_FFI_Error_Code code, const char* fmt,
-                                 va_list ap) {
+static XLA_FFI_Error* error_vnew(XLA_FFI_Error_Code code, const char* fmt, va_list ap) {
   va_list copy;
   va_copy(copy, ap);
   int n = vsnprintf(NULL, 0, fmt, copy);
@@ -41,34 +40,32 @@ XLA_FFI_Error* ccshim__error_new(XLA_FFI_Error_Code code, const char* fmt, ...) 
   return e;
 }
 
-static XLA_FFI_Error* size_error(const char* name, size_t expected,
-                                 size_t actual) {
-  return ccshim__error_new(
-      XLA_FFI_Error_Code_INVALID_ARGUMENT,
-      "Unexpected %s size: expected %zu, got %zu. Check installed software "
-      "versions. The framework XLA FFI API version is %d.%d.",
-      name, expected, actual, XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR);
+static XLA_FFI_Error* size_error(const char* name, size_t expected, size_t actual) {
+  return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                           "Unexpected %s size: expected %zu, got %zu. Check installed software "
+                           "versions. The framework XLA FFI API version is %d.%d.",
+                           name, expected, actual, XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR);
 }
 
 static XLA_FFI_Error* null_error(const char* function, const char* what) {
-  return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT, "%s: %s is NULL",
-                           function, what);
+  return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT, "%s: %s is NULL", function, what);
 }
 
 /* The checks every context service starts with. */
-#define CHECK_ARGS(args, type)                                           \
-  do {                                                                   \
-    if ((args) == NULL) return null_error(#type, "args");                \
-    if ((args)->struct_size < type##_Args_STRUCT_SIZE)                   \
+#define CHECK_ARGS(args, type)                                                \
+  do {                                                                        \
+    if ((args) == NULL) return null_error(#type, "args");                     \
+    if ((args)->struct_size < type##_Args_STRUCT_SIZE)                        \
       return size_error(#type, type##_Args_STRUCT_SIZE, (args)->struct_size); \
   } while (0)
 
-#define CHECK_CTX(args, type)                                            \
-  do {                                                                   \
+#define CHECK_CTX(args, type)                                               \
+  do {                                                                      \
     if ((args)->ctx == NULL || (args)->ctx->magic != CCSHIM__CONTEXT_MAGIC) \
-      return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT,      \
-                               "%s: ctx is NULL or not a ccshim invoke " \
-                               "context", #type);                        \
+      return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT,         \
+                               "%s: ctx is NULL or not a ccshim invoke "    \
+                               "context",                                   \
+                               #type);                                      \
   } while (0)
 
 static int valid_code(int code) { return code >= 0 && code <= 16; }
@@ -78,8 +75,7 @@ static XLA_FFI_Error* Error_Create(XLA_FFI_Error_Create_Args* args) {
   int code = (int)args->errc;
   /* Codes outside 0..16 are undefined behaviour in XLA; here they become
    * UNKNOWN rather than something a caller cannot read. */
-  return ccshim__error_new(valid_code(code) ? (XLA_FFI_Error_Code)code
-                                            : XLA_FFI_Error_Code_UNKNOWN,
+  return ccshim__error_new(valid_code(code) ? (XLA_FFI_Error_Code)code : XLA_FFI_Error_Code_UNKNOWN,
                            "%s", args->message ? args->message : "");
 }
 
@@ -91,8 +87,9 @@ static void Error_GetDetails(XLA_FFI_Error_GetDetails_Args* args) {
     return;
   }
   if (args->struct_size < XLA_FFI_Error_GetDetails_Args_STRUCT_SIZE) {
-    fprintf(stderr, "ccshim: Unexpected XLA_FFI_Error_GetDetails size: "
-                    "expected %d, got %zu\n",
+    fprintf(stderr,
+            "ccshim: Unexpected XLA_FFI_Error_GetDetails size: "
+            "expected %d, got %zu\n",
             (int)XLA_FFI_Error_GetDetails_Args_STRUCT_SIZE, args->struct_size);
     return;
   }
@@ -103,8 +100,9 @@ static void Error_GetDetails(XLA_FFI_Error_GetDetails_Args* args) {
 static void Error_Destroy(XLA_FFI_Error_Destroy_Args* args) {
   if (args == NULL) return;
   if (args->struct_size < XLA_FFI_Error_Destroy_Args_STRUCT_SIZE)
-    fprintf(stderr, "ccshim: Unexpected XLA_FFI_Error_Destroy size: "
-                    "expected %d, got %zu\n",
+    fprintf(stderr,
+            "ccshim: Unexpected XLA_FFI_Error_Destroy size: "
+            "expected %d, got %zu\n",
             (int)XLA_FFI_Error_Destroy_Args_STRUCT_SIZE, args->struct_size);
   free(args->error); /* XLA destroys it whatever the size says */
 }
@@ -123,18 +121,17 @@ typedef struct register_args_v0 {
   XLA_FFI_Handler_Traits traits;
 } register_args_v0;
 
-static XLA_FFI_Error* span_string(const char* what, XLA_FFI_ByteSpan span,
-                                  char** out) {
+static XLA_FFI_Error* span_string(const char* what, XLA_FFI_ByteSpan span, char** out) {
   *out = NULL;
   if (span.ptr == NULL && span.len > 0) return null_error("XLA_FFI_Handler_Register", what);
   if (span.len > 0 && memchr(span.ptr, '\0', span.len) != NULL)
     return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT,
                              "XLA_FFI_Handler_Register: the %s contains a NUL "
-                             "byte", what);
+                             "byte",
+                             what);
   *out = ccshim__strndup(span.ptr ? span.ptr : "", span.len);
   if (*out == NULL)
-    return ccshim__error_new(XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
-                             "out of memory");
+    return ccshim__error_new(XLA_FFI_Error_Code_RESOURCE_EXHAUSTED, "out of memory");
   return NULL;
 }
 
@@ -143,8 +140,7 @@ static XLA_FFI_Error* Handler_Register(XLA_FFI_Handler_Register_Args* args) {
   XLA_FFI_Handler_Bundle bundle = {NULL, NULL, NULL, NULL, NULL};
   XLA_FFI_Handler_Traits traits;
   if (args->struct_size < CCSHIM_FFI_HANDLER_REGISTER_ARGS_SIZE_V0_1)
-    return size_error("XLA_FFI_Handler_Register",
-                      CCSHIM_FFI_HANDLER_REGISTER_ARGS_SIZE_V0_1,
+    return size_error("XLA_FFI_Handler_Register", CCSHIM_FFI_HANDLER_REGISTER_ARGS_SIZE_V0_1,
                       args->struct_size);
   if (args->struct_size == CCSHIM_FFI_HANDLER_REGISTER_ARGS_SIZE_V0_1) {
     register_args_v0 v0;
@@ -155,8 +151,7 @@ static XLA_FFI_Error* Handler_Register(XLA_FFI_Handler_Register_Args* args) {
     bundle.execute = v0.stages[3];
     traits = v0.traits;
   } else if (args->struct_size < XLA_FFI_Handler_Register_Args_STRUCT_SIZE) {
-    return size_error("XLA_FFI_Handler_Register",
-                      XLA_FFI_Handler_Register_Args_STRUCT_SIZE,
+    return size_error("XLA_FFI_Handler_Register", XLA_FFI_Handler_Register_Args_STRUCT_SIZE,
                       args->struct_size);
   } else {
     bundle = args->bundle;
@@ -171,15 +166,13 @@ static XLA_FFI_Error* Handler_Register(XLA_FFI_Handler_Register_Args* args) {
     return err;
   }
   XLA_FFI_Error* handler_error = NULL;
-  ccshim_status st =
-      ccshim__register(name, platform, &bundle, traits, &handler_error);
+  ccshim_status st = ccshim__register(name, platform, &bundle, traits, &handler_error);
   free(name);
   free(platform);
   if (st == CCSHIM_OK) return NULL;
   if (handler_error) return handler_error;
-  return ccshim__error_new(st == CCSHIM_ENOMEM
-                               ? XLA_FFI_Error_Code_RESOURCE_EXHAUSTED
-                               : XLA_FFI_Error_Code_INVALID_ARGUMENT,
+  return ccshim__error_new(st == CCSHIM_ENOMEM ? XLA_FFI_Error_Code_RESOURCE_EXHAUSTED
+                                               : XLA_FFI_Error_Code_INVALID_ARGUMENT,
                            "%s", ccshim_last_error());
 }
 
@@ -210,21 +203,18 @@ static type_entry* type_by_id(int64_t id) {
   return NULL;
 }
 
-static XLA_FFI_Error* type_add(const char* name, int64_t id,
-                               void (*deleter)(void*)) {
+static XLA_FFI_Error* type_add(const char* name, int64_t id, void (*deleter)(void*)) {
   if (num_types == cap_types) {
     size_t cap = cap_types ? 2 * cap_types : 16;
     type_entry* grown = realloc(types, cap * sizeof *grown);
     if (grown == NULL)
-      return ccshim__error_new(XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
-                               "out of memory");
+      return ccshim__error_new(XLA_FFI_Error_Code_RESOURCE_EXHAUSTED, "out of memory");
     types = grown;
     cap_types = cap;
   }
   char* copy = ccshim__strndup(name, strlen(name));
   if (copy == NULL)
-    return ccshim__error_new(XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
-                             "out of memory");
+    return ccshim__error_new(XLA_FFI_Error_Code_RESOURCE_EXHAUSTED, "out of memory");
   types[num_types++] = (type_entry){copy, id, deleter};
   return NULL;
 }
@@ -233,8 +223,7 @@ static XLA_FFI_Error* Type_Register(XLA_FFI_Type_Register_Args* args) {
   /* XLA checks this size against InvokeContext_Get's constant; both are 40. */
   CHECK_ARGS(args, XLA_FFI_Type_Register);
   if (args->type_id == NULL) return null_error("XLA_FFI_Type_Register", "type_id");
-  if (args->type_info == NULL)
-    return null_error("XLA_FFI_Type_Register", "type_info");
+  if (args->type_info == NULL) return null_error("XLA_FFI_Type_Register", "type_info");
   char* name = NULL;
   XLA_FFI_Error* err = NULL;
   if (args->name.ptr == NULL || args->name.len == 0 ||
@@ -254,8 +243,8 @@ static XLA_FFI_Error* Type_Register(XLA_FFI_Type_Register_Args* args) {
     /* Assign a fresh id, as XLA's TypeRegistry::AssignTypeId does. */
     if (existing != NULL) {
       err = ccshim__error_new(XLA_FFI_Error_Code_INTERNAL,
-                              "Type name %s already registered with type id %lld",
-                              name, (long long)existing->id);
+                              "Type name %s already registered with type id %lld", name,
+                              (long long)existing->id);
     } else {
       while (type_by_id(next_type_id) != NULL) next_type_id++;
       int64_t id = next_type_id++;
@@ -304,8 +293,7 @@ static XLA_FFI_Error* Stream_Get(XLA_FFI_Stream_Get_Args* args) {
 static XLA_FFI_Error* InvokeContext_Get(XLA_FFI_InvokeContext_Get_Args* args) {
   CHECK_ARGS(args, XLA_FFI_InvokeContext_Get);
   CHECK_CTX(args, XLA_FFI_InvokeContext_Get);
-  if (args->type_id == NULL)
-    return null_error("XLA_FFI_InvokeContext_Get", "type_id");
+  if (args->type_id == NULL) return null_error("XLA_FFI_InvokeContext_Get", "type_id");
   ccshim_context* ctx = args->ctx;
   int64_t id = args->type_id->type_id;
   XLA_FFI_Error* err = NULL;
@@ -343,14 +331,12 @@ typedef struct state_args_v02 {
   void* state;
 } state_args_v02;
 
-static XLA_FFI_Error* state_slot(const char* fn, ccshim_context* ctx,
-                                 int stage, ccshim__state** slot) {
+static XLA_FFI_Error* state_slot(const char* fn, ccshim_context* ctx, int stage,
+                                 ccshim__state** slot) {
   if (ctx == NULL || ctx->magic != CCSHIM__CONTEXT_MAGIC)
     return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                             "%s: ctx is NULL or not a ccshim invoke context",
-                             fn);
-  if (stage < XLA_FFI_ExecutionStage_INSTANTIATE ||
-      stage > XLA_FFI_ExecutionStage_INITIALIZE)
+                             "%s: ctx is NULL or not a ccshim invoke context", fn);
+  if (stage < XLA_FFI_ExecutionStage_INSTANTIATE || stage > XLA_FFI_ExecutionStage_INITIALIZE)
     return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT,
                              "%s: the %s stage (%d) has no state; state "
                              "belongs to instantiate, prepare or initialize",
@@ -359,8 +345,8 @@ static XLA_FFI_Error* state_slot(const char* fn, ccshim_context* ctx,
   return NULL;
 }
 
-static XLA_FFI_Error* state_set(ccshim_context* ctx, int stage,
-                                XLA_FFI_TypeId* type_id, void* object) {
+static XLA_FFI_Error* state_set(ccshim_context* ctx, int stage, XLA_FFI_TypeId* type_id,
+                                void* object) {
   ccshim__state* slot = NULL;
   XLA_FFI_Error* err = state_slot("XLA_FFI_State_Set", ctx, stage, &slot);
   if (err) return err;
@@ -372,16 +358,13 @@ static XLA_FFI_Error* state_set(ccshim_context* ctx, int stage,
                              "registry",
                              (long long)type_id->type_id);
   if (object == NULL)
-    return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                             "State must be not null");
+    return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT, "State must be not null");
   if (deleter == NULL)
-    return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                             "Type info must have a deleter");
+    return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT, "Type info must have a deleter");
   pthread_mutex_lock(&ctx->mu);
   if (slot->object != NULL) {
     err = ccshim__error_new(XLA_FFI_Error_Code_FAILED_PRECONDITION,
-                            "State is already set with a type id %lld",
-                            (long long)slot->type_id);
+                            "State is already set with a type id %lld", (long long)slot->type_id);
   } else {
     slot->type_id = type_id->type_id;
     slot->object = object;
@@ -391,8 +374,8 @@ static XLA_FFI_Error* state_set(ccshim_context* ctx, int stage,
   return err;
 }
 
-static XLA_FFI_Error* state_get(ccshim_context* ctx, int stage,
-                                XLA_FFI_TypeId* type_id, void** out) {
+static XLA_FFI_Error* state_get(ccshim_context* ctx, int stage, XLA_FFI_TypeId* type_id,
+                                void** out) {
   ccshim__state* slot = NULL;
   XLA_FFI_Error* err = state_slot("XLA_FFI_State_Get", ctx, stage, &slot);
   if (err) return err;
@@ -404,8 +387,7 @@ static XLA_FFI_Error* state_get(ccshim_context* ctx, int stage,
     err = ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT,
                             "Set state type id %lld does not match the "
                             "requested one %lld",
-                            (long long)slot->type_id,
-                            (long long)type_id->type_id);
+                            (long long)slot->type_id, (long long)type_id->type_id);
   else
     *out = slot->object;
   pthread_mutex_unlock(&ctx->mu);
@@ -417,8 +399,7 @@ static XLA_FFI_Error* State_Set(XLA_FFI_State_Set_Args* args) {
   if (args->struct_size == CCSHIM_FFI_STATE_ARGS_SIZE_V0_2) {
     state_args_v02 v;
     memcpy(&v, args, sizeof v);
-    return state_set(v.ctx, XLA_FFI_ExecutionStage_INSTANTIATE, v.type_id,
-                     v.state);
+    return state_set(v.ctx, XLA_FFI_ExecutionStage_INSTANTIATE, v.type_id, v.state);
   }
   CHECK_ARGS(args, XLA_FFI_State_Set);
   return state_set(args->ctx, (int)args->stage, args->type_id, args->state);
@@ -429,8 +410,7 @@ static XLA_FFI_Error* State_Get(XLA_FFI_State_Get_Args* args) {
   if (args->struct_size == CCSHIM_FFI_STATE_ARGS_SIZE_V0_2) {
     state_args_v02 v;
     memcpy(&v, args, sizeof v);
-    XLA_FFI_Error* err =
-        state_get(v.ctx, XLA_FFI_ExecutionStage_INSTANTIATE, v.type_id, &v.state);
+    XLA_FFI_Error* err = state_get(v.ctx, XLA_FFI_ExecutionStage_INSTANTIATE, v.type_id, &v.state);
     if (err == NULL) memcpy(args, &v, sizeof v);
     return err;
   }
@@ -438,15 +418,14 @@ static XLA_FFI_Error* State_Get(XLA_FFI_State_Get_Args* args) {
   return state_get(args->ctx, (int)args->stage, args->type_id, &args->state);
 }
 
-static XLA_FFI_Error* DeviceMemory_Allocate(
-    XLA_FFI_DeviceMemory_Allocate_Args* args) {
+static XLA_FFI_Error* DeviceMemory_Allocate(XLA_FFI_DeviceMemory_Allocate_Args* args) {
   CHECK_ARGS(args, XLA_FFI_DeviceMemory_Allocate);
   CHECK_CTX(args, XLA_FFI_DeviceMemory_Allocate);
   ccshim_context* ctx = args->ctx;
   size_t align = args->alignment;
   if (align == 0 || (align & (align - 1)) != 0 || align > 16)
-    return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                             "Unsupported alignment: %zu", align);
+    return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT, "Unsupported alignment: %zu",
+                             align);
   if (ctx->is_gpu && ctx->alloc == NULL)
     return ccshim__error_new(XLA_FFI_Error_Code_UNIMPLEMENTED,
                              "No device memory allocator available on this "
@@ -456,14 +435,12 @@ static XLA_FFI_Error* DeviceMemory_Allocate(
   void* p = NULL;
   if (ctx->is_gpu) {
     p = ctx->alloc(ctx->alloc_user, args->size, align);
-  } else if (posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align,
-                            args->size) != 0) {
+  } else if (posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align, args->size) != 0) {
     p = NULL;
   }
   if (p == NULL)
     return ccshim__error_new(XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
-                             "Failed to allocate %zu bytes of device memory",
-                             args->size);
+                             "Failed to allocate %zu bytes of device memory", args->size);
   args->data = p;
   return NULL;
 }
@@ -507,14 +484,12 @@ static XLA_FFI_Error* ThreadPool_Schedule(XLA_FFI_ThreadPool_Schedule_Args* args
   return NULL;
 }
 
-static XLA_FFI_Error* ThreadPool_NumThreads(
-    XLA_FFI_ThreadPool_NumThreads_Args* args) {
+static XLA_FFI_Error* ThreadPool_NumThreads(XLA_FFI_ThreadPool_NumThreads_Args* args) {
   CHECK_ARGS(args, XLA_FFI_ThreadPool_NumThreads);
   CHECK_CTX(args, XLA_FFI_ThreadPool_NumThreads);
   XLA_FFI_Error* err = no_pool(args->ctx);
   if (err) return err;
-  if (args->num_threads == NULL)
-    return null_error("XLA_FFI_ThreadPool_NumThreads", "num_threads");
+  if (args->num_threads == NULL) return null_error("XLA_FFI_ThreadPool_NumThreads", "num_threads");
   *args->num_threads = args->ctx->pool->num_threads;
   return NULL;
 }
@@ -533,8 +508,7 @@ static XLA_FFI_Error* DeviceOrdinal_Get(XLA_FFI_DeviceOrdinal_Get_Args* args) {
   return NULL;
 }
 
-static XLA_FFI_Error* InvokeContext_FindExtension(
-    XLA_FFI_InvokeContext_FindExtension_Args* args) {
+static XLA_FFI_Error* InvokeContext_FindExtension(XLA_FFI_InvokeContext_FindExtension_Args* args) {
   CHECK_ARGS(args, XLA_FFI_InvokeContext_FindExtension);
   CHECK_CTX(args, XLA_FFI_InvokeContext_FindExtension);
   args->extension = NULL;
@@ -555,17 +529,14 @@ static XLA_FFI_Error* InvokeContext_FindExtension(
 static XLA_FFI_Error* Future_Create(XLA_FFI_Future_Create_Args* args) {
   CHECK_ARGS(args, XLA_FFI_Future_Create);
   XLA_FFI_Future* f = calloc(1, sizeof *f);
-  if (f == NULL)
-    return ccshim__error_new(XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
-                             "out of memory");
+  if (f == NULL) return ccshim__error_new(XLA_FFI_Error_Code_RESOURCE_EXHAUSTED, "out of memory");
   pthread_mutex_init(&f->mu, NULL);
   pthread_cond_init(&f->done, NULL);
   args->future = f;
   return NULL;
 }
 
-static XLA_FFI_Error* future_complete(XLA_FFI_Future* f, int state,
-                                      XLA_FFI_Error* error) {
+static XLA_FFI_Error* future_complete(XLA_FFI_Future* f, int state, XLA_FFI_Error* error) {
   XLA_FFI_Error* err = NULL;
   pthread_mutex_lock(&f->mu);
   if (f->state != 0) {
@@ -582,8 +553,7 @@ static XLA_FFI_Error* future_complete(XLA_FFI_Future* f, int state,
 
 static XLA_FFI_Error* Future_SetAvailable(XLA_FFI_Future_SetAvailable_Args* args) {
   CHECK_ARGS(args, XLA_FFI_Future_SetAvailable);
-  if (args->future == NULL)
-    return null_error("XLA_FFI_Future_SetAvailable", "future");
+  if (args->future == NULL) return null_error("XLA_FFI_Future_SetAvailable", "future");
   return future_complete(args->future, 1, NULL);
 }
 
@@ -591,8 +561,7 @@ static XLA_FFI_Error* Future_SetError(XLA_FFI_Future_SetError_Args* args) {
   CHECK_ARGS(args, XLA_FFI_Future_SetError);
   if (args->future == NULL) return null_error("XLA_FFI_Future_SetError", "future");
   if (args->error == NULL || args->error->code == XLA_FFI_Error_Code_OK)
-    return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                             "Error must not be null or OK");
+    return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT, "Error must not be null or OK");
   XLA_FFI_Error* err = future_complete(args->future, 2, args->error);
   if (err) free(args->error); /* ownership passed to us either way */
   return err;
@@ -634,18 +603,27 @@ XLA_FFI_Error_Code ccshim_error_code(const XLA_FFI_Error* error) {
   return error ? error->code : XLA_FFI_Error_Code_OK;
 }
 
-const char* ccshim_error_message(const XLA_FFI_Error* error) {
-  return error ? error->message : "";
-}
+const char* ccshim_error_message(const XLA_FFI_Error* error) { return error ? error->message : ""; }
 
 void ccshim_error_free(XLA_FFI_Error* error) { free(error); }
 
 const char* ccshim_error_code_name(XLA_FFI_Error_Code code) {
-  static const char* const names[] = {
-      "OK",        "CANCELLED",          "UNKNOWN",          "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND",  "ALREADY_EXISTS",   "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",      "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static const char* const names[] = {"OK",
+                                      "CANCELLED",
+                                      "UNKNOWN",
+                                      "INVALID_ARGUMENT",
+                                      "DEADLINE_EXCEEDED",
+                                      "NOT_FOUND",
+                                      "ALREADY_EXISTS",
+                                      "PERMISSION_DENIED",
+                                      "RESOURCE_EXHAUSTED",
+                                      "FAILED_PRECONDITION",
+                                      "ABORTED",
+                                      "OUT_OF_RANGE",
+                                      "UNIMPLEMENTED",
+                                      "INTERNAL",
+                                      "UNAVAILABLE",
+                                      "DATA_LOSS",
+                                      "UNAUTHENTICATED"};
   return valid_code((int)code) ? names[code] : "UNKNOWN_CODE";
 }

@@ -10,8 +10,7 @@ static void* pool_worker(void* arg) {
   ccshim__pool* pool = arg;
   pthread_mutex_lock(&pool->mu);
   for (;;) {
-    while (pool->head == NULL && !pool->stopping)
-      pthread_cond_wait(&pool->ready, &pool->mu);
+    while (pool->head == NULL && !pool->stopping) pthread_cond_wait(&pool->ready, &pool->mu);
     if (pool->head == NULL) break; /* stopping, and the queue is drained */
     ccshim__task* t = pool->head;
     pool->head = t->next;
@@ -37,8 +36,7 @@ static void pool_free(ccshim__pool* pool, int started) {
 }
 
 static ccshim_status pool_new(int num_threads, ccshim__pool** out) {
-  ccshim__pool* pool =
-      calloc(1, sizeof *pool + (size_t)num_threads * sizeof(pthread_t));
+  ccshim__pool* pool = calloc(1, sizeof *pool + (size_t)num_threads * sizeof(pthread_t));
   if (pool == NULL) return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
   pthread_mutex_init(&pool->mu, NULL);
   pthread_cond_init(&pool->ready, NULL);
@@ -46,8 +44,7 @@ static ccshim_status pool_new(int num_threads, ccshim__pool** out) {
   for (int i = 0; i < num_threads; i++) {
     if (pthread_create(&pool->threads[i], NULL, pool_worker, pool) != 0) {
       pool_free(pool, i);
-      return ccshim__fail(CCSHIM_ENOMEM, "could not start thread %d of %d", i,
-                          num_threads);
+      return ccshim__fail(CCSHIM_ENOMEM, "could not start thread %d of %d", i, num_threads);
     }
   }
   *out = pool;
@@ -61,8 +58,10 @@ int ccshim__pool_schedule(ccshim__pool* pool, XLA_FFI_Task* fn, void* data) {
   t->fn = fn;
   t->data = data;
   pthread_mutex_lock(&pool->mu);
-  if (pool->tail) pool->tail->next = t;
-  else pool->head = t;
+  if (pool->tail)
+    pool->tail->next = t;
+  else
+    pool->head = t;
   pool->tail = t;
   pthread_cond_signal(&pool->ready);
   pthread_mutex_unlock(&pool->mu);
@@ -70,27 +69,22 @@ int ccshim__pool_schedule(ccshim__pool* pool, XLA_FFI_Task* fn, void* data) {
 }
 
 /* The struct_size of the first versioned ccshim_context_options (0.1). */
-#define CONTEXT_OPTIONS_MIN_SIZE \
-  CCSHIM_STRUCT_SIZE(ccshim_context_options, alloc_user)
+#define CONTEXT_OPTIONS_MIN_SIZE CCSHIM_STRUCT_SIZE(ccshim_context_options, alloc_user)
 
-ccshim_status ccshim_context_new(const ccshim_context_options* opts,
-                                 ccshim_context** out) {
+ccshim_status ccshim_context_new(const ccshim_context_options* opts, ccshim_context** out) {
   if (out == NULL) return ccshim__fail(CCSHIM_EINVAL, "ccshim_context_new: out is NULL");
   *out = NULL;
   ccshim_context_options given;
-  ccshim_status st = ccshim__read_options(
-      &given, CCSHIM_CONTEXT_OPTIONS_STRUCT_SIZE, opts,
-      CONTEXT_OPTIONS_MIN_SIZE, "ccshim_context_options",
-      "CCSHIM_CONTEXT_OPTIONS_INIT");
+  ccshim_status st = ccshim__read_options(&given, CCSHIM_CONTEXT_OPTIONS_STRUCT_SIZE, opts,
+                                          CONTEXT_OPTIONS_MIN_SIZE, "ccshim_context_options",
+                                          "CCSHIM_CONTEXT_OPTIONS_INIT");
   if (st != CCSHIM_OK) return st;
   opts = &given;
   if (opts->num_threads < 0 || opts->num_threads > 1024)
-    return ccshim__fail(CCSHIM_EINVAL,
-                        "context: num_threads is %d; expected 0..1024",
+    return ccshim__fail(CCSHIM_EINVAL, "context: num_threads is %d; expected 0..1024",
                         opts->num_threads);
   if ((opts->alloc == NULL) != (opts->free == NULL))
-    return ccshim__fail(CCSHIM_EINVAL,
-                        "context: give both alloc and free, or neither");
+    return ccshim__fail(CCSHIM_EINVAL, "context: give both alloc and free, or neither");
   const char* platform = opts->platform ? opts->platform : "host";
   char canonical[64];
   if (strlen(platform) >= sizeof canonical - 48)
@@ -145,25 +139,19 @@ void ccshim_context_free(ccshim_context* ctx) {
   free(ctx);
 }
 
-const char* ccshim_context_platform(const ccshim_context* ctx) {
-  return ctx ? ctx->platform : "";
-}
+const char* ccshim_context_platform(const ccshim_context* ctx) { return ctx ? ctx->platform : ""; }
 
-void* ccshim_context_stream(const ccshim_context* ctx) {
-  return ctx ? ctx->stream : NULL;
-}
+void* ccshim_context_stream(const ccshim_context* ctx) { return ctx ? ctx->stream : NULL; }
 
-ccshim_status ccshim_context_set_user_data(ccshim_context* ctx,
-                                           XLA_FFI_TypeId type_id, void* data) {
+ccshim_status ccshim_context_set_user_data(ccshim_context* ctx, XLA_FFI_TypeId type_id,
+                                           void* data) {
   if (ctx == NULL) return ccshim__fail(CCSHIM_EINVAL, "set_user_data: ctx is NULL");
   ccshim_status st = CCSHIM_OK;
   pthread_mutex_lock(&ctx->mu);
   size_t i = 0;
-  while (i < ctx->num_user_data && ctx->user_data[i].type_id != type_id.type_id)
-    i++;
+  while (i < ctx->num_user_data && ctx->user_data[i].type_id != type_id.type_id) i++;
   if (i == ctx->num_user_data) {
-    ccshim__user_data* grown =
-        realloc(ctx->user_data, (i + 1) * sizeof *ctx->user_data);
+    ccshim__user_data* grown = realloc(ctx->user_data, (i + 1) * sizeof *ctx->user_data);
     if (grown == NULL) {
       st = ccshim__fail(CCSHIM_ENOMEM, "out of memory");
     } else {
@@ -176,7 +164,6 @@ ccshim_status ccshim_context_set_user_data(ccshim_context* ctx,
   return st;
 }
 
-void ccshim_context_set_extensions(ccshim_context* ctx,
-                                   const XLA_FFI_Extension* first) {
+void ccshim_context_set_extensions(ccshim_context* ctx, const XLA_FFI_Extension* first) {
   if (ctx) ctx->extensions = first;
 }

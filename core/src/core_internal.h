@@ -61,7 +61,7 @@ struct XLA_FFI_InvokeContext {
   char stream_token; /* its address is the stream value handed out */
   int32_t device_ordinal;
   int64_t run_id;
-  pthread_mutex_t mu; /* guards states and user_data */
+  pthread_mutex_t mu;      /* guards states and user_data */
   ccshim__state states[3]; /* INSTANTIATE, PREPARE, INITIALIZE */
   ccshim__user_data* user_data;
   size_t num_user_data;
@@ -81,10 +81,8 @@ ccshim_status ccshim__type_deleter(int64_t type_id, void (**deleter)(void*));
 int ccshim__pool_schedule(ccshim__pool* pool, XLA_FFI_Task* fn, void* data);
 
 /* registry.c: the metadata query exactly as XLA sends it. */
-ccshim_status ccshim__metadata_query(const XLA_FFI_Api* api,
-                                     XLA_FFI_Handler* handler,
-                                     XLA_FFI_Metadata* out,
-                                     XLA_FFI_Error** error);
+ccshim_status ccshim__metadata_query(const XLA_FFI_Api* api, XLA_FFI_Handler* handler,
+                                     XLA_FFI_Metadata* out, XLA_FFI_Error** error);
 
 /* invoke.c */
 void ccshim__future_wait(XLA_FFI_Future* future);

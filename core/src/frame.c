@@ -43,7 +43,7 @@ struct dict {
 typedef struct buffers {
   XLA_FFI_Buffer* items;
   size_t n, cap;
-  void** ptrs;     /* filled by build */
+  void** ptrs;                /* filled by build */
   XLA_FFI_ArgType* arg_types; /* filled by build for arguments */
   XLA_FFI_RetType* ret_types; /* filled by build for results */
   size_t built_cap;
@@ -128,21 +128,18 @@ void ccshim_frame_builder_free(ccshim_frame_builder* fb) {
  * Buffers
  * ------------------------------------------------------------------------ */
 
-static ccshim_status add_buffer(buffers* b, const char* what,
-                                XLA_FFI_DataType dtype, void* data,
+static ccshim_status add_buffer(buffers* b, const char* what, XLA_FFI_DataType dtype, void* data,
                                 int64_t rank, const int64_t* dims) {
   size_t index = b->n;
   if (ccshim_dtype_name((int)dtype) == NULL)
-    return ccshim__fail(CCSHIM_EINVAL,
-                        "%s %zu: dtype %d is not an XLA FFI data type", what,
-                        index, (int)dtype);
+    return ccshim__fail(CCSHIM_EINVAL, "%s %zu: dtype %d is not an XLA FFI data type", what, index,
+                        (int)dtype);
   if (rank < 0 || rank > CCSHIM_MAX_RANK)
-    return ccshim__fail(CCSHIM_EOVERFLOW,
-                        "%s %zu: rank %lld is out of range; expected 0..%d",
-                        what, index, (long long)rank, CCSHIM_MAX_RANK);
+    return ccshim__fail(CCSHIM_EOVERFLOW, "%s %zu: rank %lld is out of range; expected 0..%d", what,
+                        index, (long long)rank, CCSHIM_MAX_RANK);
   if (rank > 0 && dims == NULL)
-    return ccshim__fail(CCSHIM_EINVAL, "%s %zu: rank %lld but dims is NULL",
-                        what, index, (long long)rank);
+    return ccshim__fail(CCSHIM_EINVAL, "%s %zu: rank %lld but dims is NULL", what, index,
+                        (long long)rank);
   if (dtype == XLA_FFI_DataType_TOKEN && (rank != 0 || data != NULL))
     return ccshim__fail(CCSHIM_EINVAL,
                         "%s %zu: a token has rank 0 and NULL data, got rank "
@@ -151,20 +148,19 @@ static ccshim_status add_buffer(buffers* b, const char* what,
   uint64_t elements = 1;
   for (int64_t i = 0; i < rank; i++) {
     if (dims[i] < 0)
-      return ccshim__fail(CCSHIM_EINVAL, "%s %zu: dimension %lld is %lld; "
+      return ccshim__fail(CCSHIM_EINVAL,
+                          "%s %zu: dimension %lld is %lld; "
                           "expected a size >= 0",
                           what, index, (long long)i, (long long)dims[i]);
     if (dims[i] != 0 && elements > (uint64_t)INT64_MAX / (uint64_t)dims[i])
-      return ccshim__fail(CCSHIM_EOVERFLOW,
-                          "%s %zu: the element count overflows int64", what,
+      return ccshim__fail(CCSHIM_EOVERFLOW, "%s %zu: the element count overflows int64", what,
                           index);
     elements *= (uint64_t)dims[i];
   }
   int overflow;
   ccshim_dtype_bytes((int)dtype, elements, &overflow);
   if (overflow)
-    return ccshim__fail(CCSHIM_EOVERFLOW, "%s %zu: the byte size overflows",
-                        what, index);
+    return ccshim__fail(CCSHIM_EOVERFLOW, "%s %zu: the byte size overflows", what, index);
   if (b->n == CCSHIM_FRAME_MAX_BUFFERS)
     return ccshim__fail(CCSHIM_EOVERFLOW, "%s: more than %d buffers", what,
                         CCSHIM_FRAME_MAX_BUFFERS);
@@ -191,16 +187,14 @@ static ccshim_status add_buffer(buffers* b, const char* what,
   return CCSHIM_OK;
 }
 
-ccshim_status ccshim_frame_builder_add_arg(ccshim_frame_builder* fb,
-                                           XLA_FFI_DataType dtype, void* data,
-                                           int64_t rank, const int64_t* dims) {
+ccshim_status ccshim_frame_builder_add_arg(ccshim_frame_builder* fb, XLA_FFI_DataType dtype,
+                                           void* data, int64_t rank, const int64_t* dims) {
   if (fb == NULL) return ccshim__fail(CCSHIM_EINVAL, "frame builder is NULL");
   return add_buffer(&fb->args, "arg", dtype, data, rank, dims);
 }
 
-ccshim_status ccshim_frame_builder_add_ret(ccshim_frame_builder* fb,
-                                           XLA_FFI_DataType dtype, void* data,
-                                           int64_t rank, const int64_t* dims) {
+ccshim_status ccshim_frame_builder_add_ret(ccshim_frame_builder* fb, XLA_FFI_DataType dtype,
+                                           void* data, int64_t rank, const int64_t* dims) {
   if (fb == NULL) return ccshim__fail(CCSHIM_EINVAL, "frame builder is NULL");
   return add_buffer(&fb->rets, "ret", dtype, data, rank, dims);
 }
@@ -210,37 +204,38 @@ ccshim_status ccshim_frame_builder_add_ret(ccshim_frame_builder* fb,
  * ------------------------------------------------------------------------ */
 
 static int scalar_dtype_ok(XLA_FFI_DataType t) {
-  return t == XLA_FFI_DataType_PRED || (t >= XLA_FFI_DataType_S8 &&
-                                        t <= XLA_FFI_DataType_U64) ||
+  return t == XLA_FFI_DataType_PRED || (t >= XLA_FFI_DataType_S8 && t <= XLA_FFI_DataType_U64) ||
          t == XLA_FFI_DataType_F32 || t == XLA_FFI_DataType_F64;
 }
 
 static int array_dtype_ok(XLA_FFI_DataType t) {
-  return (t >= XLA_FFI_DataType_S8 && t <= XLA_FFI_DataType_U64) ||
-         t == XLA_FFI_DataType_F32 || t == XLA_FFI_DataType_F64;
+  return (t >= XLA_FFI_DataType_S8 && t <= XLA_FFI_DataType_U64) || t == XLA_FFI_DataType_F32 ||
+         t == XLA_FFI_DataType_F64;
 }
 
 /* Checks the name, then appends a new attribute of `type` to the open
  * dictionary; the caller fills the value. */
-static ccshim_status new_attr(ccshim_frame_builder* fb, const char* name,
-                              XLA_FFI_AttrType type, attr** out) {
+static ccshim_status new_attr(ccshim_frame_builder* fb, const char* name, XLA_FFI_AttrType type,
+                              attr** out) {
   *out = NULL;
   if (fb == NULL) return ccshim__fail(CCSHIM_EINVAL, "frame builder is NULL");
   if (name == NULL)
-    return ccshim__fail(CCSHIM_EINVAL, "attribute name is NULL; every "
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "attribute name is NULL; every "
                         "attribute XLA delivers has a name");
   dict* d = fb->open;
   size_t len = strlen(name);
   for (size_t i = 0; i < d->n; i++)
-    if (d->items[i]->name_span.len == len &&
-        memcmp(d->items[i]->name, name, len) == 0)
+    if (d->items[i]->name_span.len == len && memcmp(d->items[i]->name, name, len) == 0)
       return ccshim__fail(CCSHIM_EEXIST,
                           "attribute '%s' is already set in this dictionary; "
                           "names are unique, as in an MLIR dictionary",
                           name);
   if (d->n == CCSHIM_FRAME_MAX_ATTRS)
-    return ccshim__fail(CCSHIM_EOVERFLOW, "more than %d attributes in one "
-                        "dictionary", CCSHIM_FRAME_MAX_ATTRS);
+    return ccshim__fail(CCSHIM_EOVERFLOW,
+                        "more than %d attributes in one "
+                        "dictionary",
+                        CCSHIM_FRAME_MAX_ATTRS);
   if (d->n == d->cap) {
     size_t cap = d->cap ? 2 * d->cap : 8;
     attr** grown = realloc(d->items, cap * sizeof *grown);
@@ -267,16 +262,18 @@ static void drop_last(ccshim_frame_builder* fb) {
   attr_free(d->items[--d->n]);
 }
 
-ccshim_status ccshim_frame_builder_add_string(ccshim_frame_builder* fb,
-                                              const char* name,
+ccshim_status ccshim_frame_builder_add_string(ccshim_frame_builder* fb, const char* name,
                                               const char* bytes, size_t len) {
   if (bytes == NULL && len > 0)
-    return ccshim__fail(CCSHIM_EINVAL, "string attribute '%s': bytes is NULL "
-                        "with length %zu", name ? name : "(null)", len);
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "string attribute '%s': bytes is NULL "
+                        "with length %zu",
+                        name ? name : "(null)", len);
   if (len > CCSHIM_FRAME_MAX_ATTR_BYTES)
-    return ccshim__fail(CCSHIM_EOVERFLOW, "string attribute '%s': %zu bytes; "
-                        "expected at most %u", name ? name : "(null)", len,
-                        CCSHIM_FRAME_MAX_ATTR_BYTES);
+    return ccshim__fail(CCSHIM_EOVERFLOW,
+                        "string attribute '%s': %zu bytes; "
+                        "expected at most %u",
+                        name ? name : "(null)", len, CCSHIM_FRAME_MAX_ATTR_BYTES);
   attr* a;
   ccshim_status st = new_attr(fb, name, XLA_FFI_AttrType_STRING, &a);
   if (st != CCSHIM_OK) return st;
@@ -292,17 +289,14 @@ ccshim_status ccshim_frame_builder_add_string(ccshim_frame_builder* fb,
   return CCSHIM_OK;
 }
 
-ccshim_status ccshim_frame_builder_add_scalar(ccshim_frame_builder* fb,
-                                              const char* name,
-                                              XLA_FFI_DataType dtype,
-                                              const void* value) {
+ccshim_status ccshim_frame_builder_add_scalar(ccshim_frame_builder* fb, const char* name,
+                                              XLA_FFI_DataType dtype, const void* value) {
   if (!scalar_dtype_ok(dtype))
     return ccshim__fail(CCSHIM_EINVAL,
                         "scalar attribute '%s': dtype %s is not one XLA "
                         "delivers; expected pred, s8..s64, u8..u64, f32 or f64",
                         name ? name : "(null)",
-                        ccshim_dtype_name((int)dtype) ? ccshim_dtype_name((int)dtype)
-                                                      : "invalid");
+                        ccshim_dtype_name((int)dtype) ? ccshim_dtype_name((int)dtype) : "invalid");
   if (value == NULL)
     return ccshim__fail(CCSHIM_EINVAL, "scalar attribute '%s': value is NULL",
                         name ? name : "(null)");
@@ -315,26 +309,27 @@ ccshim_status ccshim_frame_builder_add_scalar(ccshim_frame_builder* fb,
   return CCSHIM_OK;
 }
 
-ccshim_status ccshim_frame_builder_add_array(ccshim_frame_builder* fb,
-                                             const char* name,
-                                             XLA_FFI_DataType dtype,
-                                             const void* data, size_t count) {
+ccshim_status ccshim_frame_builder_add_array(ccshim_frame_builder* fb, const char* name,
+                                             XLA_FFI_DataType dtype, const void* data,
+                                             size_t count) {
   if (!array_dtype_ok(dtype))
     return ccshim__fail(CCSHIM_EINVAL,
                         "array attribute '%s': element type %s is not one XLA "
                         "delivers; expected s8..s64, u8..u64, f32 or f64",
                         name ? name : "(null)",
-                        ccshim_dtype_name((int)dtype) ? ccshim_dtype_name((int)dtype)
-                                                      : "invalid");
+                        ccshim_dtype_name((int)dtype) ? ccshim_dtype_name((int)dtype) : "invalid");
   if (data == NULL && count > 0)
-    return ccshim__fail(CCSHIM_EINVAL, "array attribute '%s': data is NULL "
-                        "with %zu elements", name ? name : "(null)", count);
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "array attribute '%s': data is NULL "
+                        "with %zu elements",
+                        name ? name : "(null)", count);
   int overflow;
   size_t bytes = ccshim_dtype_bytes((int)dtype, count, &overflow);
   if (overflow || bytes > CCSHIM_FRAME_MAX_ATTR_BYTES)
-    return ccshim__fail(CCSHIM_EOVERFLOW, "array attribute '%s': %zu elements "
-                        "are more than %u bytes", name ? name : "(null)", count,
-                        CCSHIM_FRAME_MAX_ATTR_BYTES);
+    return ccshim__fail(CCSHIM_EOVERFLOW,
+                        "array attribute '%s': %zu elements "
+                        "are more than %u bytes",
+                        name ? name : "(null)", count, CCSHIM_FRAME_MAX_ATTR_BYTES);
   attr* a;
   ccshim_status st = new_attr(fb, name, XLA_FFI_AttrType_ARRAY, &a);
   if (st != CCSHIM_OK) return st;
@@ -350,8 +345,7 @@ ccshim_status ccshim_frame_builder_add_array(ccshim_frame_builder* fb,
   return CCSHIM_OK;
 }
 
-ccshim_status ccshim_frame_builder_begin_dict(ccshim_frame_builder* fb,
-                                              const char* name) {
+ccshim_status ccshim_frame_builder_begin_dict(ccshim_frame_builder* fb, const char* name) {
   if (fb != NULL && fb->depth >= CCSHIM_FRAME_MAX_DICT_DEPTH)
     return ccshim__fail(CCSHIM_EOVERFLOW, "dictionaries nest deeper than %d",
                         CCSHIM_FRAME_MAX_DICT_DEPTH);
@@ -387,8 +381,7 @@ ccshim_status ccshim_frame_builder_end_dict(ccshim_frame_builder* fb) {
 static int by_name(const void* pa, const void* pb) {
   const attr* a = *(const attr* const*)pa;
   const attr* b = *(const attr* const*)pb;
-  size_t n = a->name_span.len < b->name_span.len ? a->name_span.len
-                                                 : b->name_span.len;
+  size_t n = a->name_span.len < b->name_span.len ? a->name_span.len : b->name_span.len;
   int c = memcmp(a->name, b->name, n);
   if (c != 0) return c;
   return (a->name_span.len > b->name_span.len) - (a->name_span.len < b->name_span.len);
@@ -448,27 +441,28 @@ static ccshim_status build_buffers(buffers* b, int is_ret) {
   }
   for (size_t i = 0; i < b->n; i++) {
     b->ptrs[i] = &b->items[i];
-    if (is_ret) b->ret_types[i] = XLA_FFI_RetType_BUFFER;
-    else b->arg_types[i] = XLA_FFI_ArgType_BUFFER;
+    if (is_ret)
+      b->ret_types[i] = XLA_FFI_RetType_BUFFER;
+    else
+      b->arg_types[i] = XLA_FFI_ArgType_BUFFER;
   }
   return CCSHIM_OK;
 }
 
-ccshim_status ccshim_frame_builder_build(ccshim_frame_builder* fb,
-                                         const XLA_FFI_Api* api,
-                                         ccshim_context* ctx,
-                                         XLA_FFI_ExecutionStage stage,
+ccshim_status ccshim_frame_builder_build(ccshim_frame_builder* fb, const XLA_FFI_Api* api,
+                                         ccshim_context* ctx, XLA_FFI_ExecutionStage stage,
                                          XLA_FFI_CallFrame* out) {
   if (fb == NULL || out == NULL)
-    return ccshim__fail(CCSHIM_EINVAL, "frame build: %s is NULL",
-                        fb == NULL ? "builder" : "out");
+    return ccshim__fail(CCSHIM_EINVAL, "frame build: %s is NULL", fb == NULL ? "builder" : "out");
   if (fb->open != &fb->root)
-    return ccshim__fail(CCSHIM_EINVAL, "frame build: a dictionary is still "
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "frame build: a dictionary is still "
                         "open; call end_dict first");
-  if ((int)stage < XLA_FFI_ExecutionStage_INSTANTIATE ||
-      (int)stage > XLA_FFI_ExecutionStage_RECORD)
-    return ccshim__fail(CCSHIM_EINVAL, "frame build: stage %d is not one of "
-                        "instantiate(0) .. record(4)", (int)stage);
+  if ((int)stage < XLA_FFI_ExecutionStage_INSTANTIATE || (int)stage > XLA_FFI_ExecutionStage_RECORD)
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "frame build: stage %d is not one of "
+                        "instantiate(0) .. record(4)",
+                        (int)stage);
   ccshim_status st;
   if ((st = build_buffers(&fb->args, 0)) != CCSHIM_OK) return st;
   if ((st = build_buffers(&fb->rets, 1)) != CCSHIM_OK) return st;

@@ -27,20 +27,19 @@ static ccshim_status take_result(XLA_FFI_Error* err, XLA_FFI_Error** out) {
     err = NULL;
   }
   if (err == NULL) return CCSHIM_OK;
-  ccshim__fail(CCSHIM_EHANDLER, "%s: %s", ccshim_error_code_name(err->code),
-               err->message);
-  if (out) *out = err;
-  else ccshim_error_free(err);
+  ccshim__fail(CCSHIM_EHANDLER, "%s: %s", ccshim_error_code_name(err->code), err->message);
+  if (out)
+    *out = err;
+  else
+    ccshim_error_free(err);
   return CCSHIM_EHANDLER;
 }
 
-ccshim_status ccshim_call_frame(XLA_FFI_Handler* handler,
-                                XLA_FFI_CallFrame* frame,
+ccshim_status ccshim_call_frame(XLA_FFI_Handler* handler, XLA_FFI_CallFrame* frame,
                                 XLA_FFI_Error** error) {
   if (error) *error = NULL;
   if (handler == NULL || frame == NULL)
-    return ccshim__fail(CCSHIM_EINVAL, "call: %s is NULL",
-                        handler == NULL ? "handler" : "frame");
+    return ccshim__fail(CCSHIM_EINVAL, "call: %s is NULL", handler == NULL ? "handler" : "frame");
   frame->future = NULL;
   XLA_FFI_Error* err = handler(frame);
   XLA_FFI_Future* future = frame->future;
@@ -60,10 +59,8 @@ ccshim_status ccshim_call_frame(XLA_FFI_Handler* handler,
   return take_result(err, error);
 }
 
-ccshim_status ccshim_invoke_handler(XLA_FFI_Handler* handler,
-                                    ccshim_context* ctx,
-                                    XLA_FFI_ExecutionStage stage,
-                                    ccshim_frame_builder* fb,
+ccshim_status ccshim_invoke_handler(XLA_FFI_Handler* handler, ccshim_context* ctx,
+                                    XLA_FFI_ExecutionStage stage, ccshim_frame_builder* fb,
                                     XLA_FFI_Error** error) {
   if (error) *error = NULL;
   if (handler == NULL) return ccshim__fail(CCSHIM_EINVAL, "invoke: handler is NULL");
@@ -95,15 +92,16 @@ static XLA_FFI_Handler* stage_handler(const XLA_FFI_Handler_Bundle* b,
   return NULL;
 }
 
-ccshim_status ccshim_invoke(const char* name, const char* platform,
-                            ccshim_context* ctx, XLA_FFI_ExecutionStage stage,
-                            ccshim_frame_builder* fb, XLA_FFI_Error** error) {
+ccshim_status ccshim_invoke(const char* name, const char* platform, ccshim_context* ctx,
+                            XLA_FFI_ExecutionStage stage, ccshim_frame_builder* fb,
+                            XLA_FFI_Error** error) {
   if (error) *error = NULL;
   if (ctx == NULL) return ccshim__fail(CCSHIM_EINVAL, "invoke: ctx is NULL");
-  if ((int)stage < XLA_FFI_ExecutionStage_INSTANTIATE ||
-      (int)stage > XLA_FFI_ExecutionStage_RECORD)
-    return ccshim__fail(CCSHIM_EINVAL, "invoke: stage %d is not one of "
-                        "instantiate(0) .. record(4)", (int)stage);
+  if ((int)stage < XLA_FFI_ExecutionStage_INSTANTIATE || (int)stage > XLA_FFI_ExecutionStage_RECORD)
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "invoke: stage %d is not one of "
+                        "instantiate(0) .. record(4)",
+                        (int)stage);
   ccshim_registration reg;
   ccshim_status st = ccshim_lookup(name, platform, &reg);
   if (st != CCSHIM_OK) return st;

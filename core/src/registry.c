@@ -26,15 +26,16 @@ void ccshim_canonical_platform(const char* platform, char* buf, size_t cap) {
   for (; platform && platform[n] && n + 1 < cap; n++)
     buf[n] = (char)tolower((unsigned char)platform[n]);
   buf[n] = '\0';
-  if (strcmp(buf, "cpu") == 0) ccshim__format(buf, cap, "host");
-  else if (strcmp(buf, "gpu") == 0) ccshim__format(buf, cap, "cuda");
-  else if (strcmp(buf, "oneapi") == 0) ccshim__format(buf, cap, "sycl");
+  if (strcmp(buf, "cpu") == 0)
+    ccshim__format(buf, cap, "host");
+  else if (strcmp(buf, "gpu") == 0)
+    ccshim__format(buf, cap, "cuda");
+  else if (strcmp(buf, "oneapi") == 0)
+    ccshim__format(buf, cap, "sycl");
 }
 
-ccshim_status ccshim__metadata_query(const XLA_FFI_Api* api,
-                                     XLA_FFI_Handler* handler,
-                                     XLA_FFI_Metadata* out,
-                                     XLA_FFI_Error** error) {
+ccshim_status ccshim__metadata_query(const XLA_FFI_Api* api, XLA_FFI_Handler* handler,
+                                     XLA_FFI_Metadata* out, XLA_FFI_Error** error) {
   /* Field for field what XLA's invoke.cc sends: the metadata reads 0.0 until
    * the handler writes it, ctx is NULL and every list is empty. */
   XLA_FFI_Metadata metadata;
@@ -58,14 +59,12 @@ ccshim_status ccshim__metadata_query(const XLA_FFI_Api* api,
   *error = handler(&frame);
   if (*error != NULL)
     return ccshim__fail(CCSHIM_EHANDLER, "the metadata query failed: %s: %s",
-                        ccshim_error_code_name((*error)->code),
-                        (*error)->message);
+                        ccshim_error_code_name((*error)->code), (*error)->message);
   *out = metadata;
   return CCSHIM_OK;
 }
 
-ccshim_status ccshim_query_metadata(XLA_FFI_Handler* handler,
-                                    XLA_FFI_Metadata* out) {
+ccshim_status ccshim_query_metadata(XLA_FFI_Handler* handler, XLA_FFI_Metadata* out) {
   if (handler == NULL || out == NULL)
     return ccshim__fail(CCSHIM_EINVAL, "ccshim_query_metadata: %s is NULL",
                         handler == NULL ? "handler" : "out");
@@ -77,28 +76,25 @@ ccshim_status ccshim_query_metadata(XLA_FFI_Handler* handler,
 
 static entry* find(const char* name, const char* canonical) {
   for (size_t i = 0; i < num_entries; i++)
-    if (strcmp(entries[i].name, name) == 0 &&
-        strcmp(entries[i].platform, canonical) == 0)
+    if (strcmp(entries[i].name, name) == 0 && strcmp(entries[i].platform, canonical) == 0)
       return &entries[i];
   return NULL;
 }
 
-static int same_bundle(const XLA_FFI_Handler_Bundle* a,
-                       const XLA_FFI_Handler_Bundle* b) {
+static int same_bundle(const XLA_FFI_Handler_Bundle* a, const XLA_FFI_Handler_Bundle* b) {
   return a->instantiate == b->instantiate && a->prepare == b->prepare &&
-         a->initialize == b->initialize && a->execute == b->execute &&
-         a->record == b->record;
+         a->initialize == b->initialize && a->execute == b->execute && a->record == b->record;
 }
 
 ccshim_status ccshim__register(const char* name, const char* platform,
-                               const XLA_FFI_Handler_Bundle* bundle,
-                               XLA_FFI_Handler_Traits traits,
+                               const XLA_FFI_Handler_Bundle* bundle, XLA_FFI_Handler_Traits traits,
                                XLA_FFI_Error** handler_error) {
   *handler_error = NULL;
   if (name == NULL || platform == NULL || bundle == NULL)
     return ccshim__fail(CCSHIM_EINVAL, "register: %s is NULL",
-                        name == NULL ? "name"
-                                     : platform == NULL ? "platform" : "bundle");
+                        name == NULL       ? "name"
+                        : platform == NULL ? "platform"
+                                           : "bundle");
   if (strlen(platform) >= 64)
     return ccshim__fail(CCSHIM_EINVAL,
                         "register: the platform name is %zu bytes long; "
@@ -113,22 +109,20 @@ ccshim_status ccshim__register(const char* name, const char* platform,
                         name, platform);
 
   XLA_FFI_Metadata md;
-  ccshim_status st =
-      ccshim__metadata_query(ccshim_ffi_api(), bundle->execute, &md, handler_error);
+  ccshim_status st = ccshim__metadata_query(ccshim_ffi_api(), bundle->execute, &md, handler_error);
   if (st != CCSHIM_OK) return st;
   int major = md.api_version.major_version, minor = md.api_version.minor_version;
   int too_old = major < 0 || (major == 0 && minor < 1);
-  int too_new = major > XLA_FFI_API_MAJOR ||
-                (major == XLA_FFI_API_MAJOR && minor > XLA_FFI_API_MINOR);
+  int too_new =
+      major > XLA_FFI_API_MAJOR || (major == XLA_FFI_API_MAJOR && minor > XLA_FFI_API_MINOR);
   if (too_old || too_new)
-    return ccshim__fail(
-        CCSHIM_EVERSION,
-        "XLA FFI handler registration for %s on platform %s (canonical %s) "
-        "failed because the handler's API version (%d.%d) is incompatible with "
-        "the framework's API version (%d.%d). Minimum supported API version is "
-        "(0.1).",
-        name, platform, canonical, major, minor, XLA_FFI_API_MAJOR,
-        XLA_FFI_API_MINOR);
+    return ccshim__fail(CCSHIM_EVERSION,
+                        "XLA FFI handler registration for %s on platform %s (canonical %s) "
+                        "failed because the handler's API version (%d.%d) is incompatible with "
+                        "the framework's API version (%d.%d). Minimum supported API version is "
+                        "(0.1).",
+                        name, platform, canonical, major, minor, XLA_FFI_API_MAJOR,
+                        XLA_FFI_API_MINOR);
 
   ccshim_registration reg;
   memset(&reg, 0, sizeof reg);
@@ -138,8 +132,7 @@ ccshim_status ccshim__register(const char* name, const char* platform,
   reg.traits = md.traits | traits;
   if (bundle->instantiate != NULL) {
     XLA_FFI_Metadata imd;
-    st = ccshim__metadata_query(ccshim_ffi_api(), bundle->instantiate, &imd,
-                                handler_error);
+    st = ccshim__metadata_query(ccshim_ffi_api(), bundle->instantiate, &imd, handler_error);
     if (st != CCSHIM_OK) return st;
     reg.state_type_id = imd.state_type_id.type_id;
   }
@@ -154,9 +147,8 @@ ccshim_status ccshim__register(const char* name, const char* platform,
                         "Duplicate FFI handler registration for %s on platform "
                         "%s (canonical %s) with different metadata: version "
                         "%d.%d traits %u vs version %d.%d traits %u",
-                        name, platform, canonical, old->api_major,
-                        old->api_minor, old->traits, reg.api_major,
-                        reg.api_minor, reg.traits);
+                        name, platform, canonical, old->api_major, old->api_minor, old->traits,
+                        reg.api_major, reg.api_minor, reg.traits);
     else if (!same_bundle(&old->bundle, &reg.bundle))
       st = ccshim__fail(CCSHIM_EEXIST,
                         "Duplicate FFI handler registration for %s on platform "
@@ -189,8 +181,7 @@ ccshim_status ccshim__register(const char* name, const char* platform,
 }
 
 ccshim_status ccshim_register(const char* name, const char* platform,
-                              const XLA_FFI_Handler_Bundle* bundle,
-                              XLA_FFI_Handler_Traits traits) {
+                              const XLA_FFI_Handler_Bundle* bundle, XLA_FFI_Handler_Traits traits) {
   XLA_FFI_Error* handler_error = NULL;
   ccshim_status st = ccshim__register(name, platform, bundle, traits, &handler_error);
   ccshim_error_free(handler_error);
@@ -198,14 +189,12 @@ ccshim_status ccshim_register(const char* name, const char* platform,
 }
 
 ccshim_status ccshim_register_handler(const char* name, const char* platform,
-                                      XLA_FFI_Handler* execute,
-                                      XLA_FFI_Handler_Traits traits) {
+                                      XLA_FFI_Handler* execute, XLA_FFI_Handler_Traits traits) {
   XLA_FFI_Handler_Bundle bundle = {NULL, NULL, NULL, execute, NULL};
   return ccshim_register(name, platform, &bundle, traits);
 }
 
-ccshim_status ccshim_lookup(const char* name, const char* platform,
-                            ccshim_registration* out) {
+ccshim_status ccshim_lookup(const char* name, const char* platform, ccshim_registration* out) {
   if (name == NULL || platform == NULL || out == NULL)
     return ccshim__fail(CCSHIM_EINVAL, "ccshim_lookup: an argument is NULL");
   char canonical[64];
@@ -235,8 +224,7 @@ ccshim_status ccshim_unregister(const char* name, const char* platform) {
   }
   pthread_mutex_unlock(&registry_mu);
   if (e == NULL)
-    return ccshim__fail(CCSHIM_ENOENT, "No FFI handler registered for %s on %s",
-                        name, canonical);
+    return ccshim__fail(CCSHIM_ENOENT, "No FFI handler registered for %s on %s", name, canonical);
   return CCSHIM_OK;
 }
 
@@ -245,9 +233,8 @@ int ccshim_is_registered_handler(XLA_FFI_Handler* handler) {
   pthread_mutex_lock(&registry_mu);
   for (size_t i = 0; i < num_entries && !found; i++) {
     const XLA_FFI_Handler_Bundle* b = &entries[i].reg.bundle;
-    found = b->instantiate == handler || b->prepare == handler ||
-            b->initialize == handler || b->execute == handler ||
-            b->record == handler;
+    found = b->instantiate == handler || b->prepare == handler || b->initialize == handler ||
+            b->execute == handler || b->record == handler;
   }
   pthread_mutex_unlock(&registry_mu);
   return handler != NULL && found;

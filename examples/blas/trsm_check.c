@@ -52,15 +52,19 @@ static void direct(const problem* p, const double* a, const double* b, double al
       y[r] = p->unit ? s : s / op_a(a, k, p->trans, r, r);
     }
     for (int r = 0; r < k; r++) {
-      if (p->left) x[j * p->m + r] = y[r];
-      else x[r * p->m + j] = y[r];
+      if (p->left)
+        x[j * p->m + r] = y[r];
+      else
+        x[r * p->m + j] = y[r];
     }
   }
 }
 
 static void store(void* dst, size_t i, double v, int f64) {
-  if (f64) ((double*)dst)[i] = v;
-  else ((float*)dst)[i] = (float)v;
+  if (f64)
+    ((double*)dst)[i] = v;
+  else
+    ((float*)dst)[i] = (float)v;
 }
 
 static double load(const void* src, size_t i, int f64) {
@@ -71,8 +75,8 @@ static double load(const void* src, size_t i, int f64) {
  * typed call frame in the embedded runtime, as XLA would build it) and
  * legacy (as XLA's legacy runtime called it).  A failure's message goes to
  * msg_*, "" for success; -1 when ccshim itself refuses. */
-static int run_both(const char* name, const char* sig, void** args, void* x_wrapped,
-                    void* x_legacy, char* msg_wrapped, char* msg_legacy) {
+static int run_both(const char* name, const char* sig, void** args, void* x_wrapped, void* x_legacy,
+                    char* msg_wrapped, char* msg_legacy) {
   ccshim_signature* s;
   ccshim_adapter* adapter;
   msg_wrapped[0] = msg_legacy[0] = '\0';
@@ -84,19 +88,20 @@ static int run_both(const char* name, const char* sig, void** args, void* x_wrap
   ccshim_context* ctx;
   ccshim_frame_builder* fb;
   XLA_FFI_Error* err = NULL;
-  int ok = ccshim_context_new(NULL, &ctx) == CCSHIM_OK &&
-           ccshim_frame_builder_new(&fb) == CCSHIM_OK;
+  int ok =
+      ccshim_context_new(NULL, &ctx) == CCSHIM_OK && ccshim_frame_builder_new(&fb) == CCSHIM_OK;
   for (size_t i = 0; ok && i < s->num_arg_leaves; i++)
     ok = ccshim_frame_builder_add_arg(fb, (XLA_FFI_DataType)s->arg_leaves[i]->dtype, args[i],
                                       s->arg_leaves[i]->rank, s->arg_leaves[i]->dims) == 0;
-  ok = ok && ccshim_frame_builder_add_ret(fb, (XLA_FFI_DataType)s->ret_leaves[0]->dtype,
-                                          x_wrapped, s->ret_leaves[0]->rank,
-                                          s->ret_leaves[0]->dims) == 0;
+  ok = ok && ccshim_frame_builder_add_ret(fb, (XLA_FFI_DataType)s->ret_leaves[0]->dtype, x_wrapped,
+                                          s->ret_leaves[0]->rank, s->ret_leaves[0]->dims) == 0;
   ccshim_status st = ok ? ccshim_invoke_handler(ccshim_adapter_handler(adapter), ctx,
                                                 XLA_FFI_ExecutionStage_EXECUTE, fb, &err)
                         : CCSHIM_EINVAL;
-  if (st == CCSHIM_EHANDLER) snprintf(msg_wrapped, 256, "%s", ccshim_error_message(err));
-  else if (st != CCSHIM_OK) fprintf(stderr, "%s wrapped: %s\n", name, ccshim_last_error());
+  if (st == CCSHIM_EHANDLER)
+    snprintf(msg_wrapped, 256, "%s", ccshim_error_message(err));
+  else if (st != CCSHIM_OK)
+    fprintf(stderr, "%s wrapped: %s\n", name, ccshim_last_error());
   ccshim_error_free(err);
   ccshim_frame_builder_free(fb);
   ccshim_context_free(ctx);
@@ -114,8 +119,10 @@ static int run_both(const char* name, const char* sig, void** args, void* x_wrap
   call.num_rets = 1;
   ccshim_legacy_outcome out;
   int legacy_ok = ccshim_legacy_invoke(&call, &out) == CCSHIM_OK;
-  if (!legacy_ok) fprintf(stderr, "%s legacy: %s\n", name, ccshim_last_error());
-  else if (out.failed) snprintf(msg_legacy, 256, "%s", out.message);
+  if (!legacy_ok)
+    fprintf(stderr, "%s legacy: %s\n", name, ccshim_last_error());
+  else if (out.failed)
+    snprintf(msg_legacy, 256, "%s", out.message);
   if (legacy_ok) ccshim_legacy_outcome_reset(&out);
   ccshim_signature_free(s);
   ccshim_adapter_free(adapter);
@@ -156,8 +163,16 @@ static double check(const char* name, const problem* p, int f64, unsigned seed) 
            "%s[%d,%d,%d]) -> %s[%d,%d,%d]",
            t, t, p->batch, k, k, t, p->batch, p->n, p->m, t, p->batch, p->n, p->m);
   const int32_t* flags = &p->left;
-  void* args[10] = {(void*)&flags[0], (void*)&flags[1], (void*)&flags[2], (void*)&flags[3],
-                    (void*)&flags[4], (void*)&flags[5], (void*)&flags[6], alpha, a, b};
+  void* args[10] = {(void*)&flags[0],
+                    (void*)&flags[1],
+                    (void*)&flags[2],
+                    (void*)&flags[3],
+                    (void*)&flags[4],
+                    (void*)&flags[5],
+                    (void*)&flags[6],
+                    alpha,
+                    a,
+                    b};
   memset(x_wrapped, 0xa5, sizeof x_wrapped);
   memset(x_legacy, 0x5a, sizeof x_legacy);
   char msg_wrapped[256], msg_legacy[256];
@@ -186,30 +201,31 @@ int main(void) {
     int cases = 0;
     for (int flags = 0; flags < 16; flags++)
       for (int shape = 0; shape < 2; shape++) {
-        problem p = {flags & 1, (flags >> 1) & 1, (flags >> 2) & 1, (flags >> 3) & 1,
-                     shape ? 5 : 3, shape ? 3 : 4, shape ? 2 : 1};
+        problem p = {flags & 1,     (flags >> 1) & 1, (flags >> 2) & 1, (flags >> 3) & 1,
+                     shape ? 5 : 3, shape ? 3 : 4,    shape ? 2 : 1};
         double e = check(name, &p, f64, (unsigned)(flags * 7 + shape + 1));
         cases++;
         if (e < 0 || !(e <= tolerance)) {
-          fprintf(stderr,
-                  "%s: left %d lower %d trans %d unit %d m %d n %d batch %d: error %g\n",
+          fprintf(stderr, "%s: left %d lower %d trans %d unit %d m %d n %d batch %d: error %g\n",
                   name, p.left, p.lower, p.trans, p.unit, p.m, p.n, p.batch, e);
           failures++;
         } else if (e > worst) {
           worst = e;
         }
       }
-    printf("%s: %d solves (16 flag combinations x 2 shapes): wrapped == legacy byte for byte, "
-           "largest relative error against the direct solve %.2g (tolerance %g)\n",
-           name, cases, worst, tolerance);
+    printf(
+        "%s: %d solves (16 flag combinations x 2 shapes): wrapped == legacy byte for byte, "
+        "largest relative error against the direct solve %.2g (tolerance %g)\n",
+        name, cases, worst, tolerance);
   }
   /* Bad operands fail the same on both runtimes, with the kernel's message. */
   int32_t v[7] = {1, 1, 0, 0, 0, 3, 1};
   float alpha = 1, a[1] = {0}, b[1] = {0}, x_wrapped[1], x_legacy[1];
   void* args[10] = {&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &alpha, a, b};
   char msg_wrapped[256], msg_legacy[256];
-  const char* sig = "(s32[], s32[], s32[], s32[], s32[], s32[], s32[], f32[], f32[1,0,0], "
-                    "f32[1,3,0]) -> f32[1,3,0]";
+  const char* sig =
+      "(s32[], s32[], s32[], s32[], s32[], s32[], s32[], f32[], f32[1,0,0], "
+      "f32[1,3,0]) -> f32[1,3,0]";
   if (run_both("blas_strsm", sig, args, x_wrapped, x_legacy, msg_wrapped, msg_legacy) != 0 ||
       strcmp(msg_wrapped, msg_legacy) != 0 || strstr(msg_wrapped, "m 0") == NULL) {
     fprintf(stderr, "m = 0: wrapped '%s', legacy '%s'\n", msg_wrapped, msg_legacy);

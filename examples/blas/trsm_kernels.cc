@@ -22,13 +22,13 @@
 
 namespace {
 
-void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m,
-          int n, float alpha, const float* a, int lda, float* b, int ldb) {
+void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m, int n,
+          float alpha, const float* a, int lda, float* b, int ldb) {
   cblas_strsm(CblasColMajor, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb);
 }
 
-void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m,
-          int n, double alpha, const double* a, int lda, double* b, int ldb) {
+void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m, int n,
+          double alpha, const double* a, int lda, double* b, int ldb) {
   cblas_dtrsm(CblasColMajor, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb);
 }
 
@@ -48,9 +48,9 @@ struct Trsm {
     T* x = static_cast<T*>(out);
     if (m <= 0 || n <= 0 || batch <= 0 || trans_a < 0 || trans_a > 2) {
       char msg[128];
-      int len = std::snprintf(msg, sizeof msg,
-                              "trsm: bad operands: m %d, n %d, batch %d, trans_a %d",
-                              m, n, batch, trans_a);
+      int len =
+          std::snprintf(msg, sizeof msg, "trsm: bad operands: m %d, n %d, batch %d, trans_a %d", m,
+                        n, batch, trans_a);
       XlaCustomCallStatusSetFailure(status, msg, static_cast<size_t>(len));
       return;
     }
@@ -58,13 +58,12 @@ struct Trsm {
     size_t a_size = static_cast<size_t>(k) * k;
     size_t x_size = static_cast<size_t>(m) * n;
     if (x != b) std::memcpy(x, b, x_size * batch * sizeof(T));
-    CBLAS_TRANSPOSE trans = trans_a == 0 ? CblasNoTrans
+    CBLAS_TRANSPOSE trans = trans_a == 0   ? CblasNoTrans
                             : trans_a == 1 ? CblasTrans
                                            : CblasConjTrans;
     for (int32_t i = 0; i < batch; ++i)
       trsm(left_side ? CblasLeft : CblasRight, lower ? CblasLower : CblasUpper, trans,
-           unit_diag ? CblasUnit : CblasNonUnit, m, n, alpha, a + i * a_size, k,
-           x + i * x_size, m);
+           unit_diag ? CblasUnit : CblasNonUnit, m, n, alpha, a + i * a_size, k, x + i * x_size, m);
     XlaCustomCallStatusSetSuccess(status);
   }
 };
@@ -75,11 +74,11 @@ XLA_CPU_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM("blas_strsm", Trsm<float>::Kernel);
 XLA_CPU_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM("blas_dtrsm", Trsm<double>::Kernel);
 
 // Exported under plain names as well, for `ccshim conform` and ctypes.
-extern "C" __attribute__((visibility("default"))) void blas_strsm(
-    void* out, void** data, XlaCustomCallStatus* status) {
+extern "C" __attribute__((visibility("default"))) void blas_strsm(void* out, void** data,
+                                                                  XlaCustomCallStatus* status) {
   Trsm<float>::Kernel(out, data, status);
 }
-extern "C" __attribute__((visibility("default"))) void blas_dtrsm(
-    void* out, void** data, XlaCustomCallStatus* status) {
+extern "C" __attribute__((visibility("default"))) void blas_dtrsm(void* out, void** data,
+                                                                  XlaCustomCallStatus* status) {
   Trsm<double>::Kernel(out, data, status);
 }

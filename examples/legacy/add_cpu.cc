@@ -53,13 +53,12 @@ struct AddDescriptor {
   int32_t count;
 };
 
-extern "C" void add_v3(void* out, const void** in, const char* opaque,
-                       size_t opaque_len, XlaCustomCallStatus* status) {
+extern "C" void add_v3(void* out, const void** in, const char* opaque, size_t opaque_len,
+                       XlaCustomCallStatus* status) {
   AddDescriptor d;
   if (opaque_len != sizeof d) {
     char msg[96];
-    int n = std::snprintf(msg, sizeof msg,
-                          "add_v3: expected an 8-byte descriptor, got %zu bytes",
+    int n = std::snprintf(msg, sizeof msg, "add_v3: expected an 8-byte descriptor, got %zu bytes",
                           opaque_len);
     XlaCustomCallStatusSetFailure(status, msg, static_cast<size_t>(n));
     return;

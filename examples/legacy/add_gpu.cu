@@ -14,8 +14,7 @@
 
 namespace {
 
-__global__ void add_kernel(const float* b, const float* c, float* a, float scale,
-                           int n) {
+__global__ void add_kernel(const float* b, const float* c, float* a, float scale, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) a[i] = scale * (b[i % 128] + c[i]);
 }

@@ -13,13 +13,13 @@
 #include "ccshim/ccshim.h"
 #include "gpu_vendor.h"
 
-#define GPU_CHECK(expr)                                                  \
-  do {                                                                   \
-    gpuError_t e_ = (expr);                                              \
-    if (e_ != gpuSuccess) {                                              \
-      std::fprintf(stderr, "%s: %s\n", #expr, gpuGetErrorString(e_));   \
-      return 1;                                                          \
-    }                                                                    \
+#define GPU_CHECK(expr)                                               \
+  do {                                                                \
+    gpuError_t e_ = (expr);                                           \
+    if (e_ != gpuSuccess) {                                           \
+      std::fprintf(stderr, "%s: %s\n", #expr, gpuGetErrorString(e_)); \
+      return 1;                                                       \
+    }                                                                 \
   } while (0)
 
 static void* device_alloc(void*, size_t size, size_t) {
@@ -74,8 +74,8 @@ int main() {
       ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, dc, 1, &nc) ||
       ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, da, 1, &nc) ||
       ccshim_frame_builder_add_string(fb, "opaque", opaque, 3) ||
-      ccshim_invoke_handler(ccshim_adapter_handler(adapter), ctx,
-                            XLA_FFI_ExecutionStage_EXECUTE, fb, nullptr)) {
+      ccshim_invoke_handler(ccshim_adapter_handler(adapter), ctx, XLA_FFI_ExecutionStage_EXECUTE,
+                            fb, nullptr)) {
     std::fprintf(stderr, "adapter: %s\n", ccshim_last_error());
     return 1;
   }
@@ -108,9 +108,10 @@ int main() {
   bool same = std::memcmp(got.data(), ref.data(), 2048 * sizeof(float)) == 0;
   float err = 0;
   for (int i = 0; i < 2048; ++i) err = std::fmax(err, std::fabs(got[i] - want[i]));
-  std::printf("%s add_gpu_v2 through ccshim (embedded runtime, real stream): "
-              "%s the legacy invoker byte for byte; max |error| vs host %g\n",
-              GPU_PLATFORM_NAME, same ? "equal to" : "DIFFERENT from", err);
+  std::printf(
+      "%s add_gpu_v2 through ccshim (embedded runtime, real stream): "
+      "%s the legacy invoker byte for byte; max |error| vs host %g\n",
+      GPU_PLATFORM_NAME, same ? "equal to" : "DIFFERENT from", err);
 
   ccshim_frame_builder_free(fb);
   ccshim_context_free(ctx);

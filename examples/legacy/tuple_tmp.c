@@ -18,8 +18,7 @@ void tuple_tmp_v2(void* out, const void** in, XlaCustomCallStatus* status) {
   const float* b = (const float*)in[0];
   const float* c = (const float*)in[1];
   if (result == scratch) {
-    XlaCustomCallStatusSetFailure(status, "tuple_tmp_v2: result and scratch alias",
-                                  40);
+    XlaCustomCallStatusSetFailure(status, "tuple_tmp_v2: result and scratch alias", 40);
     return;
   }
   for (int i = 0; i < 2048; i++) scratch[i] = 2.0f * b[i % 128];

@@ -77,7 +77,8 @@ EXPORT void refuse_differently_v2(void* out, const void** in, XlaCustomCallStatu
   const char head[] = "refused in process ";
   memcpy(msg, head, sizeof head - 1);
   n = sizeof head - 1;
-  for (long pid = getpid(); pid > 0 && n < sizeof msg - 1; pid /= 10) msg[n++] = (char)('0' + pid % 10);
+  for (long pid = getpid(); pid > 0 && n < sizeof msg - 1; pid /= 10)
+    msg[n++] = (char)('0' + pid % 10);
   XlaCustomCallStatusSetFailure(status, msg, n);
 }
 

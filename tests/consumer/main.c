@@ -25,8 +25,8 @@ int main(void) {
   if (ccshim_context_new(NULL, &ctx) || ccshim_frame_builder_new(&fb) ||
       ccshim_frame_builder_add_arg(fb, XLA_FFI_DataType_F32, &x, 0, NULL) ||
       ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, &y, 0, NULL) ||
-      ccshim_invoke_handler(ccshim_adapter_handler(a), ctx,
-                            XLA_FFI_ExecutionStage_EXECUTE, fb, NULL)) {
+      ccshim_invoke_handler(ccshim_adapter_handler(a), ctx, XLA_FFI_ExecutionStage_EXECUTE, fb,
+                            NULL)) {
     fprintf(stderr, "run: %s\n", ccshim_last_error());
     return 1;
   }

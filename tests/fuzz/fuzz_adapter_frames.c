@@ -47,8 +47,7 @@ static void cpu_v2(void* out, const void** in, XlaCustomCallStatus* s) {
   cpu_v1(out, in);
   maybe_fail(s);
 }
-static void cpu_v3(void* out, const void** in, const char* o, size_t n,
-                   XlaCustomCallStatus* s) {
+static void cpu_v3(void* out, const void** in, const char* o, size_t n, XlaCustomCallStatus* s) {
   cpu_v1(out, in);
   check_opaque(o, n);
   maybe_fail(s);
@@ -73,15 +72,14 @@ static void cpu_wide(void* out, const void** in, XlaCustomCallStatus* s) {
   if (out != arena) abort();
   cpu_v2(out, in, s);
 }
-static void gpu_v2(void* stream, void** buffers, const char* o, size_t n,
-                   XlaCustomCallStatus* s) {
+static void gpu_v2(void* stream, void** buffers, const char* o, size_t n, XlaCustomCallStatus* s) {
   gpu_v1(stream, buffers, o, n);
   maybe_fail(s);
 }
 
 /* --- The adapters, made once ------------------------------------------------ */
 
-enum { NUM_ADAPTERS = 26 }; /* 2 entry kinds x (3 signatures x 3 forms + 4) */
+enum { NUM_ADAPTERS = 26 };                     /* 2 entry kinds x (3 signatures x 3 forms + 4) */
 static const size_t wide_sizes[2] = {130, 300}; /* operands, and one result */
 
 /* "(f32[1], ...) -> f32[1]" with n operands, in a static buffer. */
@@ -137,7 +135,7 @@ typedef struct storage {
   XLA_FFI_Metadata metadata;
   XLA_FFI_Buffer buffers[2 * MAX_BUF];
   int64_t dims[2 * MAX_BUF][MAX_RANK];
-  XLA_FFI_Buffer wide;          /* the one buffer every slot of a wide side shares */
+  XLA_FFI_Buffer wide; /* the one buffer every slot of a wide side shares */
   void* args[WIDE_BUF];
   void* rets[WIDE_BUF];
   XLA_FFI_ArgType arg_types[WIDE_BUF];
@@ -158,8 +156,8 @@ typedef struct storage {
  * the first 8 bytes and are at most 4096 bytes (or 512 elements) long,
  * unless a length is one of the huge ones the adapter must refuse unread. */
 static size_t huge_length(fuzz_input* in) {
-  static const size_t huge[] = {(size_t)-1, (size_t)-2, ((size_t)1 << 30) + 1,
-                                (size_t)1 << 62, (size_t)1 << 40};
+  static const size_t huge[] = {(size_t)-1, (size_t)-2, ((size_t)1 << 30) + 1, (size_t)1 << 62,
+                                (size_t)1 << 40};
   return huge[take_below(in, 5)];
 }
 
@@ -169,8 +167,12 @@ static void fill_buffer(fuzz_input* in, XLA_FFI_Buffer* b, int64_t* dims) {
   b->dtype = (XLA_FFI_DataType)take_below(in, 36);
   b->data = take_below(in, 6) ? arena : NULL;
   unsigned r = take_below(in, 12);
-  b->rank = r < 7 ? (int64_t)r : r == 7 ? -1 : r == 8 ? 1000000 : r == 9 ? MAX_RANK
-          : r == 10 ? (int64_t)1 << 40 : take_i64(in);
+  b->rank = r < 7     ? (int64_t)r
+            : r == 7  ? -1
+            : r == 8  ? 1000000
+            : r == 9  ? MAX_RANK
+            : r == 10 ? (int64_t)1 << 40
+                      : take_i64(in);
   for (int d = 0; d < 8; d++) dims[d] = take_below(in, 8) ? take_below(in, 5) : take_i64(in);
   for (int d = 8; d < MAX_RANK; d++) dims[d] = 1;
   b->dims = take_below(in, 8) ? dims : NULL;
@@ -183,12 +185,14 @@ static void fill_buffer(fuzz_input* in, XLA_FFI_Buffer* b, int64_t* dims) {
  * the arena, so that a wide signature matches; sometimes one is spoiled. */
 static void fill_wide(fuzz_input* in, storage* s, void** ptrs, int64_t n, int side) {
   static int64_t one = 1;
-  s->wide = (XLA_FFI_Buffer){XLA_FFI_Buffer_STRUCT_SIZE, NULL, XLA_FFI_DataType_F32,
-                             arena, 1, &one};
+  s->wide =
+      (XLA_FFI_Buffer){XLA_FFI_Buffer_STRUCT_SIZE, NULL, XLA_FFI_DataType_F32, arena, 1, &one};
   for (int64_t i = 0; i < n; i++) {
     ptrs[i] = &s->wide;
-    if (side) s->ret_types[i] = XLA_FFI_RetType_BUFFER;
-    else s->arg_types[i] = XLA_FFI_ArgType_BUFFER;
+    if (side)
+      s->ret_types[i] = XLA_FFI_RetType_BUFFER;
+    else
+      s->arg_types[i] = XLA_FFI_ArgType_BUFFER;
   }
   if (take_below(in, 4) == 0) {
     int64_t k = (int64_t)(take_u32(in) % (uint32_t)n);
@@ -205,8 +209,8 @@ static void build(fuzz_input* in, storage* s, const XLA_FFI_Api** api) {
   f->struct_size = sizes[take_below(in, 8)];
   if (take_below(in, 8) == 0) {
     s->ext.extension_base.struct_size = take_below(in, 2) ? 32 : take_below(in, 40);
-    s->ext.extension_base.type = take_below(in, 4) ? XLA_FFI_Extension_Metadata
-                                                   : (XLA_FFI_InternalExtension_Type)7;
+    s->ext.extension_base.type =
+        take_below(in, 4) ? XLA_FFI_Extension_Metadata : (XLA_FFI_InternalExtension_Type)7;
     s->ext.metadata = take_below(in, 6) ? &s->metadata : NULL;
     s->metadata.struct_size = take_below(in, 2) ? 36 : take_below(in, 48);
     f->extension_start = &s->ext.extension_base;
@@ -221,8 +225,10 @@ static void build(fuzz_input* in, storage* s, const XLA_FFI_Api** api) {
   int64_t counts[2];
   for (int side = 0; side < 2; side++) {
     unsigned n = take_below(in, 17);
-    counts[side] = n <= MAX_BUF ? (int64_t)n : n == 13 ? -1 : n >= 15 ?
-        wide_counts[take_below(in, 8)] : take_i64(in);
+    counts[side] = n <= MAX_BUF ? (int64_t)n
+                   : n == 13    ? -1
+                   : n >= 15    ? wide_counts[take_below(in, 8)]
+                                : take_i64(in);
   }
   f->args.struct_size = XLA_FFI_Args_STRUCT_SIZE;
   f->rets.struct_size = XLA_FFI_Rets_STRUCT_SIZE;
@@ -239,8 +245,10 @@ static void build(fuzz_input* in, storage* s, const XLA_FFI_Api** api) {
       XLA_FFI_Buffer* b = &s->buffers[side * MAX_BUF + i];
       fill_buffer(in, b, s->dims[side * MAX_BUF + i]);
       ptrs[i] = take_below(in, 24) ? b : NULL;
-      if (side) s->ret_types[i] = XLA_FFI_RetType_BUFFER;
-      else s->arg_types[i] = XLA_FFI_ArgType_BUFFER;
+      if (side)
+        s->ret_types[i] = XLA_FFI_RetType_BUFFER;
+      else
+        s->arg_types[i] = XLA_FFI_ArgType_BUFFER;
     }
     int present = in_range && take_below(in, 16);
     if (side) {
@@ -268,8 +276,7 @@ static void build(fuzz_input* in, storage* s, const XLA_FFI_Api** api) {
     unsigned kind = take_below(in, 5); /* 0 is no valid kind */
     s->attr_types[i] = (XLA_FFI_AttrType)kind;
     unsigned how = take_below(in, 16);
-    size_t len = how < 12 ? take_below(in, 40) : how < 15 ? take_u32(in) % 4096
-                                                           : huge_length(in);
+    size_t len = how < 12 ? take_below(in, 40) : how < 15 ? take_u32(in) % 4096 : huge_length(in);
     const char* ptr = take_below(in, 16) ? arena + take_below(in, 8) : NULL;
     switch (kind) {
       case XLA_FFI_AttrType_STRING:

@@ -43,10 +43,11 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 1: {
         int dtype = (int)take_below(&in, 40);
         int64_t rank = (int64_t)take_below(&in, 70) - 2;
-        for (int i = 0; i < 70; i++) dims[i] = take_u8(&in) < 250 ? take_below(&in, 9) : take_i64(&in);
+        for (int i = 0; i < 70; i++)
+          dims[i] = take_u8(&in) < 250 ? take_below(&in, 9) : take_i64(&in);
         void* p = take_u8(&in) % 4 ? arena : NULL;
         st = kind == 0 ? ccshim_frame_builder_add_arg(fb, (XLA_FFI_DataType)dtype, p, rank,
-                                                     take_u8(&in) % 8 ? dims : NULL)
+                                                      take_u8(&in) % 8 ? dims : NULL)
                        : ccshim_frame_builder_add_ret(fb, (XLA_FFI_DataType)dtype, p, rank, dims);
         if (st == CCSHIM_OK && kind == 0) nargs++;
         if (st == CCSHIM_OK && kind == 1) nrets++;
@@ -69,8 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         take_bytes(&in, name, 8);
         /* Within the arena's 4096 bytes (512 elements of 8), or far beyond
          * the builder's limit, which it must refuse before reading. */
-        size_t count = take_u8(&in) < 250 ? take_below(&in, 64)
-                                          : ((size_t)take_i64(&in) | ((size_t)1 << 40));
+        size_t count =
+            take_u8(&in) < 250 ? take_below(&in, 64) : ((size_t)take_i64(&in) | ((size_t)1 << 40));
         st = ccshim_frame_builder_add_array(fb, name, (XLA_FFI_DataType)take_below(&in, 40),
                                             take_u8(&in) % 16 ? (void*)arena : NULL, count);
         break;

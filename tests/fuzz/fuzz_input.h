@@ -33,9 +33,7 @@ static inline int64_t take_i64(fuzz_input* in) {
 }
 
 /* A value in [0, n). */
-static inline unsigned take_below(fuzz_input* in, unsigned n) {
-  return n ? take_u8(in) % n : 0;
-}
+static inline unsigned take_below(fuzz_input* in, unsigned n) { return n ? take_u8(in) % n : 0; }
 
 /* Up to max bytes into buf (NUL-terminated); returns the length. */
 static inline size_t take_bytes(fuzz_input* in, char* buf, size_t max) {

@@ -108,8 +108,10 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         take_name(&in, name);
         mkdirat(here, name, 0700);
         int sub = openat(here, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-        if (sub >= 0 && depth < MAX_DEPTH) fds[++depth] = sub;
-        else if (sub >= 0) close(sub);
+        if (sub >= 0 && depth < MAX_DEPTH)
+          fds[++depth] = sub;
+        else if (sub >= 0)
+          close(sub);
         break;
       }
       case 2: /* back up */
@@ -128,8 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 4: { /* a source file (or not) with a few bytes */
         take_name(&in, name);
         strcat(name, extensions[take_below(&in, 6)]);
-        int fd = openat(here, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK,
-                        0600);
+        int fd = openat(here, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, 0600);
         if (fd >= 0) {
           static const char text[] =
               "void k(void* out, const void** in) {}\nXLA_CPU_REGISTER_CUSTOM_CALL_TARGET(k);\n";
@@ -155,8 +156,10 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       default: { /* a link with a source extension to something made here */
         take_name(&in, other);
-        if (take_below(&in, 2)) mkfifoat(here, other, 0600);
-        else close(openat(here, other, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0600));
+        if (take_below(&in, 2))
+          mkfifoat(here, other, 0600);
+        else
+          close(openat(here, other, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0600));
         take_name(&in, name);
         strcat(name, ".py");
         symlinkat(other, here, name);

@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static XLA_FFI_Error* error(const XLA_FFI_Api* api, XLA_FFI_Error_Code code,
-                            const char* message) {
+static XLA_FFI_Error* error(const XLA_FFI_Api* api, XLA_FFI_Error_Code code, const char* message) {
   XLA_FFI_Error_Create_Args args;
   memset(&args, 0, sizeof args);
   args.struct_size = XLA_FFI_Error_Create_Args_STRUCT_SIZE;
@@ -32,8 +31,7 @@ static int metadata(XLA_FFI_CallFrame* frame) {
   return 1;
 }
 
-static const void* find_attr(const XLA_FFI_Attrs* attrs, const char* name,
-                             XLA_FFI_AttrType type) {
+static const void* find_attr(const XLA_FFI_Attrs* attrs, const char* name, XLA_FFI_AttrType type) {
   size_t len = strlen(name);
   for (int64_t i = 0; i < attrs->size; i++) {
     const XLA_FFI_ByteSpan* n = attrs->names[i];
@@ -56,15 +54,13 @@ XLA_FFI_Error* c_scale(XLA_FFI_CallFrame* frame) {
                  "c_scale: expected an f32 scalar attribute 'factor'");
   const XLA_FFI_Buffer* x = frame->args.args[0];
   XLA_FFI_Buffer* y = frame->rets.rets[0];
-  if (x->dtype != XLA_FFI_DataType_F32 || y->dtype != XLA_FFI_DataType_F32 ||
-      x->rank != y->rank)
+  if (x->dtype != XLA_FFI_DataType_F32 || y->dtype != XLA_FFI_DataType_F32 || x->rank != y->rank)
     return error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                  "c_scale: expected f32 buffers of one shape");
   int64_t n = 1;
   for (int64_t d = 0; d < x->rank; d++) {
     if (x->dims[d] != y->dims[d])
-      return error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                   "c_scale: shapes differ");
+      return error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "c_scale: shapes differ");
     n *= x->dims[d];
   }
   float f = *(const float*)factor->value;
@@ -140,9 +136,7 @@ static void echo(writer* w, const XLA_FFI_Attrs* attrs) {
         put(w, a->data, a->size * element_size(a->dtype));
         break;
       }
-      case XLA_FFI_AttrType_DICTIONARY:
-        echo(w, attrs->attrs[i]);
-        break;
+      case XLA_FFI_AttrType_DICTIONARY: echo(w, attrs->attrs[i]); break;
     }
   }
 }
@@ -152,12 +146,10 @@ XLA_FFI_Error* c_attrs_echo(XLA_FFI_CallFrame* frame) {
   if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
   const XLA_FFI_Api* api = frame->api;
   if (frame->rets.size != 1)
-    return error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                 "c_attrs_echo: expected one u8 result");
+    return error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "c_attrs_echo: expected one u8 result");
   XLA_FFI_Buffer* out = frame->rets.rets[0];
   if (out->dtype != XLA_FFI_DataType_U8 || out->rank != 1)
-    return error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                 "c_attrs_echo: expected a u8[N] result");
+    return error(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "c_attrs_echo: expected a u8[N] result");
   memset(out->data, 0, (size_t)out->dims[0]);
   writer w = {out->data, (size_t)out->dims[0], 0};
   echo(&w, &frame->attrs);
@@ -178,7 +170,7 @@ XLA_FFI_Error* c_fail(XLA_FFI_CallFrame* frame) {
                  "c_fail: expected 'code' (s64) and 'message' (string)");
   char text[256];
   snprintf(text, sizeof text, "%.*s", (int)msg->len, msg->ptr);
-  return error(api, (XLA_FFI_Error_Code)*(const int64_t*)code->value, text);
+  return error(api, (XLA_FFI_Error_Code) * (const int64_t*)code->value, text);
 }
 
 /* ---------------------------------------------------------------------------

@@ -22,20 +22,17 @@ namespace ffi = xla::ffi;
 
 // --- Buffers and a scalar attribute --------------------------------------
 
-static ffi::Error Scale(ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y,
-                        float factor) {
+static ffi::Error Scale(ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y, float factor) {
   if (x.element_count() != y->element_count())
     return ffi::Error::InvalidArgument("Scale: shapes differ");
-  for (size_t i = 0; i < x.element_count(); ++i)
-    y->typed_data()[i] = x.typed_data()[i] * factor;
+  for (size_t i = 0; i < x.element_count(); ++i) y->typed_data()[i] = x.typed_data()[i] * factor;
   return ffi::Error::Success();
 }
 
-XLA_FFI_DEFINE_HANDLER(kScale, Scale,
-                       ffi::Ffi::Bind()
-                           .Arg<ffi::Buffer<ffi::F32>>()
-                           .Ret<ffi::Buffer<ffi::F32>>()
-                           .Attr<float>("factor"));
+XLA_FFI_DEFINE_HANDLER(
+    kScale, Scale,
+    ffi::Ffi::Bind().Arg<ffi::Buffer<ffi::F32>>().Ret<ffi::Buffer<ffi::F32>>().Attr<float>(
+        "factor"));
 
 EXPORT XLA_FFI_Error* up_scale(XLA_FFI_CallFrame* frame) { return kScale(frame); }
 
@@ -53,14 +50,12 @@ XLA_FFI_REGISTER_STRUCT_ATTR_DECODING(Range, ffi::StructMember<int64_t>("lo"),
 
 // Writes what it decoded into a f64 result, one slot per value, so the
 // caller can check each one.
-static ffi::Error Attrs(ffi::ResultBuffer<ffi::F64> out, bool b, int8_t i8,
-                        int16_t i16, int32_t i32, int64_t i64, uint8_t u8,
-                        uint16_t u16, uint32_t u32, uint64_t u64, float f32,
-                        double f64, std::string_view str,
-                        ffi::Span<const int64_t> arr, ffi::Dictionary dict,
-                        Color color, Range range) {
-  if (out->element_count() < 24)
-    return ffi::Error::InvalidArgument("Attrs: need 24 result slots");
+static ffi::Error Attrs(ffi::ResultBuffer<ffi::F64> out, bool b, int8_t i8, int16_t i16,
+                        int32_t i32, int64_t i64, uint8_t u8, uint16_t u16, uint32_t u32,
+                        uint64_t u64, float f32, double f64, std::string_view str,
+                        ffi::Span<const int64_t> arr, ffi::Dictionary dict, Color color,
+                        Range range) {
+  if (out->element_count() < 24) return ffi::Error::InvalidArgument("Attrs: need 24 result slots");
   double* o = out->typed_data();
   o[0] = b;
   o[1] = i8;
@@ -155,10 +150,9 @@ static ffi::Error Stream(void* stream, ffi::ResultBuffer<ffi::U64> out) {
   return ffi::Error::Success();
 }
 
-XLA_FFI_DEFINE_HANDLER(kStream, Stream,
-                       ffi::Ffi::Bind()
-                           .Ctx<ffi::PlatformStream<void*>>()
-                           .Ret<ffi::Buffer<ffi::U64>>());
+XLA_FFI_DEFINE_HANDLER(
+    kStream, Stream,
+    ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>().Ret<ffi::Buffer<ffi::U64>>());
 
 EXPORT XLA_FFI_Error* up_stream(XLA_FFI_CallFrame* frame) { return kStream(frame); }
 
@@ -184,9 +178,7 @@ static ffi::Error CounterExecute(Counter* counter, ffi::ResultBuffer<ffi::S32> o
 }
 
 XLA_FFI_DEFINE_HANDLER(kCounterExecute, CounterExecute,
-                       ffi::Ffi::Bind()
-                           .Ctx<ffi::State<Counter>>()
-                           .Ret<ffi::Buffer<ffi::S32>>());
+                       ffi::Ffi::Bind().Ctx<ffi::State<Counter>>().Ret<ffi::Buffer<ffi::S32>>());
 
 EXPORT XLA_FFI_Error* up_counter_instantiate(XLA_FFI_CallFrame* frame) {
   return kCounterInstantiate(frame);
@@ -201,8 +193,7 @@ static const XLA_FFI_TypeInfo kCounterInfo = ffi::MakeTypeInfo<Counter>();
 // process-wide: the first runtime to register assigns it, a second is given
 // the same id explicitly.
 EXPORT XLA_FFI_Error* up_register_types(const XLA_FFI_Api* api) {
-  return ffi::Ffi::RegisterTypeId(api, "ccshim.test.UpstreamCounter", &Counter::id,
-                                  &kCounterInfo);
+  return ffi::Ffi::RegisterTypeId(api, "ccshim.test.UpstreamCounter", &Counter::id, &kCounterInfo);
 }
 
 // For jax.ffi.register_ffi_type, which takes the id and the info by pointer.

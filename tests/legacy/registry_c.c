@@ -20,7 +20,10 @@ XLA_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM("reg_c_gpu", reg_c_gpu, "ROCM");
 
 /* A second kernel under a taken name: XLA would end the process here;
  * ccshim keeps the first, reports the conflict and counts it. */
-void reg_c_other(void* out, const void** in) { (void)out; (void)in; }
+void reg_c_other(void* out, const void** in) {
+  (void)out;
+  (void)in;
+}
 XLA_CPU_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM("reg_c_host", reg_c_other);
 /* The same kernel again is fine. */
 XLA_CPU_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM("reg_c_alias", reg_c_host);

@@ -18,8 +18,7 @@ struct RegisterByClass {
 }  // namespace
 
 extern "C" int reg_cc_lookup_matches(void) {
-  void* found =
-      xla::CustomCallTargetRegistry::Global()->Lookup("reg_cc_by_class", "Host");
+  void* found = xla::CustomCallTargetRegistry::Global()->Lookup("reg_cc_by_class", "Host");
   return found == reinterpret_cast<void*>(&reg_cc_kernel) &&
          xla::CustomCallTargetRegistry::Global()->Lookup("nothing", "Host") == nullptr;
 }

@@ -32,10 +32,10 @@ static param param_kind(const char* text) {
         p = after + 2;
         continue;
       }
-      int drop = (len == 5 && !strncmp(p, "const", 5)) || (len == 8 && !strncmp(p, "volatile", 8)) ||
-                 (len == 6 && !strncmp(p, "struct", 6)) ||
-                 (len >= 8 && !strncmp(p, "restrict", 8)) ||
-                 (len >= 10 && !strncmp(p, "__restrict", 10));
+      int drop =
+          (len == 5 && !strncmp(p, "const", 5)) || (len == 8 && !strncmp(p, "volatile", 8)) ||
+          (len == 6 && !strncmp(p, "struct", 6)) || (len >= 8 && !strncmp(p, "restrict", 8)) ||
+          (len >= 10 && !strncmp(p, "__restrict", 10));
       if (!drop && nw < 8 && len < 64) {
         memcpy(words[nw], p, len);
         words[nw][len] = '\0';
@@ -106,8 +106,8 @@ static void definition(scan* s, const source* src, size_t i) {
   /* After the parameters: qualifiers, then the body. */
   size_t after = scan_skip_space(k, close + 1, n);
   for (;;) {
-    static const char* const quals[] = {"noexcept", "nogil", "except", "*", "with", "gil",
-                                        "__attribute__", NULL};
+    static const char* const quals[] = {"noexcept", "nogil", "except",        "*",
+                                        "with",     "gil",   "__attribute__", NULL};
     int moved = 0;
     for (int q = 0; quals[q]; q++) {
       size_t ql = strlen(quals[q]);
@@ -147,7 +147,7 @@ static void definition(scan* s, const source* src, size_t i) {
     scan_text_of(src, a.begin[0], a.end[0], stream, sizeof stream);
     d->platform = strstr(stream, "hip") || strstr(src->path, ".hip") ? PLAT_ROCM
                   : strstr(stream, "cuda") || strstr(stream, "CU")   ? PLAT_CUDA
-                                                                       : PLAT_GPU;
+                                                                     : PLAT_GPU;
   }
   d->version = f == CPU_V1 || f == GPU_V1 ? 1 : f == CPU_V2 ? 2 : f == CPU_V3 ? 3 : 0;
   /* C++ mangles names unless extern "C" says otherwise (on the line, or a
@@ -161,8 +161,8 @@ static void definition(scan* s, const source* src, size_t i) {
       size_t m = src->externs[x];
       if (m + 10 > i) break;
       size_t brace = scan_skip_space(src->code, m + 10, n);
-      c_linkage = m >= line_b || (brace < n && src->code[brace] == '{' &&
-                                  i < scan_closing(src, brace));
+      c_linkage =
+          m >= line_b || (brace < n && src->code[brace] == '{' && i < scan_closing(src, brace));
     }
     d->cxx_linkage = !c_linkage;
   }
@@ -249,8 +249,7 @@ static void match_c(scan* s, const source* src, const char* word, size_t at, siz
   if (!strcmp(word, "EncapsulateFunction")) {
     /* dict["name"] = EncapsulateFunction(kernel), a registrations() dict. */
     size_t b = at;
-    while (b > 0 && src->code[b - 1] != ';' && src->code[b - 1] != '{' &&
-           src->code[b - 1] != '}')
+    while (b > 0 && src->code[b - 1] != ';' && src->code[b - 1] != '{' && src->code[b - 1] != '}')
       b--;
     const char* lb = memchr(src->code + b, '[', at - b);
     if (lb == NULL) return;
@@ -335,12 +334,14 @@ static void match_py(scan* s, const source* src, const char* word, size_t at, si
   }
   if (!strcmp(word, "ffi_call")) {
     int api = 4;
-    if (scan_keyword(src, &a, "custom_call_api_version", &vb, &ve)) api = scan_version_of(src, vb, ve);
+    if (scan_keyword(src, &a, "custom_call_api_version", &vb, &ve))
+      api = scan_version_of(src, vb, ve);
     finding* f = scan_add(s, api == 4 ? TYPED : CALL_SITE, src, line, word);
     f->version = api < 0 ? 0 : api;
     name_arg(src, &a, 0, "target_name", f);
     int i = scan_positional(src, &a, 1);
-    if (i >= 0) scan_text_of(src, a.begin[i], a.end[i], f->shapes, sizeof f->shapes);
+    if (i >= 0)
+      scan_text_of(src, a.begin[i], a.end[i], f->shapes, sizeof f->shapes);
     else if (scan_keyword(src, &a, "result_shape_dtypes", &vb, &ve))
       scan_text_of(src, vb, ve, f->shapes, sizeof f->shapes);
     if (scan_keyword(src, &a, "legacy_backend_config", &vb, &ve))
@@ -361,21 +362,35 @@ static void match_py(scan* s, const source* src, const char* word, size_t at, si
     f->version_default = 0;
     if (f->version < 0) f->version = 0; /* computed */
   }
-  if (scan_keyword(src, &a, "backend_config", &vb, &ve) || scan_keyword(src, &a, "opaque", &vb, &ve))
+  if (scan_keyword(src, &a, "backend_config", &vb, &ve) ||
+      scan_keyword(src, &a, "opaque", &vb, &ve))
     scan_text_of(src, vb, ve, f->opaque, sizeof f->opaque);
   if (f->version == 4) f->kind = TYPED;
 }
 
-static const char* const c_words[] = {
-    "XLA_REGISTER_CUSTOM_CALL_TARGET", "XLA_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM",
-    "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET", "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM",
-    "Register", "EncapsulateFunction", "CustomCall", "CustomCallWithLayout",
-    "XLA_FFI_DEFINE_HANDLER", "XLA_FFI_DEFINE_HANDLER_SYMBOL", "XLA_FFI_DEFINE_HANDLER_AUTO",
-    "XLA_FFI_REGISTER_HANDLER", NULL};
-static const char* const py_words[] = {
-    "register_custom_call_target", "register_cpu_custom_call_target", "register_ffi_target",
-    "ffi_call", "custom_call", "CustomCall", "CustomCallWithLayout", "CustomCallWithAliasing",
-    "CustomCallOp", NULL};
+static const char* const c_words[] = {"XLA_REGISTER_CUSTOM_CALL_TARGET",
+                                      "XLA_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM",
+                                      "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET",
+                                      "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM",
+                                      "Register",
+                                      "EncapsulateFunction",
+                                      "CustomCall",
+                                      "CustomCallWithLayout",
+                                      "XLA_FFI_DEFINE_HANDLER",
+                                      "XLA_FFI_DEFINE_HANDLER_SYMBOL",
+                                      "XLA_FFI_DEFINE_HANDLER_AUTO",
+                                      "XLA_FFI_REGISTER_HANDLER",
+                                      NULL};
+static const char* const py_words[] = {"register_custom_call_target",
+                                       "register_cpu_custom_call_target",
+                                       "register_ffi_target",
+                                       "ffi_call",
+                                       "custom_call",
+                                       "CustomCall",
+                                       "CustomCallWithLayout",
+                                       "CustomCallWithAliasing",
+                                       "CustomCallOp",
+                                       NULL};
 
 /* Whether offset `at` lies in a preprocessor directive (a #define's body
  * is no registration), continuation lines included. */
@@ -395,7 +410,8 @@ void scan_source(scan* s, source* src) {
   size_t n = src->len;
   const char* const* words = src->lang == LANG_C ? c_words : py_words;
   for (size_t i = 0; i < n;) {
-    if (!scan_ident_char((unsigned char)k[i]) || (i > 0 && scan_ident_char((unsigned char)k[i - 1]))) {
+    if (!scan_ident_char((unsigned char)k[i]) ||
+        (i > 0 && scan_ident_char((unsigned char)k[i - 1]))) {
       i++;
       continue;
     }
@@ -417,8 +433,10 @@ void scan_source(scan* s, source* src) {
           if (open >= n || k[open] != '(') break;
           size_t close = scan_closing(src, open);
           if (close >= n) break;
-          if (src->lang == LANG_C) match_c(s, src, word, i, open, close);
-          else match_py(s, src, word, i, open, close);
+          if (src->lang == LANG_C)
+            match_c(s, src, word, i, open, close);
+          else
+            match_py(s, src, word, i, open, close);
           break;
         }
       }

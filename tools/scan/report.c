@@ -32,8 +32,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "scan.h"
 #include "../tools.h"
+#include "scan.h"
 
 /* --- Output ---------------------------------------------------------------------------------- */
 
@@ -120,9 +120,10 @@ static void print_json(const scan* s, const inventory* inv) {
     printf("}");
     first = 0;
   }
-  printf("\n  ],\n  \"summary\": {\"files\": %zu, \"lines\": %zu, \"legacy_targets\": %zu, "
-         "\"typed\": %zu, \"unscanned_files\": %zu}\n}\n",
-         s->files, s->lines, inv->n, typed, s->errors);
+  printf(
+      "\n  ],\n  \"summary\": {\"files\": %zu, \"lines\": %zu, \"legacy_targets\": %zu, "
+      "\"typed\": %zu, \"unscanned_files\": %zu}\n}\n",
+      s->files, s->lines, inv->n, typed, s->errors);
 }
 
 static void print_text(const scan* s, const inventory* inv) {
@@ -147,12 +148,12 @@ static void print_text(const scan* s, const inventory* inv) {
       printf("    registered %s:%d %s\n", t->reg[k]->file, t->reg[k]->line, t->reg[k]->what);
     for (int k = 0; k < t->num_call; k++)
       if (t->call[k]->version)
-      printf("    called     %s:%d %s(api_version=%d%s)\n", t->call[k]->file,
-             t->call[k]->line, t->call[k]->what, t->call[k]->version,
-             t->call[k]->version_default ? ", the default" : "");
-    else
-      printf("    called     %s:%d %s(api_version computed)\n", t->call[k]->file,
-             t->call[k]->line, t->call[k]->what);
+        printf("    called     %s:%d %s(api_version=%d%s)\n", t->call[k]->file, t->call[k]->line,
+               t->call[k]->what, t->call[k]->version,
+               t->call[k]->version_default ? ", the default" : "");
+      else
+        printf("    called     %s:%d %s(api_version computed)\n", t->call[k]->file,
+               t->call[k]->line, t->call[k]->what);
     printf("    wrap       %s\n", w);
     printf("    wrap (C)   %s\n", wc);
     if (t->num_call) printf("    call site  %s\n", cc);
@@ -165,15 +166,14 @@ static void print_text(const scan* s, const inventory* inv) {
     notes += t->note[0] != '\0';
     calls += (size_t)t->num_call;
   }
-  printf("%zu legacy target%s in %zu files (%zu lines):", inv->n, inv->n == 1 ? "" : "s",
-         s->files, s->lines);
+  printf("%zu legacy target%s in %zu files (%zu lines):", inv->n, inv->n == 1 ? "" : "s", s->files,
+         s->lines);
   for (int p = PLAT_CPU; p <= PLAT_GPU; p++)
     for (int v = 1; v <= 3; v++)
       if (by_form[p][v]) printf(" %s v%d: %zu;", scan_plat_text((plat)p), v, by_form[p][v]);
   if (unknown) printf(" form unknown: %zu;", unknown);
   printf(" %zu legacy call site%s; %zu typed-FFI handler%s or call%s already; %zu with notes\n",
-         calls, calls == 1 ? "" : "s", typed, typed == 1 ? "" : "s", typed == 1 ? "" : "s",
-         notes);
+         calls, calls == 1 ? "" : "s", typed, typed == 1 ? "" : "s", typed == 1 ? "" : "s", notes);
 }
 
 /* Joins the findings, prints the inventory, frees; the exit status. */
@@ -181,8 +181,10 @@ static int finish(scan* s) {
   inventory inv;
   memset(&inv, 0, sizeof inv);
   scan_build(s, &inv);
-  if (s->json) print_json(s, &inv);
-  else print_text(s, &inv);
+  if (s->json)
+    print_json(s, &inv);
+  else
+    print_text(s, &inv);
   for (size_t i = 0; i < inv.n; i++) free(inv.t[i].how);
   free(inv.t);
   free(s->f);
@@ -197,16 +199,17 @@ int ccshim_scan_main(int argc, char** argv) {
   memset(&s, 0, sizeof s);
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      printf("usage: ccshim scan DIR|FILE [--json]\n\n"
-             "Lists the legacy custom-call targets of a source tree (C, C++, CUDA, HIP,\n"
-             "Python, Cython): registrations, call sites and kernel definitions joined\n"
-             "per target, with platform, API version (and how it is known), file:line,\n"
-             "the line that wraps it with ccshim and the call-site change.\n"
-             "Exit status: 0; 1 when a file could not be scanned (one line each on\n"
-             "stderr, after the inventory); 2 when DIR is wrong.\n\n"
-             "examples:\n"
-             "  ccshim scan path/to/project\n"
-             "  ccshim scan path/to/project --json > inventory.json\n");
+      printf(
+          "usage: ccshim scan DIR|FILE [--json]\n\n"
+          "Lists the legacy custom-call targets of a source tree (C, C++, CUDA, HIP,\n"
+          "Python, Cython): registrations, call sites and kernel definitions joined\n"
+          "per target, with platform, API version (and how it is known), file:line,\n"
+          "the line that wraps it with ccshim and the call-site change.\n"
+          "Exit status: 0; 1 when a file could not be scanned (one line each on\n"
+          "stderr, after the inventory); 2 when DIR is wrong.\n\n"
+          "examples:\n"
+          "  ccshim scan path/to/project\n"
+          "  ccshim scan path/to/project --json > inventory.json\n");
       return 0;
     }
     if (!strcmp(argv[i], "--json")) {
@@ -239,7 +242,8 @@ int ccshim_scan_main(int argc, char** argv) {
   } else {
     fprintf(stderr,
             "ccshim scan: %s: neither a directory nor a C, C++, CUDA, HIP, Python or Cython "
-            "source file\n", dir);
+            "source file\n",
+            dir);
     return 2;
   }
   return finish(&s);

@@ -32,7 +32,7 @@ typedef enum kind { REGISTRATION, CALL_SITE, DEFINITION, TYPED } kind;
 
 typedef struct finding {
   kind kind;
-  const char* file;         /* owned by the scan (scan.paths), any length */
+  const char* file; /* owned by the scan (scan.paths), any length */
   int line;
   char what[NAME_CAP];      /* the macro or function that was matched */
   char name[NAME_CAP];      /* target name; "" when computed at run time */
@@ -42,18 +42,18 @@ typedef struct finding {
   char opaque[TEXT_CAP];    /* call site: the backend_config expression */
   char shapes[TEXT_CAP];    /* ffi_call: the result shapes expression */
   plat platform;
-  int version;              /* call site: api_version, 0 when not known */
-  int version_default;      /* the version came from the API's default */
-  form form;                /* definition */
-  lang lang;                /* of the file it is in */
+  int version;         /* call site: api_version, 0 when not known */
+  int version_default; /* the version came from the API's default */
+  form form;           /* definition */
+  lang lang;           /* of the file it is in */
   int cython;
-  int cxx_linkage;          /* definition: C++ name mangling likely */
+  int cxx_linkage; /* definition: C++ name mangling likely */
 } finding;
 
 typedef struct scan {
   finding* f;
   size_t n, cap;
-  char** paths;             /* every file name a finding points at */
+  char** paths; /* every file name a finding points at */
   size_t num_paths, paths_cap;
   size_t files, lines, errors;
   int json;
@@ -65,8 +65,8 @@ typedef struct source {
   const char* path;
   lang lang;
   int cython;
-  char* code;  /* comments blanked */
-  char* skel;  /* comments and string contents blanked */
+  char* code; /* comments blanked */
+  char* skel; /* comments and string contents blanked */
   size_t len;
   size_t* line_at; /* offset where each line starts */
   size_t num_lines;
@@ -91,18 +91,18 @@ typedef struct args {
 /* --- Targets ------------------------------------------------------------------------------ */
 
 typedef struct target {
-  char name[TEXT_CAP];     /* or, when computed, the expression */
+  char name[TEXT_CAP]; /* or, when computed, the expression */
   int computed;
-  const finding* def;      /* the definition, if found */
-  const finding* reg[8];   /* registrations, up to 8 shown */
+  const finding* def;    /* the definition, if found */
+  const finding* reg[8]; /* registrations, up to 8 shown */
   int num_reg;
-  const finding* call[8];  /* call sites, up to 8 shown */
+  const finding* call[8]; /* call sites, up to 8 shown */
   int num_call;
   plat platform;
-  form form;               /* of the definition, as resolved */
+  form form; /* of the definition, as resolved */
   int version;
-  char* how;               /* how the version is known (owned) */
-  char note[TEXT_CAP];     /* a conflict, or what is missing */
+  char* how;           /* how the version is known (owned) */
+  char note[TEXT_CAP]; /* a conflict, or what is missing */
 } target;
 
 typedef struct inventory {

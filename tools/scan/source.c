@@ -61,7 +61,6 @@ plat scan_plat_parse(const char* s) {
 
 /* --- A source file, twice over ------------------------------------------------ */
 
-
 /* Blanks comments in `code` and, in `skel`, string contents too.  Newlines
  * stay, so offsets and line numbers agree with the file. */
 void scan_blank(source* src) {
@@ -108,8 +107,10 @@ int scan_line_of(const source* src, size_t off) {
   size_t lo = 0, hi = src->num_lines;
   while (hi - lo > 1) {
     size_t mid = (lo + hi) / 2;
-    if (src->line_at[mid] <= off) lo = mid;
-    else hi = mid;
+    if (src->line_at[mid] <= off)
+      lo = mid;
+    else
+      hi = mid;
   }
   return (int)lo + 1;
 }
@@ -181,13 +182,14 @@ size_t scan_closing(const source* src, size_t open) {
   size_t lo = 0, hi = src->num_opens;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (src->opens[mid] < open) lo = mid + 1;
-    else hi = mid;
+    if (src->opens[mid] < open)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (lo < src->num_opens && src->opens[lo] == open) return src->closes[lo];
   return src->len;
 }
-
 
 void scan_split_args(const source* src, size_t open, size_t close, args* a) {
   a->n = 0;
@@ -317,9 +319,19 @@ int scan_version_of(const source* src, size_t b, size_t e) {
  * capsule makers and namespaces are peeled off (`reinterpret_cast<void*>(
  * ns::f)`, `<void*>(f)`, `PyCapsule_New(f, ...)` give f), or "". */
 void scan_function_of(const source* src, size_t b, size_t e, char* out, size_t cap) {
-  static const char* const peel[] = {"reinterpret_cast", "static_cast", "PyCapsule_New",
-                                     "EncapsulateFunction", "void", "const", "char",
-                                     "ctypes", "cast", "c_void_p", "nullptr", "NULL", NULL};
+  static const char* const peel[] = {"reinterpret_cast",
+                                     "static_cast",
+                                     "PyCapsule_New",
+                                     "EncapsulateFunction",
+                                     "void",
+                                     "const",
+                                     "char",
+                                     "ctypes",
+                                     "cast",
+                                     "c_void_p",
+                                     "nullptr",
+                                     "NULL",
+                                     NULL};
   out[0] = '\0';
   for (size_t i = b; i < e;) {
     if (!scan_ident_char((unsigned char)src->skel[i]) || isdigit((unsigned char)src->skel[i])) {

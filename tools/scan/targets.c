@@ -11,8 +11,6 @@
 
 /* --- Targets ------------------------------------------------------------------------------ */
 
-
-
 /* The target of that name; a computed name is a target of its own. */
 static target* target_named(inventory* inv, const char* name, int computed) {
   for (size_t i = 0; i < inv->n && !computed; i++)
@@ -83,8 +81,8 @@ static void resolve(target* t) {
    * registration, or a call site saying 2, tells which. */
   t->form = d ? d->form : FORM_NONE;
   plat def_platform = d ? d->platform : PLAT_UNKNOWN;
-  int void_stream = t->form == CPU_V3 &&
-                    (gpu_registration || (explicit_call && explicit_call->version == 2));
+  int void_stream =
+      t->form == CPU_V3 && (gpu_registration || (explicit_call && explicit_call->version == 2));
   if (void_stream) {
     t->form = GPU_V23;
     def_platform = PLAT_GPU;
@@ -96,19 +94,18 @@ static void resolve(target* t) {
                                                            : 0;
   if (explicit_call) {
     t->version = explicit_call->version;
-    set_how(t, "api_version=%d at the call site %s:%d", t->version,
-             explicit_call->file, explicit_call->line);
+    set_how(t, "api_version=%d at the call site %s:%d", t->version, explicit_call->file,
+            explicit_call->line);
   } else if (def_version) {
     t->version = def_version;
     set_how(t, "the definition's parameters (%s)", scan_form_text(t->form));
   } else if (default_call) {
     t->version = default_call->version;
-    set_how(t, "the default of %s at %s:%d (no api_version given)",
-             default_call->what, default_call->file, default_call->line);
+    set_how(t, "the default of %s at %s:%d (no api_version given)", default_call->what,
+            default_call->file, default_call->line);
   } else if (t->form == GPU_V23) {
     t->version = 2;
-    set_how(t,
-             "the definition's parameters (GPU v2/v3: the same on GPU; no call site says which)");
+    set_how(t, "the definition's parameters (GPU v2/v3: the same on GPU; no call site says which)");
   } else {
     set_how(t, "unknown: no definition or call site found");
   }
@@ -127,9 +124,8 @@ static void resolve(target* t) {
               "wrong arguments. ",
               t->version, d->file, d->line, scan_form_text(t->form));
     if (t->platform != PLAT_UNKNOWN && scan_is_gpu(t->platform) != scan_is_gpu(def_platform))
-      appendf(t->note, sizeof t->note,
-              "registered for %s but %s:%d has %s parameters. ", scan_plat_text(t->platform),
-              d->file, d->line, scan_form_text(t->form));
+      appendf(t->note, sizeof t->note, "registered for %s but %s:%d has %s parameters. ",
+              scan_plat_text(t->platform), d->file, d->line, scan_form_text(t->form));
   }
   if (t->computed)
     appendf(t->note, sizeof t->note,
@@ -152,8 +148,9 @@ void scan_build(const scan* s, inventory* inv) {
   for (size_t i = 0; i < s->n; i++) {
     const finding* f = &s->f[i];
     if (f->kind != REGISTRATION) continue;
-    target* t = f->name[0] || !f->name_expr[0] ? target_named(inv, f->name[0] ? f->name : f->function, 0)
-                                               : target_named(inv, f->name_expr, 1);
+    target* t = f->name[0] || !f->name_expr[0]
+                    ? target_named(inv, f->name[0] ? f->name : f->function, 0)
+                    : target_named(inv, f->name_expr, 1);
     if (t->num_reg < 8) t->reg[t->num_reg++] = f;
     if (!t->def) t->def = definition_of(s, f->function);
   }
@@ -222,8 +219,8 @@ void scan_wrap_line(const target* t, char* out, size_t cap) {
   else
     snprintf(kernel, sizeof kernel, "<the kernel>");
   snprintf(version, sizeof version, "%d", t->version);
-  snprintf(out, cap, "ccshim.jax.register_legacy(%s, %s, platform=\"%s\", api_version=%s)",
-           name, kernel, t->platform == PLAT_UNKNOWN ? "cpu" : scan_plat_text(t->platform),
+  snprintf(out, cap, "ccshim.jax.register_legacy(%s, %s, platform=\"%s\", api_version=%s)", name,
+           kernel, t->platform == PLAT_UNKNOWN ? "cpu" : scan_plat_text(t->platform),
            t->version ? version : "<1, 2 or 3>");
 }
 
@@ -238,9 +235,9 @@ void scan_wrap_line_c(const target* t, char* out, size_t cap) {
   snprintf(version, sizeof version, "%d", t->version);
   snprintf(out, cap, "ccshim_wrap((ccshim_legacy_fn)%s, %s, %s, NULL, NULL, &adapter)",
            fn[0] ? fn : "<the kernel>", t->version ? version : "<1, 2 or 3>",
-           t->platform == PLAT_ROCM ? "CCSHIM_PLATFORM_ROCM"
-           : scan_is_gpu(t->platform)    ? "CCSHIM_PLATFORM_CUDA"
-                                    : "CCSHIM_PLATFORM_HOST");
+           t->platform == PLAT_ROCM   ? "CCSHIM_PLATFORM_ROCM"
+           : scan_is_gpu(t->platform) ? "CCSHIM_PLATFORM_CUDA"
+                                      : "CCSHIM_PLATFORM_HOST");
 }
 
 void scan_call_change(const target* t, char* out, size_t cap) {

@@ -18,7 +18,7 @@
 /* --- Walking the tree ------------------------------------------------------------------ */
 
 int scan_source_lang(const char* name, lang* l, int* cython) {
-  static const char* const c_ext[] = {".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh",
+  static const char* const c_ext[] = {".c",   ".h",  ".cc",  ".cpp", ".cxx", ".hpp", ".hh",
                                       ".hxx", ".cu", ".cuh", ".hip", ".inc", NULL};
   static const char* const py_ext[] = {".py", ".pyx", ".pxd", ".pxi", NULL};
   const char* dot = strrchr(name, '.');
@@ -83,8 +83,8 @@ void scan_text(scan* s, const char* shown, lang l, int cython, char* code, size_
     goto done;
   }
   for (const char* m = src.code; (m = strstr(m, "extern \"C\"")) != NULL; m += 10) {
-    src.externs = scan_grow(src.externs, &src.externs_cap, sizeof *src.externs,
-                       src.num_externs + 1);
+    src.externs =
+        scan_grow(src.externs, &src.externs_cap, sizeof *src.externs, src.num_externs + 1);
     src.externs[src.num_externs++] = (size_t)(m - src.code);
   }
   scan_source(s, &src);
@@ -151,9 +151,12 @@ void scan_file(scan* s, const char* path, const char* shown, lang l, int cython)
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     file_error(s, shown, "not a regular file (%s); not scanned",
-               S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
-               : S_ISBLK(st.st_mode) ? "a block device" : S_ISSOCK(st.st_mode) ? "a socket"
-               : S_ISDIR(st.st_mode) ? "a directory" : "unknown kind");
+               S_ISFIFO(st.st_mode)   ? "a FIFO"
+               : S_ISCHR(st.st_mode)  ? "a character device"
+               : S_ISBLK(st.st_mode)  ? "a block device"
+               : S_ISSOCK(st.st_mode) ? "a socket"
+               : S_ISDIR(st.st_mode)  ? "a directory"
+                                      : "unknown kind");
     close(fd);
     return;
   }
@@ -294,8 +297,10 @@ void scan_walk(scan* s, const char* dir) {
       memset(lv, 0, sizeof *lv);
       lv->path = path;
       lv->shown = rel;
-      if (list(s, lv) == 0) depth++;
-      else level_free(lv);
+      if (list(s, lv) == 0)
+        depth++;
+      else
+        level_free(lv);
       continue;
     }
     if (en->is_file && scan_source_lang(en->name, &l, &cython)) scan_file(s, path, rel, l, cython);

@@ -76,8 +76,7 @@ typedef struct ccshim_wrap_options {
   int allow_wx;
 } ccshim_wrap_options;
 
-#define CCSHIM_WRAP_OPTIONS_STRUCT_SIZE \
-  CCSHIM_STRUCT_SIZE(ccshim_wrap_options, allow_wx)
+#define CCSHIM_WRAP_OPTIONS_STRUCT_SIZE CCSHIM_STRUCT_SIZE(ccshim_wrap_options, allow_wx)
 #define CCSHIM_WRAP_OPTIONS_INIT \
   CCSHIM_OPTIONS_INIT(ccshim_wrap_options, CCSHIM_WRAP_OPTIONS_STRUCT_SIZE)
 
@@ -88,19 +87,15 @@ typedef struct ccshim_wrap_options {
  * hard-coded sizes gets INVALID_ARGUMENT instead of a buffer overrun.  opts
  * may be NULL for all defaults.  On failure nothing is made, *out is NULL and
  * ccshim_last_error() says why (a signature error names its column). */
-CCSHIM_API ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version,
-                                     ccshim_platform platform,
-                                     const char* signature,
-                                     const ccshim_wrap_options* opts,
+CCSHIM_API ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version, ccshim_platform platform,
+                                     const char* signature, const ccshim_wrap_options* opts,
                                      ccshim_adapter** out);
 
 /* Wraps the kernel that the registration macros put in ccshim's legacy
  * registry under (name, legacy_platform), where legacy_platform is XLA's
  * spelling ("Host", "CUDA", "ROCM"). */
-CCSHIM_API ccshim_status ccshim_wrap_registered(const char* name,
-                                                const char* legacy_platform,
-                                                int api_version,
-                                                const char* signature,
+CCSHIM_API ccshim_status ccshim_wrap_registered(const char* name, const char* legacy_platform,
+                                                int api_version, const char* signature,
                                                 const ccshim_wrap_options* opts,
                                                 ccshim_adapter** out);
 

@@ -63,8 +63,7 @@ CCSHIM_API const char* ccshim_version(void);
 
 /* The bytes up to and including `last`: trailing padding is not counted,
  * so the value does not depend on what a later version appends. */
-#define CCSHIM_STRUCT_SIZE(type, last) \
-  (offsetof(type, last) + sizeof(((type*)0)->last))
+#define CCSHIM_STRUCT_SIZE(type, last) (offsetof(type, last) + sizeof(((type*)0)->last))
 
 /* The largest struct_size any ccshim options struct will ever have: a
  * larger value is a struct that was never initialised. */
@@ -75,7 +74,8 @@ CCSHIM_API const char* ccshim_version(void);
 #ifdef __cplusplus
 #define CCSHIM_OPTIONS_INIT(type, size) ccshim_options_init<type>(size)
 #else
-#define CCSHIM_OPTIONS_INIT(type, size) {.struct_size = (size)}
+#define CCSHIM_OPTIONS_INIT(type, size) \
+  { .struct_size = (size) }
 #endif
 
 /* ---------------------------------------------------------------------------
@@ -118,8 +118,7 @@ typedef enum ccshim_platform {
 CCSHIM_API const char* ccshim_platform_name(ccshim_platform platform);
 /* Parses cpu/host and gpu/cuda/rocm in any case; CCSHIM_EINVAL otherwise,
  * with a message that lists them. */
-CCSHIM_API ccshim_status ccshim_platform_parse(const char* name,
-                                               ccshim_platform* out);
+CCSHIM_API ccshim_status ccshim_platform_parse(const char* name, ccshim_platform* out);
 /* A legacy form's name, as the tools and messages print it: "CPU v1",
  * "CPU v2", "CPU v3", "GPU v1", "GPU v2", "GPU v3"; NULL for an API version
  * that is not 1, 2 or 3, or an unknown platform.  (On GPU, v2 and v3 are one

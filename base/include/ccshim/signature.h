@@ -31,26 +31,26 @@ typedef struct ccshim_shape ccshim_shape;
 /* One node of a shape tree.  Arrays (tokens included) are leaves. */
 struct ccshim_shape {
   int is_tuple;
-  int dtype;               /* XLA_FFI_DataType number; 0 for tuples */
-  int64_t rank;            /* arrays only */
-  const int64_t* dims;     /* `rank` entries; arrays only */
-  size_t num_children;     /* tuples only */
+  int dtype;           /* XLA_FFI_DataType number; 0 for tuples */
+  int64_t rank;        /* arrays only */
+  const int64_t* dims; /* `rank` entries; arrays only */
+  size_t num_children; /* tuples only */
   const ccshim_shape* children;
-  size_t num_leaves;       /* array leaves in this subtree (1 for an array) */
-  size_t first_leaf;       /* index of its first leaf among its side's leaves */
+  size_t num_leaves; /* array leaves in this subtree (1 for an array) */
+  size_t first_leaf; /* index of its first leaf among its side's leaves */
 };
 
 /* A parsed signature.  Everything it points at lives in the same object and
  * is released by ccshim_signature_free; treat it as read-only. */
 typedef struct ccshim_signature {
   size_t num_operands;
-  const ccshim_shape* operands;      /* the top-level operand shapes */
-  const ccshim_shape* result;        /* one shape, possibly a tuple */
-  size_t num_arg_leaves;             /* operand leaves, depth first */
+  const ccshim_shape* operands; /* the top-level operand shapes */
+  const ccshim_shape* result;   /* one shape, possibly a tuple */
+  size_t num_arg_leaves;        /* operand leaves, depth first */
   const ccshim_shape* const* arg_leaves;
-  size_t num_ret_leaves;             /* result leaves, depth first */
+  size_t num_ret_leaves; /* result leaves, depth first */
   const ccshim_shape* const* ret_leaves;
-  int has_tuple_operand;             /* some operand is itself a tuple */
+  int has_tuple_operand; /* some operand is itself a tuple */
 } ccshim_signature;
 
 /* Parses `text` (NUL-terminated).  pre: out != NULL.  On success *out owns a
@@ -58,20 +58,17 @@ typedef struct ccshim_signature {
  * CCSHIM_EOVERFLOW, CCSHIM_ENOMEM) and ccshim_last_error() names the 1-based
  * column and what was expected there, e.g.
  *   "signature column 9: expected ']' after dimensions, found ','". */
-CCSHIM_API ccshim_status ccshim_signature_parse(const char* text,
-                                                ccshim_signature** out);
+CCSHIM_API ccshim_status ccshim_signature_parse(const char* text, ccshim_signature** out);
 
 /* Frees a signature from ccshim_signature_parse; NULL is ignored. */
 CCSHIM_API void ccshim_signature_free(ccshim_signature* sig);
 
 /* Writes the canonical text of a shape ("(f32[2,3], s8[])") into buf, which
  * always ends in NUL; returns the length it needed (as snprintf does). */
-CCSHIM_API size_t ccshim_shape_format(const ccshim_shape* shape, char* buf,
-                                      size_t cap);
+CCSHIM_API size_t ccshim_shape_format(const ccshim_shape* shape, char* buf, size_t cap);
 
 /* Writes the canonical text of the whole signature; as ccshim_shape_format. */
-CCSHIM_API size_t ccshim_signature_format(const ccshim_signature* sig,
-                                          char* buf, size_t cap);
+CCSHIM_API size_t ccshim_signature_format(const ccshim_signature* sig, char* buf, size_t cap);
 
 /* Element count of an array shape, or -1 on overflow. */
 CCSHIM_API int64_t ccshim_shape_elements(const ccshim_shape* shape);

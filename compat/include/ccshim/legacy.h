@@ -27,15 +27,13 @@ typedef void (*ccshim_legacy_fn)(void);
 /* The exact function types of each form.  GPU streams (CUstream,
  * hipStream_t) are pointers and travel as void*. */
 typedef void (*ccshim_cpu_v1_fn)(void* out, const void** in);
-typedef void (*ccshim_cpu_v2_fn)(void* out, const void** in,
+typedef void (*ccshim_cpu_v2_fn)(void* out, const void** in, XlaCustomCallStatus* status);
+typedef void (*ccshim_cpu_v3_fn)(void* out, const void** in, const char* opaque, size_t opaque_len,
                                  XlaCustomCallStatus* status);
-typedef void (*ccshim_cpu_v3_fn)(void* out, const void** in, const char* opaque,
+typedef void (*ccshim_gpu_v1_fn)(void* stream, void** buffers, const char* opaque,
+                                 size_t opaque_len);
+typedef void (*ccshim_gpu_v2_fn)(void* stream, void** buffers, const char* opaque,
                                  size_t opaque_len, XlaCustomCallStatus* status);
-typedef void (*ccshim_gpu_v1_fn)(void* stream, void** buffers,
-                                 const char* opaque, size_t opaque_len);
-typedef void (*ccshim_gpu_v2_fn)(void* stream, void** buffers,
-                                 const char* opaque, size_t opaque_len,
-                                 XlaCustomCallStatus* status);
 
 /* ccshim_api_version and ccshim_platform, with their names, are in
  * ccshim/base.h: one vocabulary for every part of ccshim. */
@@ -67,12 +65,10 @@ typedef union ccshim_legacy_status_storage {
 } ccshim_legacy_status_storage;
 
 /* Makes a success status in `storage` and returns it. */
-CCSHIM_API XlaCustomCallStatus* ccshim_legacy_status_init(
-    ccshim_legacy_status_storage* storage);
+CCSHIM_API XlaCustomCallStatus* ccshim_legacy_status_init(ccshim_legacy_status_storage* storage);
 /* The failure message (borrowed, NUL-terminated) and its length, or NULL
  * when the status says success. */
-CCSHIM_API const char* ccshim_legacy_status_message(
-    const XlaCustomCallStatus* status, size_t* len);
+CCSHIM_API const char* ccshim_legacy_status_message(const XlaCustomCallStatus* status, size_t* len);
 /* Releases the message, leaving success. */
 CCSHIM_API void ccshim_legacy_status_reset(XlaCustomCallStatus* status);
 
@@ -83,23 +79,19 @@ CCSHIM_API void ccshim_legacy_status_reset(XlaCustomCallStatus* status);
 
 /* CCSHIM_EEXIST if the key is taken by another kernel; the same kernel
  * again is accepted. */
-CCSHIM_API ccshim_status ccshim_legacy_register(const char* name,
-                                                ccshim_legacy_fn fn,
+CCSHIM_API ccshim_status ccshim_legacy_register(const char* name, ccshim_legacy_fn fn,
                                                 const char* platform);
 /* What the registration macros call at load time: as above, but a conflict
  * is printed to stderr and counted instead of returned. */
-CCSHIM_API void ccshim_legacy_register_at_load(const char* name,
-                                               ccshim_legacy_fn fn,
+CCSHIM_API void ccshim_legacy_register_at_load(const char* name, ccshim_legacy_fn fn,
                                                const char* platform);
 /* The kernel registered under (name, platform), or NULL. */
-CCSHIM_API ccshim_legacy_fn ccshim_legacy_lookup(const char* name,
-                                                 const char* platform);
+CCSHIM_API ccshim_legacy_fn ccshim_legacy_lookup(const char* name, const char* platform);
 /* Number of registered targets, and the index-th of them (borrowed
  * strings, valid until the registry changes). */
 CCSHIM_API size_t ccshim_legacy_count(void);
 CCSHIM_API ccshim_status ccshim_legacy_target(size_t index, const char** name,
-                                              const char** platform,
-                                              ccshim_legacy_fn* fn);
+                                              const char** platform, ccshim_legacy_fn* fn);
 /* How many load-time registrations were refused as conflicts. */
 CCSHIM_API size_t ccshim_legacy_conflicts(void);
 
@@ -109,27 +101,27 @@ CCSHIM_API size_t ccshim_legacy_conflicts(void);
 
 typedef struct ccshim_legacy_call {
   ccshim_legacy_fn fn;
-  int api_version;                    /* 1, 2 or 3 */
+  int api_version; /* 1, 2 or 3 */
   ccshim_platform platform;
   /* Optional.  With it, the counts are checked and the tuple structure of
    * operands (NESTED layout) and result comes from it; without it the
    * result is a tuple exactly when num_rets != 1, as JAX emits calls. */
   const ccshim_signature* signature;
   ccshim_tuple_layout tuple_operands;
-  void* const* args;                  /* operand leaf data, depth first */
+  void* const* args; /* operand leaf data, depth first */
   size_t num_args;
-  void* const* rets;                  /* result leaf data, depth first */
+  void* const* rets; /* result leaf data, depth first */
   size_t num_rets;
-  const char* opaque;                 /* the backend config bytes */
+  const char* opaque; /* the backend config bytes */
   size_t opaque_len;
-  void* stream;                       /* GPU forms */
+  void* stream; /* GPU forms */
 } ccshim_legacy_call;
 
 typedef struct ccshim_legacy_outcome {
   int failed;
-  int code;            /* 13 (INTERNAL) when failed, as both runtimes report */
-  char* message;       /* owned; worded as XLA reports it on that platform:
-                          CPU "<msg>", GPU "CustomCall failed: <msg>" */
+  int code;      /* 13 (INTERNAL) when failed, as both runtimes report */
+  char* message; /* owned; worded as XLA reports it on that platform:
+                    CPU "<msg>", GPU "CustomCall failed: <msg>" */
   size_t message_len;
 } ccshim_legacy_outcome;
 

@@ -80,8 +80,7 @@ typedef struct ccshim_context_options {
   void* alloc_user;
 } ccshim_context_options;
 
-#define CCSHIM_CONTEXT_OPTIONS_STRUCT_SIZE \
-  CCSHIM_STRUCT_SIZE(ccshim_context_options, alloc_user)
+#define CCSHIM_CONTEXT_OPTIONS_STRUCT_SIZE CCSHIM_STRUCT_SIZE(ccshim_context_options, alloc_user)
 #define CCSHIM_CONTEXT_OPTIONS_INIT \
   CCSHIM_OPTIONS_INIT(ccshim_context_options, CCSHIM_CONTEXT_OPTIONS_STRUCT_SIZE)
 
@@ -97,14 +96,12 @@ CCSHIM_API const char* ccshim_context_platform(const ccshim_context* ctx);
 CCSHIM_API void* ccshim_context_stream(const ccshim_context* ctx);
 /* Makes `data` (borrowed; must outlive every use) the user data that
  * InvokeContext_Get returns for `type_id`.  Replaces an earlier value. */
-CCSHIM_API ccshim_status ccshim_context_set_user_data(ccshim_context* ctx,
-                                                      XLA_FFI_TypeId type_id,
+CCSHIM_API ccshim_status ccshim_context_set_user_data(ccshim_context* ctx, XLA_FFI_TypeId type_id,
                                                       void* data);
 /* Sets the head of the public extension list that
  * InvokeContext_FindExtension searches (borrowed; must outlive the context's
  * use). */
-CCSHIM_API void ccshim_context_set_extensions(ccshim_context* ctx,
-                                              const XLA_FFI_Extension* first);
+CCSHIM_API void ccshim_context_set_extensions(ccshim_context* ctx, const XLA_FFI_Extension* first);
 
 /* ---------------------------------------------------------------------------
  * Call-frame builder.  Add buffers and attributes in any order, then build:
@@ -130,36 +127,36 @@ CCSHIM_API void ccshim_frame_builder_reset(ccshim_frame_builder* fb);
  * dtype, rank outside 0..CCSHIM_MAX_RANK, dims NULL with rank > 0, a
  * negative dim, a byte size that overflows, a TOKEN with data or dims.
  * `data` may be NULL (GPU instantiate sees NULL data). */
-CCSHIM_API ccshim_status ccshim_frame_builder_add_arg(
-    ccshim_frame_builder* fb, XLA_FFI_DataType dtype, void* data, int64_t rank,
-    const int64_t* dims);
-CCSHIM_API ccshim_status ccshim_frame_builder_add_ret(
-    ccshim_frame_builder* fb, XLA_FFI_DataType dtype, void* data, int64_t rank,
-    const int64_t* dims);
+CCSHIM_API ccshim_status ccshim_frame_builder_add_arg(ccshim_frame_builder* fb,
+                                                      XLA_FFI_DataType dtype, void* data,
+                                                      int64_t rank, const int64_t* dims);
+CCSHIM_API ccshim_status ccshim_frame_builder_add_ret(ccshim_frame_builder* fb,
+                                                      XLA_FFI_DataType dtype, void* data,
+                                                      int64_t rank, const int64_t* dims);
 
 /* Attributes, into the innermost open dictionary (the top level when none is
  * open).  Names are NUL-terminated and unique within their dictionary.
  * STRING keeps every byte, NULs included, and carries its true length.
  * SCALAR dtypes: PRED (one byte), S8..S64, U8..U64, F32, F64.  ARRAY element
  * types: S8..S64, U8..U64, F32, F64.  These are the kinds XLA delivers. */
-CCSHIM_API ccshim_status ccshim_frame_builder_add_string(
-    ccshim_frame_builder* fb, const char* name, const char* bytes, size_t len);
-CCSHIM_API ccshim_status ccshim_frame_builder_add_scalar(
-    ccshim_frame_builder* fb, const char* name, XLA_FFI_DataType dtype,
-    const void* value);
-CCSHIM_API ccshim_status ccshim_frame_builder_add_array(
-    ccshim_frame_builder* fb, const char* name, XLA_FFI_DataType dtype,
-    const void* data, size_t count);
-CCSHIM_API ccshim_status ccshim_frame_builder_begin_dict(
-    ccshim_frame_builder* fb, const char* name);
+CCSHIM_API ccshim_status ccshim_frame_builder_add_string(ccshim_frame_builder* fb, const char* name,
+                                                         const char* bytes, size_t len);
+CCSHIM_API ccshim_status ccshim_frame_builder_add_scalar(ccshim_frame_builder* fb, const char* name,
+                                                         XLA_FFI_DataType dtype, const void* value);
+CCSHIM_API ccshim_status ccshim_frame_builder_add_array(ccshim_frame_builder* fb, const char* name,
+                                                        XLA_FFI_DataType dtype, const void* data,
+                                                        size_t count);
+CCSHIM_API ccshim_status ccshim_frame_builder_begin_dict(ccshim_frame_builder* fb,
+                                                         const char* name);
 CCSHIM_API ccshim_status ccshim_frame_builder_end_dict(ccshim_frame_builder* fb);
 
 /* Fills *out as XLA does: struct_size 168, no extension, the given api, ctx
  * and stage, future NULL, attributes sorted byte-wise at every level.
  * Refused while a dictionary is still open. */
-CCSHIM_API ccshim_status ccshim_frame_builder_build(
-    ccshim_frame_builder* fb, const XLA_FFI_Api* api, ccshim_context* ctx,
-    XLA_FFI_ExecutionStage stage, XLA_FFI_CallFrame* out);
+CCSHIM_API ccshim_status ccshim_frame_builder_build(ccshim_frame_builder* fb,
+                                                    const XLA_FFI_Api* api, ccshim_context* ctx,
+                                                    XLA_FFI_ExecutionStage stage,
+                                                    XLA_FFI_CallFrame* out);
 
 /* ---------------------------------------------------------------------------
  * Handler registry.  XLA's rules: the platform is canonicalised (case is
@@ -173,9 +170,9 @@ CCSHIM_API ccshim_status ccshim_frame_builder_build(
 
 typedef struct ccshim_registration {
   XLA_FFI_Handler_Bundle bundle;
-  int api_major, api_minor;       /* reported in the metadata query */
-  XLA_FFI_Handler_Traits traits;  /* reported | given at registration */
-  int64_t state_type_id;          /* from the instantiate handler, if any */
+  int api_major, api_minor;      /* reported in the metadata query */
+  XLA_FFI_Handler_Traits traits; /* reported | given at registration */
+  int64_t state_type_id;         /* from the instantiate handler, if any */
 } ccshim_registration;
 
 /* pre: name, platform and bundle->execute non-NULL.  A failure leaves the
@@ -185,19 +182,16 @@ CCSHIM_API ccshim_status ccshim_register(const char* name, const char* platform,
                                          const XLA_FFI_Handler_Bundle* bundle,
                                          XLA_FFI_Handler_Traits traits);
 /* Shorthand for a bundle with only `execute`. */
-CCSHIM_API ccshim_status ccshim_register_handler(const char* name,
-                                                 const char* platform,
+CCSHIM_API ccshim_status ccshim_register_handler(const char* name, const char* platform,
                                                  XLA_FFI_Handler* execute,
                                                  XLA_FFI_Handler_Traits traits);
 CCSHIM_API ccshim_status ccshim_lookup(const char* name, const char* platform,
                                        ccshim_registration* out);
-CCSHIM_API ccshim_status ccshim_unregister(const char* name,
-                                           const char* platform);
+CCSHIM_API ccshim_status ccshim_unregister(const char* name, const char* platform);
 /* 1 if `handler` is any stage of any registered bundle, else 0. */
 CCSHIM_API int ccshim_is_registered_handler(XLA_FFI_Handler* handler);
 /* Writes the canonical form of a platform name into buf (always NUL-ended). */
-CCSHIM_API void ccshim_canonical_platform(const char* platform, char* buf,
-                                          size_t cap);
+CCSHIM_API void ccshim_canonical_platform(const char* platform, char* buf, size_t cap);
 
 /* ---------------------------------------------------------------------------
  * Invoke.  Builds the frame from `fb` (which may be NULL for an empty frame),
@@ -210,29 +204,23 @@ CCSHIM_API void ccshim_canonical_platform(const char* platform, char* buf,
 
 /* By (name, platform).  A stage the bundle has no handler for does nothing
  * and succeeds, as in XLA.  ctx must be a context of that platform. */
-CCSHIM_API ccshim_status ccshim_invoke(const char* name, const char* platform,
-                                       ccshim_context* ctx,
-                                       XLA_FFI_ExecutionStage stage,
-                                       ccshim_frame_builder* fb,
+CCSHIM_API ccshim_status ccshim_invoke(const char* name, const char* platform, ccshim_context* ctx,
+                                       XLA_FFI_ExecutionStage stage, ccshim_frame_builder* fb,
                                        XLA_FFI_Error** error);
 
 /* By handler pointer, at any stage. */
-CCSHIM_API ccshim_status ccshim_invoke_handler(XLA_FFI_Handler* handler,
-                                               ccshim_context* ctx,
+CCSHIM_API ccshim_status ccshim_invoke_handler(XLA_FFI_Handler* handler, ccshim_context* ctx,
                                                XLA_FFI_ExecutionStage stage,
-                                               ccshim_frame_builder* fb,
-                                               XLA_FFI_Error** error);
+                                               ccshim_frame_builder* fb, XLA_FFI_Error** error);
 
 /* Calls `handler` on a ready frame (its api, ctx and stage as given) and
  * waits for its future, as ccshim_invoke_handler does after building. */
-CCSHIM_API ccshim_status ccshim_call_frame(XLA_FFI_Handler* handler,
-                                           XLA_FFI_CallFrame* frame,
+CCSHIM_API ccshim_status ccshim_call_frame(XLA_FFI_Handler* handler, XLA_FFI_CallFrame* frame,
                                            XLA_FFI_Error** error);
 
 /* Sends `handler` XLA's metadata query through ccshim_ffi_api() and reports
  * what it answered; a handler error comes back as CCSHIM_EHANDLER. */
-CCSHIM_API ccshim_status ccshim_query_metadata(XLA_FFI_Handler* handler,
-                                               XLA_FFI_Metadata* out);
+CCSHIM_API ccshim_status ccshim_query_metadata(XLA_FFI_Handler* handler, XLA_FFI_Metadata* out);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -197,9 +197,9 @@ struct XLA_FFI_Buffer {
   size_t struct_size;
   XLA_FFI_InternalExtension* extension_start;
   XLA_FFI_DataType dtype;
-  void* data;     /* device or host address */
+  void* data; /* device or host address */
   int64_t rank;
-  int64_t* dims;  /* `rank` entries */
+  int64_t* dims; /* `rank` entries */
 };
 XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_Buffer, dims); /* 48 */
 
@@ -249,7 +249,8 @@ typedef struct XLA_FFI_TypeId {
 } XLA_FFI_TypeId;
 
 #ifdef __cplusplus
-#define XLA_FFI_UNKNOWN_TYPE_ID XLA_FFI_TypeId{0}
+#define XLA_FFI_UNKNOWN_TYPE_ID \
+  XLA_FFI_TypeId { 0 }
 #else
 #define XLA_FFI_UNKNOWN_TYPE_ID ((XLA_FFI_TypeId){0})
 #endif
@@ -286,8 +287,7 @@ struct XLA_FFI_Future_SetAvailable_Args {
 };
 XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_Future_SetAvailable_Args, future); /* 24 */
 
-typedef XLA_FFI_Error* XLA_FFI_Future_SetAvailable(
-    XLA_FFI_Future_SetAvailable_Args* args);
+typedef XLA_FFI_Error* XLA_FFI_Future_SetAvailable(XLA_FFI_Future_SetAvailable_Args* args);
 
 struct XLA_FFI_Future_SetError_Args {
   size_t struct_size;
@@ -338,9 +338,9 @@ struct XLA_FFI_Attrs {
   size_t struct_size;
   XLA_FFI_InternalExtension* extension_start;
   int64_t size;
-  XLA_FFI_AttrType* types;   /* `size` entries */
-  XLA_FFI_ByteSpan** names;  /* `size` entries */
-  void** attrs;              /* `size` entries */
+  XLA_FFI_AttrType* types;  /* `size` entries */
+  XLA_FFI_ByteSpan** names; /* `size` entries */
+  void** attrs;             /* `size` entries */
 };
 XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_Attrs, attrs); /* 48 */
 
@@ -394,8 +394,7 @@ struct XLA_FFI_Handler_Register_Args {
 };
 XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_Handler_Register_Args, traits); /* 92 */
 
-typedef XLA_FFI_Error* XLA_FFI_Handler_Register(
-    XLA_FFI_Handler_Register_Args* args);
+typedef XLA_FFI_Error* XLA_FFI_Handler_Register(XLA_FFI_Handler_Register_Args* args);
 
 /* STRUCT_SIZE stops at type_id (40); type_info was added in 0.2. */
 struct XLA_FFI_Type_Register_Args {
@@ -420,8 +419,7 @@ struct XLA_FFI_InvokeContext_FindExtension_Args {
   int64_t extension_type;
   const XLA_FFI_Extension* extension; /* out; NULL when absent */
 };
-XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_InvokeContext_FindExtension_Args,
-                             extension); /* 40 */
+XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_InvokeContext_FindExtension_Args, extension); /* 40 */
 
 typedef XLA_FFI_Error* XLA_FFI_InvokeContext_FindExtension(
     XLA_FFI_InvokeContext_FindExtension_Args* args);
@@ -436,8 +434,7 @@ struct XLA_FFI_InvokeContext_Get_Args {
 };
 XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_InvokeContext_Get_Args, data); /* 40 */
 
-typedef XLA_FFI_Error* XLA_FFI_InvokeContext_Get(
-    XLA_FFI_InvokeContext_Get_Args* args);
+typedef XLA_FFI_Error* XLA_FFI_InvokeContext_Get(XLA_FFI_InvokeContext_Get_Args* args);
 
 /* `stage` was added in 0.3; a struct_size of 40 (the 0.2 layout without it)
  * is read as the instantiate stage. */
@@ -485,8 +482,7 @@ struct XLA_FFI_DeviceMemory_Allocate_Args {
 };
 XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_DeviceMemory_Allocate_Args, data); /* 48 */
 
-typedef XLA_FFI_Error* XLA_FFI_DeviceMemory_Allocate(
-    XLA_FFI_DeviceMemory_Allocate_Args* args);
+typedef XLA_FFI_Error* XLA_FFI_DeviceMemory_Allocate(XLA_FFI_DeviceMemory_Allocate_Args* args);
 
 struct XLA_FFI_DeviceMemory_Free_Args {
   size_t struct_size;
@@ -497,8 +493,7 @@ struct XLA_FFI_DeviceMemory_Free_Args {
 };
 XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_DeviceMemory_Free_Args, data); /* 40 */
 
-typedef XLA_FFI_Error* XLA_FFI_DeviceMemory_Free(
-    XLA_FFI_DeviceMemory_Free_Args* args);
+typedef XLA_FFI_Error* XLA_FFI_DeviceMemory_Free(XLA_FFI_DeviceMemory_Free_Args* args);
 
 typedef void XLA_FFI_Task(void* data);
 
@@ -511,8 +506,7 @@ struct XLA_FFI_ThreadPool_Schedule_Args {
 };
 XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_ThreadPool_Schedule_Args, data); /* 40 */
 
-typedef XLA_FFI_Error* XLA_FFI_ThreadPool_Schedule(
-    XLA_FFI_ThreadPool_Schedule_Args* args);
+typedef XLA_FFI_Error* XLA_FFI_ThreadPool_Schedule(XLA_FFI_ThreadPool_Schedule_Args* args);
 
 struct XLA_FFI_ThreadPool_NumThreads_Args {
   size_t struct_size;
@@ -520,11 +514,9 @@ struct XLA_FFI_ThreadPool_NumThreads_Args {
   XLA_FFI_InvokeContext* ctx;
   int64_t* num_threads; /* out */
 };
-XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_ThreadPool_NumThreads_Args,
-                             num_threads); /* 32 */
+XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_ThreadPool_NumThreads_Args, num_threads); /* 32 */
 
-typedef XLA_FFI_Error* XLA_FFI_ThreadPool_NumThreads(
-    XLA_FFI_ThreadPool_NumThreads_Args* args);
+typedef XLA_FFI_Error* XLA_FFI_ThreadPool_NumThreads(XLA_FFI_ThreadPool_NumThreads_Args* args);
 
 struct XLA_FFI_RunId_Get_Args {
   size_t struct_size;
@@ -542,11 +534,9 @@ struct XLA_FFI_DeviceOrdinal_Get_Args {
   XLA_FFI_InvokeContext* ctx;
   int32_t device_ordinal; /* out */
 };
-XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_DeviceOrdinal_Get_Args,
-                             device_ordinal); /* 28 */
+XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_DeviceOrdinal_Get_Args, device_ordinal); /* 28 */
 
-typedef XLA_FFI_Error* XLA_FFI_DeviceOrdinal_Get(
-    XLA_FFI_DeviceOrdinal_Get_Args* args);
+typedef XLA_FFI_Error* XLA_FFI_DeviceOrdinal_Get(XLA_FFI_DeviceOrdinal_Get_Args* args);
 
 /* ---------------------------------------------------------------------------
  * The metadata query (reference section 2.2).  At registration the runtime
@@ -612,8 +602,7 @@ struct XLA_FFI_Api {
   CCSHIM_FFI_FN(XLA_FFI_DeviceOrdinal_Get) XLA_FFI_DeviceOrdinal_Get;
   CCSHIM_FFI_FN(XLA_FFI_InvokeContext_FindExtension) XLA_FFI_InvokeContext_FindExtension;
 };
-XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_Api,
-                             XLA_FFI_InvokeContext_FindExtension); /* 200 */
+XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_Api, XLA_FFI_InvokeContext_FindExtension); /* 200 */
 
 /* ---------------------------------------------------------------------------
  * Sizes of older layouts that XLA still accepts (reference sections 1.4 and

@@ -17,13 +17,13 @@ __global__ void add_kernel(const float* b, const float* c, float* a, float scale
   if (i < n) a[i] = scale * (b[i % 128] + c[i]);
 }
 
-ffi::Error AddGpu(gpuStream_t stream, ffi::Buffer<ffi::F32> b, ffi::Buffer<ffi::F32> c,
-                  float scale, ffi::ResultBuffer<ffi::F32> a) {
+ffi::Error AddGpu(gpuStream_t stream, ffi::Buffer<ffi::F32> b, ffi::Buffer<ffi::F32> c, float scale,
+                  ffi::ResultBuffer<ffi::F32> a) {
   if (b.element_count() != 128 || c.element_count() != a->element_count())
     return ffi::Error::InvalidArgument("add_gpu_ffi: expected f32[128], f32[n] -> f32[n]");
   int n = static_cast<int>(c.element_count());
-  add_kernel<<<(n + 255) / 256, 256, 0, stream>>>(b.typed_data(), c.typed_data(),
-                                                  a->typed_data(), scale, n);
+  add_kernel<<<(n + 255) / 256, 256, 0, stream>>>(b.typed_data(), c.typed_data(), a->typed_data(),
+                                                  scale, n);
   gpuError_t err = gpuGetLastError();
   if (err != gpuSuccess) return ffi::Error::Internal(gpuGetErrorString(err));
   return ffi::Error::Success();

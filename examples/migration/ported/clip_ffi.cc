@@ -9,18 +9,16 @@
 
 namespace ffi = xla::ffi;
 
-static ffi::Error Clip(ffi::Buffer<ffi::F32> x, float lo, float hi,
-                       ffi::ResultBuffer<ffi::F32> y) {
+static ffi::Error Clip(ffi::Buffer<ffi::F32> x, float lo, float hi, ffi::ResultBuffer<ffi::F32> y) {
   if (!(lo <= hi)) {
     char msg[128];
-    std::snprintf(msg, sizeof msg, "clip: lo (%g) must not exceed hi (%g)",
-                  static_cast<double>(lo), static_cast<double>(hi));
+    std::snprintf(msg, sizeof msg, "clip: lo (%g) must not exceed hi (%g)", static_cast<double>(lo),
+                  static_cast<double>(hi));
     return ffi::Error::InvalidArgument(msg);
   }
   const float* in = x.typed_data();
   float* out = y->typed_data();
-  for (size_t i = 0; i < x.element_count(); ++i)
-    out[i] = in[i] < lo ? lo : in[i] > hi ? hi : in[i];
+  for (size_t i = 0; i < x.element_count(); ++i) out[i] = in[i] < lo ? lo : in[i] > hi ? hi : in[i];
   return ffi::Error::Success();
 }
 

@@ -21,8 +21,8 @@ void XlaCustomCallStatusSetSuccess(XlaCustomCallStatus* status);
 
 /* Marks the call as failed with the first message_len bytes of message, or
  * fewer if a NUL comes first.  The runtime reports it as INTERNAL. */
-void XlaCustomCallStatusSetFailure(XlaCustomCallStatus* status,
-                                   const char* message, size_t message_len);
+void XlaCustomCallStatusSetFailure(XlaCustomCallStatus* status, const char* message,
+                                   size_t message_len);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -22,12 +22,11 @@
 /* A load-time constructor, unique per use, that registers one target.  The
  * closing forward declaration takes the `;` that follows the macro in legacy
  * code, which ISO C would otherwise refuse as an empty declaration. */
-#define CCSHIM__REGISTER_AT_LOAD(symbol, address, platform)                  \
-  __attribute__((constructor)) static void CCSHIM__CAT(                      \
-      ccshim__register_target_, __COUNTER__)(void) {                         \
-    ccshim_legacy_register_at_load((symbol), (ccshim_legacy_fn)(address),    \
-                                   (platform));                              \
-  }                                                                          \
+#define CCSHIM__REGISTER_AT_LOAD(symbol, address, platform)                            \
+  __attribute__((constructor)) static void CCSHIM__CAT(ccshim__register_target_,       \
+                                                       __COUNTER__)(void) {            \
+    ccshim_legacy_register_at_load((symbol), (ccshim_legacy_fn)(address), (platform)); \
+  }                                                                                    \
   struct ccshim__registration
 
 #define XLA_REGISTER_CUSTOM_CALL_TARGET(function, platform) \
@@ -55,8 +54,7 @@ class CustomCallTargetRegistry {
     static CustomCallTargetRegistry registry;
     return &registry;
   }
-  void Register(const std::string& symbol, void* address,
-                const std::string& platform) {
+  void Register(const std::string& symbol, void* address, const std::string& platform) {
     ccshim_legacy_fn fn;
     std::memcpy(&fn, &address, sizeof fn);
     ccshim_legacy_register_at_load(symbol.c_str(), fn, platform.c_str());
