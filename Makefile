@@ -25,7 +25,7 @@ space := $(empty) $(empty)
 THREADED_RE = ^($(subst $(space),|,$(THREADED_TESTS)))$$
 
 .PHONY: all setup build demo test test-c test-python test-wheel test-cmake test-sanitize test-fuzz \
-        fuzz bench clean test-matrix
+        fuzz bench clean test-matrix format
 
 all: build
 
@@ -101,6 +101,11 @@ bench: build
 	@$(BUILD)/tools/ccshim bench --json bench/results.json | tee bench/results.txt
 	@CCSHIM_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) bench/jax_e2e.py --json bench/e2e.json
 	@$(PYTHON) bench/plot.py bench/results.json docs/bench.png
+
+# Lays every tracked source out as .clang-format says (clang-format 14);
+# test_format in ctest checks it.
+format:
+	@bash tools/format.sh --fix
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

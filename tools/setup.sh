@@ -5,14 +5,14 @@
 #
 # Required (a failure stops here): a C compiler, cmake, pkg-config, libffi.
 # Optional (a failure is reported, and the tests that need it skip): clang's
-# sanitizer and fuzzer runtimes, valgrind, OpenBLAS, HIP, and the PyPI
-# packages (JAX, numpy, pytest, matplotlib).
+# sanitizer and fuzzer runtimes, clang-format 14, valgrind, OpenBLAS, HIP,
+# and the PyPI packages (JAX, numpy, pytest, matplotlib).
 set -u
 cd "$(dirname "$0")/.."
 
 required_debs=(gcc g++ make cmake pkg-config libffi-dev python3-venv)
-optional_debs=(clang libclang-rt-14-dev valgrind libopenblas-dev hipcc
-               libamdhip64-dev)
+optional_debs=(clang libclang-rt-14-dev clang-format-14 valgrind libopenblas-dev
+               hipcc libamdhip64-dev)
 # Pinned so that every run tests the same thing.  jax 0.10.2 is the newest
 # release for this machine's Python 3.11 (FFI API 0.3).
 python_pkgs=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6 pytest==9.2.0
