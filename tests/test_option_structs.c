@@ -28,6 +28,9 @@ typedef struct {
   int64_t later_field;
 } newer_context_options;
 
+/* ccshim_wrap_options as first versioned: through allow_wx, no layouts. */
+#define FIRST_WRAP_OPTIONS_SIZE ((size_t)CCSHIM_STRUCT_SIZE(ccshim_wrap_options, allow_wx))
+
 static ccshim_status wrap(const ccshim_wrap_options* o, ccshim_adapter** a) {
   return ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_HOST, "(f32[], f32[]) -> f32[]",
                      o, a);
@@ -60,7 +63,7 @@ static void wrap_options(void) {
   CHECK_STATUS(wrap(&small, &a), CCSHIM_EINVAL);
   char want[160];
   snprintf(want, sizeof want, "ccshim_wrap_options.struct_size is %zu; expected %zu to %d",
-           sizeof(size_t) + 1, (size_t)CCSHIM_WRAP_OPTIONS_STRUCT_SIZE, CCSHIM_STRUCT_SIZE_MAX);
+           sizeof(size_t) + 1, FIRST_WRAP_OPTIONS_SIZE, CCSHIM_STRUCT_SIZE_MAX);
   CHECK_CONTAINS(ccshim_last_error(), want);
 
   /* What an unversioned caller's first field (a pointer) reads as. */
@@ -83,6 +86,47 @@ static void wrap_options(void) {
            (size_t)CCSHIM_WRAP_OPTIONS_STRUCT_SIZE);
   CHECK_CONTAINS(ccshim_last_error(), want);
   CHECK_CONTAINS(ccshim_last_error(), "built against a newer ccshim");
+}
+
+/* A caller built against the first versioned struct: the library reads its struct_size bytes only
+ * and takes the default for `layouts`, whatever lies past them. */
+static void older_caller(void) {
+  ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
+  o.struct_size = FIRST_WRAP_OPTIONS_SIZE;
+  o.entry = CCSHIM_ENTRY_PREBUILT;
+  memset(&o.layouts, 0x5a, sizeof o.layouts); /* not the caller's: garbage */
+  ccshim_adapter* a;
+  CHECK_OK(wrap(&o, &a));
+  CHECK_EQ(ccshim_adapter_entry(a), CCSHIM_ENTRY_PREBUILT);
+  CHECK_OK(ccshim_adapter_free(a));
+  /* layouts read as CCSHIM_LAYOUTS_REFUSE, the default. */
+  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_HOST,
+                           "(f32[2,2]{0,1}, f32[]) -> f32[]", &o, &a),
+               CCSHIM_EUNSUPPORTED);
+}
+
+/* Layouts in a signature: refused unless the caller checks them. */
+static void layouts(void) {
+  const char* column_major = "(f32[2,2]{1,0}, f32[]) -> f32[3,2]{0,1}";
+  ccshim_adapter* a;
+  CHECK_STATUS(
+      ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_HOST, column_major, NULL, &a),
+      CCSHIM_EUNSUPPORTED);
+  CHECK_CONTAINS(ccshim_last_error(),
+                 "wrap: result 0 is f32[3,2]{0,1}, not row-major: a typed-FFI buffer carries no "
+                 "layout, so the adapter cannot check it");
+  ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
+  o.layouts = CCSHIM_LAYOUTS_CALLER_CHECKS;
+  CHECK_OK(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_HOST, column_major, &o, &a));
+  CHECK_OK(ccshim_adapter_free(a));
+  /* Row-major written out is what no layout means. */
+  CHECK_OK(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_HOST,
+                       "(f32[2,2]{1,0}, f32[]{}) -> f32[3]{0}", NULL, &a));
+  CHECK_OK(ccshim_adapter_free(a));
+  o.layouts = (ccshim_layout_policy)2;
+  CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)add_v1, 1, CCSHIM_PLATFORM_HOST, NULL, &o, &a),
+               CCSHIM_EINVAL);
+  CHECK_CONTAINS(ccshim_last_error(), "layout policy 2; expected refuse (0) or caller checks (1)");
 }
 
 static void context_options(void) {
@@ -124,7 +168,9 @@ int ccshim_test_cxx_init_ok(void); /* option_structs_cc.cc */
 int main(void) {
   CHECK(ccshim_test_cxx_init_ok());
   wrap_options();
+  older_caller();
+  layouts();
   context_options();
-  printf("option structs: wrap 7 cases, context 6 cases\n");
+  printf("option structs: wrap 7 cases, an older caller 2, layouts 4, context 6\n");
   return 0;
 }

@@ -64,9 +64,19 @@ static void test_good(void) {
   CHECK_EQ(s->num_ret_leaves, 0);
   ccshim_signature_free(s);
 
-  /* Tokens, layouts (tiling included), spaces, every element type name. */
-  roundtrip("( token[] , f32[2,3]{1,0} ,s8[ ]) ->  (token, bf16[4]{0:T(128)})",
-            "(token[], f32[2,3], s8[]) -> (token[], bf16[4])");
+  /* Tokens, layouts (minor-to-major, kept as written), spaces. */
+  roundtrip("( token[] , f32[2,3]{ 1,0 } ,s8[ ]{}) ->  (token, bf16[4]{0}, c64[2,3,4]{0,2,1})",
+            "(token[], f32[2,3]{1,0}, s8[]{}) -> (token[], bf16[4]{0}, c64[2,3,4]{0,2,1})");
+  s = parse("(f32[2,3], f32[2,3]{1,0}, f32[2,3]{0,1}, f32[]) -> c64[2,3,4]{0,2,1}");
+  CHECK(s->arg_leaves[0]->layout == NULL && ccshim_shape_is_row_major(s->arg_leaves[0]));
+  CHECK(ccshim_shape_is_row_major(s->arg_leaves[1]));
+  CHECK_EQ(s->arg_leaves[2]->layout[0], 0);
+  CHECK_EQ(s->arg_leaves[2]->layout[1], 1);
+  CHECK(!ccshim_shape_is_row_major(s->arg_leaves[2]));
+  CHECK(ccshim_shape_is_row_major(s->arg_leaves[3]));
+  CHECK(!ccshim_shape_is_row_major(s->ret_leaves[0]));
+  CHECK(!ccshim_shape_is_row_major(NULL));
+  ccshim_signature_free(s);
   roundtrip(
       "(pred[1], s1[1], s2[1], s4[1], s8[1], s16[1], s32[1], s64[1], u1[1], "
       "u2[1], u4[1], u8[1], u16[1], u32[1], u64[1]) -> f16[1]",
@@ -107,7 +117,20 @@ static void test_refused(void) {
   refused("f32[3] -> f32[3]", CCSHIM_ESIGNATURE,
           "signature column 1: expected '(' opening the operand list, found 'f'");
   refused("", CCSHIM_ESIGNATURE, "found end of text");
-  refused("(f32[1]{1,0) -> f32[1]", CCSHIM_ESIGNATURE, "layout '{' is never closed by '}'");
+  refused("(f32[2,1]{1,0) -> f32[1]", CCSHIM_ESIGNATURE,
+          "signature column 14: expected ',' or '}' in the layout, found ')'");
+  refused("(f32[1]{1,0}) -> f32[1]", CCSHIM_ESIGNATURE,
+          "signature column 9: layout names dimension 1, but the array has rank 1");
+  refused("(f32[2,2]{0,0}) -> f32[1]", CCSHIM_ESIGNATURE,
+          "signature column 13: layout names dimension 0 twice");
+  refused("(f32[2,2]{0}) -> f32[1]", CCSHIM_ESIGNATURE,
+          "signature column 10: layout lists 1 dimension(s); the array has rank 2");
+  refused("(f32[2]) -> bf16[4]{0:T(128)}", CCSHIM_ESIGNATURE,
+          "signature column 22: tiled layouts and memory spaces are not supported");
+  refused("(f32[2]{99999999999999999999}) -> f32[1]", CCSHIM_ESIGNATURE,
+          "layout names dimension 99999999999999999999, but the array has rank 1");
+  refused("(f32[2]{x}) -> f32[1]", CCSHIM_ESIGNATURE,
+          "signature column 9: expected a dimension number in the layout, found 'x'");
   refused("(f32[3]) -> f32[3]\x01", CCSHIM_ESIGNATURE, "found byte 0x01");
   refused("(f32[99999999999999999999]) -> f32[1]", CCSHIM_EOVERFLOW,
           "dimension size overflows int64");

@@ -10,9 +10,10 @@
 #include "adapter_internal.h"
 #include "layout.h"
 
-/* The struct_size of the first versioned ccshim_wrap_options (0.1): the
- * smallest a caller may pass.  Fields appended later are read only when the
- * caller's struct_size covers them. */
+/* The struct_size of the first versioned ccshim_wrap_options (through
+ * allow_wx; `layouts` was appended after): the smallest a caller may pass.
+ * Fields appended later are read only when the caller's struct_size covers
+ * them. */
 #define WRAP_OPTIONS_MIN_SIZE CCSHIM_STRUCT_SIZE(ccshim_wrap_options, allow_wx)
 
 static ccshim_status check_args(ccshim_legacy_fn fn, int api_version, ccshim_platform platform,
@@ -45,11 +46,35 @@ static ccshim_status check_args(ccshim_legacy_fn fn, int api_version, ccshim_pla
   if (o->ffi_major < 0 || o->ffi_minor < 0)
     return ccshim__fail(CCSHIM_EINVAL, "wrap: FFI version %d.%d is negative", o->ffi_major,
                         o->ffi_minor);
+  if ((int)o->layouts < CCSHIM_LAYOUTS_REFUSE || (int)o->layouts > CCSHIM_LAYOUTS_CALLER_CHECKS)
+    return ccshim__fail(CCSHIM_EINVAL,
+                        "wrap: layout policy %d; expected refuse (0) or caller checks (1)",
+                        (int)o->layouts);
   if ((int)o->entry < CCSHIM_ENTRY_AUTO || (int)o->entry > CCSHIM_ENTRY_CLOSURE)
     return ccshim__fail(CCSHIM_EINVAL,
                         "wrap: entry kind %d; expected auto (0), "
                         "prebuilt (1) or closure (2)",
                         (int)o->entry);
+  return CCSHIM_OK;
+}
+
+/* A layout the adapter could not check is refused, naming the first. */
+static ccshim_status refuse_layouts(const ccshim_signature* sig) {
+  for (size_t side = 0; side < 2; side++) {
+    size_t n = side ? sig->num_ret_leaves : sig->num_arg_leaves;
+    const ccshim_shape* const* leaves = side ? sig->ret_leaves : sig->arg_leaves;
+    for (size_t i = 0; i < n; i++) {
+      if (ccshim_shape_is_row_major(leaves[i])) continue;
+      char shape[256];
+      ccshim_shape_format(leaves[i], shape, sizeof shape);
+      return ccshim__fail(CCSHIM_EUNSUPPORTED,
+                          "wrap: %s %zu is %s, not row-major: a typed-FFI buffer carries no "
+                          "layout, so the adapter cannot check it; set "
+                          "ccshim_wrap_options.layouts = CCSHIM_LAYOUTS_CALLER_CHECKS where the "
+                          "caller makes each call with these layouts (ccshim.jax does)",
+                          side ? "result" : "operand", i, shape);
+    }
+  }
   return CCSHIM_OK;
 }
 
@@ -80,6 +105,10 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version, ccshim_platform 
 
   ccshim_signature* sig = NULL;
   if (signature != NULL && (st = ccshim_signature_parse(signature, &sig)) != CCSHIM_OK) return st;
+  if (sig && o.layouts == CCSHIM_LAYOUTS_REFUSE && (st = refuse_layouts(sig)) != CCSHIM_OK) {
+    ccshim_signature_free(sig);
+    return st;
+  }
   if (o.tuple_operands == CCSHIM_TUPLES_NESTED && sig == NULL)
     return ccshim__fail(CCSHIM_EINVAL,
                         "wrap: the nested tuple layout needs a "

@@ -94,17 +94,64 @@ static int is_ident(char c) {
 
 static int parse_shape(parser* p, ccshim_shape* out, int depth);
 
-/* `{...}` after an array: a layout, possibly with tiling; skipped whole. */
-static int skip_layout(parser* p) {
+/* `{...}` after an array's dims: HLO's minor-to-major order, a permutation
+ * of 0..rank-1.  Tiling and memory spaces (after ':') are refused. */
+static int parse_layout(parser* p, ccshim_shape* out) {
   size_t start = p->pos;
-  int open = 0;
-  do {
-    char c = p->text[p->pos];
-    if (c == '\0') return fail_at(p, start, CCSHIM_ESIGNATURE, "layout '{' is never closed by '}'");
-    if (c == '{') open++;
-    if (c == '}') open--;
-    p->pos++;
-  } while (open > 0);
+  p->pos++; /* '{' */
+  int64_t order[CCSHIM_MAX_RANK];
+  int64_t n = 0;
+  uint64_t seen = 0;
+  skip_ws(p);
+  if (p->text[p->pos] != '}') {
+    for (;;) {
+      skip_ws(p);
+      size_t at = p->pos;
+      if (p->text[p->pos] < '0' || p->text[p->pos] > '9')
+        return expected(p, "a dimension number in the layout");
+      int64_t v = 0; /* saturates: any number past the rank is refused */
+      for (; p->text[p->pos] >= '0' && p->text[p->pos] <= '9'; p->pos++)
+        v = v > CCSHIM_MAX_RANK ? v : v * 10 + (p->text[p->pos] - '0');
+      if (v >= out->rank) {
+        char msg[120];
+        int digits = (int)(p->pos - at);
+        ccshim__format(msg, sizeof msg,
+                       "layout names dimension %.*s%s, but the array has rank %lld",
+                       digits > 24 ? 24 : digits, p->text + at, digits > 24 ? "..." : "",
+                       (long long)out->rank);
+        return fail_at(p, at, CCSHIM_ESIGNATURE, msg);
+      }
+      if (seen & (UINT64_C(1) << v)) {
+        char msg[80];
+        ccshim__format(msg, sizeof msg, "layout names dimension %lld twice", (long long)v);
+        return fail_at(p, at, CCSHIM_ESIGNATURE, msg);
+      }
+      seen |= UINT64_C(1) << v;
+      order[n++] = v;
+      skip_ws(p);
+      if (p->text[p->pos] == ':')
+        return fail_at(p, p->pos, CCSHIM_ESIGNATURE,
+                       "tiled layouts and memory spaces are not supported: "
+                       "the FFI passes untiled buffers");
+      if (p->text[p->pos] == ',') {
+        p->pos++;
+        continue;
+      }
+      if (p->text[p->pos] != '}') return expected(p, "',' or '}' in the layout");
+      break;
+    }
+  }
+  if (n != out->rank) {
+    char msg[120];
+    ccshim__format(msg, sizeof msg, "layout lists %lld dimension(s); the array has rank %lld",
+                   (long long)n, (long long)out->rank);
+    return fail_at(p, start, CCSHIM_ESIGNATURE, msg);
+  }
+  p->pos++; /* '}' */
+  int64_t* copy = arena_alloc(p->sig, sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (copy == NULL) return fail_at(p, p->pos, CCSHIM_ENOMEM, "out of memory");
+  if (n) memcpy(copy, order, sizeof(int64_t) * (size_t)n);
+  out->layout = copy;
   return 1;
 }
 
@@ -186,7 +233,7 @@ static int parse_array(parser* p, ccshim_shape* out) {
     (void)ccshim_dtype_bytes(dtype, (uint64_t)elements, &overflow);
   if (overflow) return fail_at(p, start, CCSHIM_EOVERFLOW, "the array's size in bytes overflows");
   skip_ws(p);
-  if (p->text[p->pos] == '{') return skip_layout(p);
+  if (p->text[p->pos] == '{') return parse_layout(p, out);
   return 1;
 }
 
@@ -367,6 +414,21 @@ static void put_shape(text_out* t, const ccshim_shape* s) {
   char text[1400]; /* 64 dims of up to 20 digits, and the type name */
   ccshim__format_shape(text, sizeof text, s->dtype, s->rank, s->dims);
   put(t, text);
+  if (s->layout != NULL) {
+    put(t, "{");
+    for (int64_t i = 0; i < s->rank; i++) {
+      ccshim__format(text, sizeof text, i ? ",%lld" : "%lld", (long long)s->layout[i]);
+      put(t, text);
+    }
+    put(t, "}");
+  }
+}
+
+int ccshim_shape_is_row_major(const ccshim_shape* s) {
+  if (s == NULL || s->is_tuple) return 0;
+  for (int64_t i = 0; s->layout != NULL && i < s->rank; i++)
+    if (s->layout[i] != s->rank - 1 - i) return 0;
+  return 1;
 }
 
 size_t ccshim_shape_format(const ccshim_shape* s, char* buf, size_t cap) {

@@ -68,7 +68,7 @@ int ccshim__pool_schedule(ccshim__pool* pool, XLA_FFI_Task* fn, void* data) {
   return 0;
 }
 
-/* The struct_size of the first versioned ccshim_context_options (0.1). */
+/* The struct_size of the first versioned ccshim_context_options. */
 #define CONTEXT_OPTIONS_MIN_SIZE CCSHIM_STRUCT_SIZE(ccshim_context_options, alloc_user)
 
 ccshim_status ccshim_context_new(const ccshim_context_options* opts, ccshim_context** out) {

@@ -87,6 +87,7 @@ class WrapOptions(_Versioned):
         ("traits", c_uint32),
         ("entry", c_int),
         ("allow_wx", c_int),
+        ("layouts", c_int),
     ]
 
 
@@ -103,6 +104,7 @@ Shape._fields_ = [
     ("children", ctypes.POINTER(Shape)),
     ("num_leaves", c_size_t),
     ("first_leaf", c_size_t),
+    ("layout", ctypes.POINTER(c_int64)),
 ]
 
 

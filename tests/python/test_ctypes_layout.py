@@ -17,10 +17,10 @@ from conftest import ROOT
 MIRRORS = {
     _native.WrapOptions: ("ccshim_wrap_options", {
         f: f for f in ("struct_size", "opaque_attr", "tuple_operands", "ffi_major", "ffi_minor", "traits",
-                       "entry", "allow_wx")}),
+                       "entry", "allow_wx", "layouts")}),
     _native.Shape: ("ccshim_shape", {
         f: f for f in ("is_tuple", "dtype", "rank", "dims", "num_children", "children",
-                       "num_leaves", "first_leaf")}),
+                       "num_leaves", "first_leaf", "layout")}),
     _native.SignatureStruct: ("ccshim_signature", {
         f: f for f in ("num_operands", "operands", "result", "num_arg_leaves", "arg_leaves",
                        "num_ret_leaves", "ret_leaves", "has_tuple_operand")}),
@@ -90,7 +90,7 @@ def test_mirrors_have_the_c_layout(build_dir, tmp_path):
             assert got == want, f"{mirror.__name__}.{name}: ctypes {got}, C {ctype}.{member} {want}"
             checked += 1
         assert ctypes.sizeof(mirror) == sizes[ctype], mirror.__name__
-    assert checked == 40
+    assert checked == 42
 
 
 def test_versioned_mirrors_set_the_c_struct_size(build_dir, tmp_path):

@@ -49,6 +49,18 @@ typedef enum ccshim_entry_kind {
 
 #define CCSHIM_PREBUILT_ENTRIES 16384
 
+/* A typed-FFI buffer carries no layout, so an adapter cannot check at run
+ * time that a buffer is laid out as its signature says (f32[4,4]{0,1}). */
+typedef enum ccshim_layout_policy {
+  /* A layout other than row-major in the signature is refused at wrap time
+   * (nothing would check it).  The default. */
+  CCSHIM_LAYOUTS_REFUSE = 0,
+  /* The caller checks, before each call, that the buffers have the
+   * signature's layouts: ccshim.jax.legacy_call does at trace time, where
+   * it asks XLA for those layouts. */
+  CCSHIM_LAYOUTS_CALLER_CHECKS = 1,
+} ccshim_layout_policy;
+
 /* Initialise with CCSHIM_WRAP_OPTIONS_INIT, then set what you need:
  *   ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
  *   o.opaque_attr = "config";
@@ -74,9 +86,12 @@ typedef struct ccshim_wrap_options {
    * writable-and-executable page (also enabled by the environment variable
    * CCSHIM_ALLOW_WX=1). */
   int allow_wx;
+  /* What a signature's layout other than row-major means (appended after
+   * the first versioned layout, which ended at allow_wx). */
+  ccshim_layout_policy layouts;
 } ccshim_wrap_options;
 
-#define CCSHIM_WRAP_OPTIONS_STRUCT_SIZE CCSHIM_STRUCT_SIZE(ccshim_wrap_options, allow_wx)
+#define CCSHIM_WRAP_OPTIONS_STRUCT_SIZE CCSHIM_STRUCT_SIZE(ccshim_wrap_options, layouts)
 #define CCSHIM_WRAP_OPTIONS_INIT \
   CCSHIM_OPTIONS_INIT(ccshim_wrap_options, CCSHIM_WRAP_OPTIONS_STRUCT_SIZE)
 

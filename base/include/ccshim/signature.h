@@ -8,8 +8,14 @@
  * The operands are listed in parentheses; the result is one shape, a tuple
  * when parenthesised (a one-element tuple stays a tuple).  Element types are
  * HLO's names (pred s8 s16 s32 s64 u8 u16 u32 u64 f16 bf16 f32 f64 c64 c128,
- * the f8 family, s1 s2 s4 u1 u2 u4, f4e2m1fn, token).  A layout suffix such
- * as {1,0} is accepted and ignored.  Dynamic dimensions (`?`, `<=N`) are
+ * the f8 family, s1 s2 s4 u1 u2 u4, f4e2m1fn, token).  A layout suffix is
+ * HLO's minor-to-major dimension order: f32[4,3]{1,0} is row-major (the
+ * default, what a suffix-less array means), f32[4,3]{0,1} column-major.  It
+ * must be a permutation of 0..rank-1; tiled layouts (`{1,0:T(8,128)}`) are
+ * refused, as the FFI has none.  A typed-FFI buffer carries no layout, so an
+ * adapter cannot check one at run time: ccshim_wrap refuses a layout other
+ * than row-major unless the caller checks it (ccshim_wrap_options.layouts),
+ * as ccshim.jax does at trace time.  Dynamic dimensions (`?`, `<=N`) are
  * refused: typed-FFI buffers always have static dimensions.
  */
 #ifndef CCSHIM_SIGNATURE_H
@@ -38,7 +44,13 @@ struct ccshim_shape {
   const ccshim_shape* children;
   size_t num_leaves; /* array leaves in this subtree (1 for an array) */
   size_t first_leaf; /* index of its first leaf among its side's leaves */
+  /* Arrays: the layout written after the dims, minor-to-major (`rank`
+   * entries), or NULL when none was written (row-major). */
+  const int64_t* layout;
 };
+
+/* Whether an array's layout is row-major (also when none was written). */
+CCSHIM_API int ccshim_shape_is_row_major(const ccshim_shape* shape);
 
 /* A parsed signature.  Everything it points at lives in the same object and
  * is released by ccshim_signature_free; treat it as read-only. */
@@ -63,7 +75,8 @@ CCSHIM_API ccshim_status ccshim_signature_parse(const char* text, ccshim_signatu
 /* Frees a signature from ccshim_signature_parse; NULL is ignored. */
 CCSHIM_API void ccshim_signature_free(ccshim_signature* sig);
 
-/* Writes the canonical text of a shape ("(f32[2,3], s8[])") into buf, which
+/* Writes the canonical text of a shape ("(f32[2,3]{0,1}, s8[])", a layout
+ * only where one was written) into buf, which
  * always ends in NUL; returns the length it needed (as snprintf does). */
 CCSHIM_API size_t ccshim_shape_format(const ccshim_shape* shape, char* buf, size_t cap);
 
