@@ -135,14 +135,26 @@ def dtype_number(dtype) -> int:
 
 
 class Leaf(NamedTuple):
-    """One buffer of a signature: its element type (HLO name) and dims."""
+    """One buffer of a signature: its element type (HLO name), dims, and the
+    layout written after them (HLO's minor-to-major order), None if none."""
     dtype: str
     shape: tuple[int, ...]
+    layout: tuple[int, ...] | None = None
 
     def __str__(self) -> str:
         if self.dtype == "token":
             return "token[]"
-        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
+        text = f"{self.dtype}[{','.join(map(str, self.shape))}]"
+        if self.layout is not None:
+            text += "{" + ",".join(map(str, self.layout)) + "}"
+        return text
+
+    @property
+    def minor_to_major(self) -> tuple[int, ...]:
+        """The layout, row-major when none was written."""
+        if self.layout is not None:
+            return self.layout
+        return tuple(reversed(range(len(self.shape))))
 
 
 class Signature:
@@ -162,7 +174,12 @@ class Signature:
                                   for i in range(sig.num_arg_leaves))
             self.results = tuple(_leaf(sig.ret_leaves[i].contents)
                                  for i in range(sig.num_ret_leaves))
-            self.tuple_result = bool(sig.result.contents.is_tuple)
+            result = sig.result.contents
+            self.tuple_result = bool(result.is_tuple)
+            # Elements of a tuple result, and whether one is itself a tuple.
+            self.result_arity = result.num_children if result.is_tuple else None
+            self.nested_result = any(result.children[i].is_tuple
+                                     for i in range(result.num_children))
             self.has_tuple_operand = bool(sig.has_tuple_operand)
             # The canonical text, however long: sized by a first call.
             size = lib.ccshim_signature_format(ptr, None, 0) + 1
@@ -181,7 +198,8 @@ class Signature:
 
 def _leaf(shape: _native.Shape) -> Leaf:
     dims = tuple(shape.dims[i] for i in range(shape.rank))
-    return Leaf(dtype_name(shape.dtype), dims)
+    layout = tuple(shape.layout[i] for i in range(shape.rank)) if shape.layout else None
+    return Leaf(dtype_name(shape.dtype), dims, layout)
 
 
 # --- Finding a kernel -------------------------------------------------------
@@ -347,10 +365,12 @@ class Adapter:
 
 
 _TUPLES = {"flat": 0, "nested": 1}
+_LAYOUTS = {"refuse": 0, "caller_checks": 1}
 
 
 def check_wrap_args(api_version: Any, platform: Any, signature: Any, opaque_attr: Any,
-                    tuple_operands: Any, traits: Any, ffi_version: Any) -> dict:
+                    tuple_operands: Any, traits: Any, ffi_version: Any,
+                    layouts: Any = "refuse") -> dict:
     """Validates what wrap() and ccshim.jax.register_legacy() take; returns
     the options as they will be used.  Raises TypeError or ValueError with
     the argument's name."""
@@ -365,7 +385,8 @@ def check_wrap_args(api_version: Any, platform: Any, signature: Any, opaque_attr
     if _args.text("opaque_attr", opaque_attr) == b"":
         raise ValueError("opaque_attr is empty; expected a name such as 'opaque'")
     _args.choice("tuple_operands", tuple_operands, tuple(_TUPLES))
-    return dict(opaque_attr=opaque_attr, tuple_operands=tuple_operands,
+    _args.choice("layouts", layouts, tuple(_LAYOUTS))
+    return dict(opaque_attr=opaque_attr, tuple_operands=tuple_operands, layouts=layouts,
                 traits=_args.integer("traits", traits, 0, _args.UINT32_MAX),
                 ffi_version=_args.version_pair("ffi_version", ffi_version))
 
@@ -373,10 +394,14 @@ def check_wrap_args(api_version: Any, platform: Any, signature: Any, opaque_attr
 def wrap(fn: Any, *, api_version: int, platform: str = "cpu",
          signature: str | None = None, opaque_attr: str = "opaque",
          tuple_operands: str = "flat", traits: int = 0,
-         ffi_version: tuple[int, int] = (0, 1)) -> Adapter:
-    """Wraps a legacy kernel into a typed-FFI handler (see ccshim_wrap)."""
+         ffi_version: tuple[int, int] = (0, 1), layouts: str = "refuse") -> Adapter:
+    """Wraps a legacy kernel into a typed-FFI handler (see ccshim_wrap).
+
+    ``layouts``: a signature's layout other than row-major is refused
+    (``"refuse"``: the adapter cannot see a buffer's layout) or taken as
+    checked by the caller (``"caller_checks"``, what ccshim.jax does)."""
     check_wrap_args(api_version, platform, signature, opaque_attr, tuple_operands, traits,
-                    ffi_version)
+                    ffi_version, layouts)
     canonical, platform_id = parse_platform(platform)
     sig = Signature(signature) if signature is not None else None
     kernel = resolve_kernel(fn, canonical)
@@ -385,11 +410,12 @@ def wrap(fn: Any, *, api_version: int, platform: str = "cpu",
     opts.tuple_operands = _TUPLES[tuple_operands]
     opts.ffi_major, opts.ffi_minor = ffi_version
     opts.traits = traits
+    opts.layouts = _LAYOUTS[layouts]
     address = ctypes.c_void_p()
     _check(lib.ccshim_wrap(kernel, api_version, platform_id,
                            signature.encode() if signature is not None else None,
                            ctypes.byref(opts), ctypes.byref(address)),
            "wrap")
-    options = dict(opaque_attr=opaque_attr, tuple_operands=tuple_operands,
+    options = dict(opaque_attr=opaque_attr, tuple_operands=tuple_operands, layouts=layouts,
                    traits=traits, ffi_version=tuple(ffi_version))
     return Adapter(address.value, kernel, api_version, canonical, sig, options)

@@ -45,6 +45,8 @@ _registered: dict[tuple[str, str], Adapter] = {}
 # Adapters whose registration XLA refused: XLA already asked them its
 # metadata query, so they are kept too.
 _refused: list[Adapter] = []
+# (name, canonical platform) -> kernel address, on XLA's legacy path.
+_xla_legacy: dict[tuple[str, str], int] = {}
 
 
 def _start_backend(platform: str) -> None:
@@ -75,11 +77,18 @@ def register_legacy(name: str, fn: Any, *, platform: str = "cpu", api_version: i
     """
     _args.text("name", name)
     options = check_wrap_args(api_version, platform, signature, opaque_attr,
-                              tuple_operands, traits, ffi_version)
+                              tuple_operands, traits, ffi_version, "caller_checks")
     canonical, _ = parse_platform(platform)
+    _refuse_what_jax_never_does(name, Signature(signature) if signature is not None else None,
+                                tuple_operands)
     kernel = resolve_kernel(fn, canonical)
     key = (name, canonical)
     with _lock:
+        if key in _xla_legacy:
+            raise ValueError(
+                f"{name!r} is registered on XLA's legacy path (register_xla_legacy) for "
+                f"{canonical}; XLA keeps one target per name, so register the ccshim side "
+                "under another name")
         existing = _registered.get(key)
         if existing is not None:
             same_sig = (existing.signature.text if existing.signature else None) == (
@@ -92,7 +101,7 @@ def register_legacy(name: str, fn: Any, *, platform: str = "cpu", api_version: i
                 "kernel, form, signature or options; XLA cannot replace a "
                 "registered handler, so choose another name")
         adapter = wrap(kernel, api_version=api_version, platform=canonical,
-                       signature=signature, **options)
+                       signature=signature, **options)  # layouts: legacy_call checks them
         _start_backend(canonical)
         try:
             jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(adapter.handler),
@@ -103,6 +112,30 @@ def register_legacy(name: str, fn: Any, *, platform: str = "cpu", api_version: i
             raise
         _registered[key] = adapter
         return adapter
+
+
+def _refuse_what_jax_never_does(name: str, sig: Signature | None, tuple_operands: str) -> None:
+    """A JAX call site reaches XLA's legacy path as flat array operands and
+    either one array result or a flat tuple of results; a kernel registered
+    to be given anything else would get what XLA's path never gives it."""
+    if tuple_operands == "nested":
+        raise ValueError(
+            f"{name}: tuple_operands='nested' would give the kernel tables of operand "
+            "pointers, which XLA's legacy path never gives a kernel called from JAX "
+            "(jax.ffi.ffi_call operands are arrays, each one in[i]); use 'flat'")
+    if sig is None:
+        return
+    if sig.result_arity == 1:
+        raise ValueError(
+            f"{name}: the signature's result {sig.text.split('-> ', 1)[1]} is a tuple of one, "
+            "which no JAX call site makes: XLA lowers a result list of one to a single "
+            "array and hands a legacy kernel that buffer itself as `out`; write the "
+            f"result as {sig.results[0]}")
+    if sig.nested_result:
+        raise ValueError(
+            f"{name}: the signature's result nests tuples, which no JAX call site makes "
+            "(custom-call results from JAX are arrays, a flat tuple of them on XLA's "
+            "legacy path); flatten the result")
 
 
 def registered(name: str, platform: str | None = None) -> Adapter | None:
@@ -160,11 +193,15 @@ def _check_signature(name: str, sig: Signature, operands, results, multiple) -> 
         if tuple(aval.shape) != want.shape or np.dtype(aval.dtype) != numpy_dtype(want.dtype):
             raise ValueError(f"{name}: operand {i}: the signature {sig} expects "
                              f"{want}, got {_describe(aval.shape, aval.dtype)}")
-    if multiple != sig.tuple_result:
+    # A list of one lowers to a single array, as one ShapeDtypeStruct does.
+    if sig.tuple_result and not multiple:
         raise ValueError(
-            f"{name}: the signature's result is {'' if sig.tuple_result else 'not '}"
-            "a tuple, so pass result_shape_dtypes as "
-            f"{'a sequence' if sig.tuple_result else 'one ShapeDtypeStruct'}")
+            f"{name}: the signature's result is a tuple, so pass result_shape_dtypes "
+            "as a sequence")
+    if multiple and not sig.tuple_result and len(results) != 1:
+        raise ValueError(
+            f"{name}: the signature's result is one array; the call asks for "
+            f"{len(results)} results")
     if len(results) != len(sig.results):
         raise ValueError(f"{name}: the signature {sig} has {len(sig.results)} "
                          f"result(s), the call asks for {len(results)}")
@@ -176,60 +213,109 @@ def _check_signature(name: str, sig: Signature, operands, results, multiple) -> 
                              f"{want}, got {_describe(r.shape, r.dtype)}")
 
 
-def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
-                vmap_method: str | None = None, has_side_effect: bool = False,
-                input_output_aliases: dict[int, int] | None = None,
-                platform: str | None = None) -> Callable[..., Any]:
-    """A legacy call site, made typed: returns a callable of the operands.
+def _layout_order(what: str, layout: Any, rank: int) -> tuple[int, ...] | None:
+    """A layout as jax.ffi.ffi_call takes it (None, a Layout, or dimension
+    numbers major-to-minor) as HLO's minor-to-major order, or None."""
+    if layout is None:
+        return None
+    if hasattr(layout, "major_to_minor"):
+        if getattr(layout, "tiling", None):
+            raise ValueError(f"{what}: tiled layouts are not supported: the FFI passes "
+                             "untiled buffers")
+        major_to_minor = tuple(layout.major_to_minor)
+    else:
+        try:
+            major_to_minor = tuple(_args.integer(what, d, 0, 63) for d in layout)
+        except TypeError:
+            raise TypeError(f"{what} must be None, a Layout or a sequence of dimension "
+                            f"numbers (major-to-minor), got {type(layout).__name__}") from None
+    if sorted(major_to_minor) != list(range(rank)):
+        raise ValueError(f"{what} is {major_to_minor}; expected an order of the {rank} "
+                         f"dimension(s) 0..{rank - 1}, major-to-minor")
+    return major_to_minor[::-1]
 
-    ``opaque`` is the old backend config: bytes (NULs welcome), str, a
-    uint8 array, or a function of the operands' abstract values returning
-    bytes (evaluated at trace time, and again for the batched shapes under
-    ``vmap_method="broadcast"``).  It is passed as the adapter's opaque
-    attribute, a uint8 array.  ``vmap_method`` is ``jax.ffi.ffi_call``'s
-    (``"sequential"``, ``"expand_dims"``, ``"broadcast_all"``, ...) or
-    ccshim's ``"broadcast"``: one call on the whole batch, every operand
-    broadcast to it, the opaque recomputed for the batched shapes.
-    """
-    _args.text("name", name)
-    adapter = registered(name, platform)
-    attr = adapter.options["opaque_attr"] if adapter else "opaque"
-    sig = adapter.signature if adapter else None
+
+def _hlo_layout(minor_to_major: Sequence[int]) -> str:
+    return "{" + ",".join(map(str, minor_to_major)) + "}"
+
+
+def _layouts_for_call(name: str, side: str, given: Any, shapes: Sequence[Any],
+                      leaves: Sequence[Any] | None) -> list | None:
+    """The layouts to ask XLA for, major-to-minor as ffi_call takes them
+    (None: row-major), after checking the call's against the signature's: a
+    layout the signature writes is used where the call gives none; one the
+    call gives must agree with the signature (no suffix there means
+    row-major)."""
+    given = [None] * len(shapes) if given is None else list(given)
+    if len(given) != len(shapes):
+        raise ValueError(f"{name}: {len(given)} {side}_layouts for {len(shapes)} {side}(s)")
+    out = []
+    for i, (layout, shape) in enumerate(zip(given, shapes)):
+        call = _layout_order(f"{name}: {side}_layouts[{i}]", layout, len(shape))
+        leaf = leaves[i] if leaves is not None else None
+        if leaf is None or leaf.dtype == "token":
+            out.append(None if call is None else call[::-1])
+            continue
+        want = leaf.minor_to_major
+        if call is not None and call != want:
+            said = (f"layout {_hlo_layout(want)}" if leaf.layout is not None
+                    else f"no layout, which means row-major {_hlo_layout(want)}")
+            raise ValueError(
+                f"{name}: {side} {i}: the signature says {leaf} ({said}, minor-to-major as "
+                f"HLO writes it); the call's {side}_layouts[{i}] is {call[::-1]} "
+                f"(major-to-minor, JAX's order), which is {_hlo_layout(call)}")
+        out.append(want[::-1] if leaf.layout is not None or call is not None else None)
+    return out if any(layout is not None for layout in out) else None
+
+
+def _broadcast_all(axis_size: int, operands: Sequence[Any], batched: Sequence[bool]) -> list:
+    return [x if b else jax.numpy.broadcast_to(x, (axis_size, *np.shape(x)))
+            for x, b in zip(operands, batched)]
+
+
+def _call_site(name: str, result_shape_dtypes: Any, vmap_method: str | None,
+               layouts_given: bool, opaque: Any, batch_operands: Callable | None,
+               bind: Callable) -> Callable[..., Any]:
+    """A callable of the operands that calls bind(operands, result types,
+    multiple) once, or under vmap_method="broadcast" once per batch, on the
+    whole batch (a custom_vmap rule)."""
     multiple = isinstance(result_shape_dtypes, Sequence)
     results = list(result_shape_dtypes) if multiple else [result_shape_dtypes]
-    if vmap_method == "broadcast" and sig is not None:
-        raise ValueError(
-            f"{name}: vmap_method='broadcast' gives the kernel batched shapes, "
-            f"which its fixed signature {sig} would refuse; use 'sequential', "
-            "or register it without a signature")
-
-    def bind(operands, result_types):
-        blob = _opaque_bytes(opaque, operands)
-        if sig is not None:
-            _check_signature(name, sig, operands, result_types, multiple)
-        attrs = {attr: np.frombuffer(blob, np.uint8)} if blob else {}
-        shapes = result_types if multiple else result_types[0]
-        return jax.ffi.ffi_call(
-            name, shapes, has_side_effect=has_side_effect,
-            vmap_method=None if vmap_method == "broadcast" else vmap_method,
-            input_output_aliases=input_output_aliases)(*operands, **attrs)
-
+    if batch_operands is not None and not callable(batch_operands):
+        raise TypeError(f"{name}: batch_operands must be a function, got "
+                        f"{type(batch_operands).__name__}")
     if vmap_method != "broadcast":
-        return lambda *operands: bind(operands, results)
-
-    def batched_types(types, size):
-        return [jax.ShapeDtypeStruct((size, *t.shape), t.dtype) for t in types]
+        if batch_operands is not None:
+            raise ValueError(f"{name}: batch_operands is for vmap_method='broadcast' only")
+        return lambda *operands: bind(operands, results, multiple)
+    if layouts_given:
+        raise ValueError(f"{name}: vmap_method='broadcast' changes the operands' rank, "
+                         "so input_layouts/output_layouts cannot apply to the batch; use "
+                         "'sequential'")
+    if batch_operands is None and not callable(opaque):
+        raise ValueError(
+            f"{name}: vmap_method='broadcast' makes one call on the whole batch, but "
+            "nothing says how that call differs from one row's: a kernel that reads its "
+            "sizes from the opaque or from an operand would read one row's and leave the "
+            "rest of the batch unwritten.  Pass opaque as a function of the operands' "
+            "shapes, and/or batch_operands(axis_size, operands, batched) returning the "
+            "batch's operands (a batch-size operand set to the batch); or use "
+            "vmap_method='sequential'")
+    widen = batch_operands or _broadcast_all
 
     def make(types):
         @custom_batching.custom_vmap
         def call(*operands):
-            return bind(operands, types)
+            return bind(operands, types, multiple)
 
         @call.def_vmap
         def rule(axis_size, in_batched, *operands):
-            full = [x if b else jax.numpy.broadcast_to(x, (axis_size, *np.shape(x)))
-                    for x, b in zip(operands, in_batched)]
-            out = make(batched_types(types, axis_size))(*full)
+            full = list(widen(axis_size, list(operands), list(in_batched)))
+            if len(full) != len(operands):
+                raise ValueError(f"{name}: batch_operands returned {len(full)} operand(s) "
+                                 f"for {len(operands)}")
+            batched = [jax.ShapeDtypeStruct((axis_size, *t.shape), t.dtype) for t in types]
+            out = make(batched)(*full)
             return out, ([True] * len(types) if multiple else True)
 
         return call
@@ -237,26 +323,130 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
     return make(results)
 
 
+def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
+                vmap_method: str | None = None, has_side_effect: bool = False,
+                input_output_aliases: dict[int, int] | None = None,
+                input_layouts: Sequence[Any] | None = None, output_layouts: Any = None,
+                batch_operands: Callable | None = None,
+                platform: str | None = None) -> Callable[..., Any]:
+    """A legacy call site, made typed: returns a callable of the operands.
+
+    The arguments are ``jax.ffi.ffi_call``'s, with the same meaning, plus
+    ``opaque``, the old backend config: bytes (NULs welcome), str, a uint8
+    array, or a function of the operands' abstract values returning bytes
+    (evaluated at trace time, and again for the batched shapes under
+    ``vmap_method="broadcast"``).  It is passed as the adapter's opaque
+    attribute, a uint8 array.  A result list of one gives the kernel that
+    buffer itself as ``out``, as XLA's legacy path does.
+
+    ``input_layouts``/``output_layouts`` are ffi_call's (per buffer: None
+    for row-major, a ``Layout``, or dimension numbers major-to-minor); XLA
+    hands the kernel buffers in those layouts.  A layout written in the
+    signature (HLO's minor-to-major order, ``f32[4,4]{0,1}``) is used where
+    the call gives none, and must agree where it gives one.
+
+    ``vmap_method`` is ffi_call's (``"sequential"``, ``"expand_dims"``,
+    ``"broadcast_all"``, ...) or ccshim's ``"broadcast"``: one call on the
+    whole batch, for kernels that take a batch.  The call for the batch is
+    described, never guessed: the opaque, as a function of the operands, is
+    recomputed for the batched shapes, and ``batch_operands(axis_size,
+    operands, batched)`` (``batched``: which operands vmap batched) returns
+    the batch's operands, e.g. every operand broadcast to the batch and a
+    batch-size operand multiplied by ``axis_size``.  Without a function
+    opaque, ``batch_operands`` is needed; without ``batch_operands`` every
+    operand is broadcast.  Refused with a signature, whose shapes a batch
+    breaks.
+    """
+    _args.text("name", name)
+    adapter = registered(name, platform)
+    attr = adapter.options["opaque_attr"] if adapter else "opaque"
+    sig = adapter.signature if adapter else None
+    if vmap_method == "broadcast" and sig is not None:
+        raise ValueError(
+            f"{name}: vmap_method='broadcast' gives the kernel batched shapes, "
+            f"which its fixed signature {sig} would refuse; use 'sequential', "
+            "or register it without a signature")
+
+    def bind(operands, result_types, multiple):
+        blob = _opaque_bytes(opaque, operands)
+        flat = sig is not None and not sig.has_tuple_operand
+        if flat:
+            _check_signature(name, sig, operands, result_types, multiple)
+        in_layouts = _layouts_for_call(name, "input", input_layouts,
+                                       [np.shape(_aval(x)) for x in operands],
+                                       sig.operands if flat else None)
+        out_layouts = _layouts_for_call(
+            name, "output", output_layouts if multiple or output_layouts is None
+            else [output_layouts], [t.shape for t in result_types],
+            sig.results if flat else None)
+        attrs = {attr: np.frombuffer(blob, np.uint8)} if blob else {}
+        return jax.ffi.ffi_call(
+            name, result_types if multiple else result_types[0],
+            has_side_effect=has_side_effect,
+            vmap_method=None if vmap_method == "broadcast" else vmap_method,
+            input_layouts=in_layouts,
+            output_layouts=out_layouts if multiple or out_layouts is None else out_layouts[0],
+            input_output_aliases=input_output_aliases)(*operands, **attrs)
+
+    return _call_site(name, result_shape_dtypes, vmap_method,
+                      input_layouts is not None or output_layouts is not None, opaque,
+                      batch_operands, bind)
+
+
 # --- XLA's own legacy path, for side-by-side conformance ------------------------
 
 
 def register_xla_legacy(name: str, fn: Any, *, platform: str = "cpu") -> int:
     """Registers a kernel with XLA's legacy registry (api_version=0), the path
-    JAX has deprecated; for comparing it with ccshim while XLA still runs it."""
+    JAX has deprecated; for comparing it with ccshim while XLA still runs it.
+    A name is on one path only: XLA keeps one target per name."""
+    _args.text("name", name)
     canonical, _ = parse_platform(platform)
     kernel = resolve_kernel(fn, canonical)
-    _start_backend(canonical)
-    jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(kernel),
-                                platform=_JAX_PLATFORM[canonical], api_version=0)
+    key = (name, canonical)
+    with _lock:
+        if key in _registered:
+            raise ValueError(
+                f"{name!r} is registered through ccshim (register_legacy) for {canonical}; "
+                "XLA keeps one target per name, so register the legacy side under another "
+                "name")
+        if key in _xla_legacy:
+            if _xla_legacy[key] == kernel:
+                return kernel
+            raise ValueError(f"{name!r} is already on XLA's legacy path for {canonical} "
+                             "with another kernel; choose another name")
+        _start_backend(canonical)
+        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(kernel),
+                                    platform=_JAX_PLATFORM[canonical], api_version=0)
+        _xla_legacy[key] = kernel
     return kernel
 
 
 def xla_legacy_call(name: str, result_shape_dtypes: Any, *, api_version: int,
-                    opaque: bytes | str = b"") -> Callable[..., Any]:
-    """A call through XLA's legacy custom-call path (custom_call_api_version
-    1-3, the opaque as the legacy backend config, bytes kept intact)."""
-    if isinstance(opaque, str):
-        opaque = opaque.encode()
-    return jax.ffi.ffi_call(name, result_shape_dtypes,
-                            custom_call_api_version=api_version,
-                            legacy_backend_config=opaque if opaque else None)
+                    opaque: Any = b"", vmap_method: str | None = None,
+                    has_side_effect: bool = False,
+                    input_output_aliases: dict[int, int] | None = None,
+                    input_layouts: Sequence[Any] | None = None,
+                    output_layouts: Any = None,
+                    batch_operands: Callable | None = None) -> Callable[..., Any]:
+    """The same call site through XLA's legacy custom-call path
+    (custom_call_api_version 1-3, the opaque as the legacy backend config,
+    bytes kept intact): takes what legacy_call takes, with the same meaning,
+    so that one call site can run both ways."""
+    _args.text("name", name)
+    api_version = _args.integer("api_version", api_version, 1, 3)
+
+    def bind(operands, result_types, multiple):
+        blob = _opaque_bytes(opaque, operands)
+        return jax.ffi.ffi_call(
+            name, result_types if multiple else result_types[0],
+            has_side_effect=has_side_effect,
+            vmap_method=None if vmap_method == "broadcast" else vmap_method,
+            input_layouts=input_layouts, output_layouts=output_layouts,
+            input_output_aliases=input_output_aliases,
+            custom_call_api_version=api_version,
+            legacy_backend_config=blob if blob else None)(*operands)
+
+    return _call_site(name, result_shape_dtypes, vmap_method,
+                      input_layouts is not None or output_layouts is not None, opaque,
+                      batch_operands, bind)

@@ -98,3 +98,45 @@ void fail_v3(void* out, const void** in, const char* opaque, size_t len,
   (void)in;
   XlaCustomCallStatusSetFailure(status, opaque, len);
 }
+
+/* --- Shape classes: what the kernel is handed, recorded in its output ------ */
+
+/* () -> f32[4096]: out[i] = i / 2, written through `out` as one buffer. */
+void iota4096_v1(void* out, const void** in) {
+  (void)in;
+  for (int i = 0; i < 4096; i++) ((float*)out)[i] = (float)i * 0.5f;
+}
+
+/* 48 bytes from in[0] to out, as laid out in memory: the bytes show the
+ * physical layout XLA gave each buffer (f32[3,4] <-> f32[12]). */
+void copy48_v1(void* out, const void** in) { memcpy(out, in[0], 48); }
+
+/* (f32[0], f32[4]) -> (f32[0], f32[4]): out[1] = 3 * in[1], and what the
+ * kernel saw of the zero-size buffers in out[1]'s last slot:
+ * 1 (in[0] NULL) + 2 (out[0] NULL) + 4 (out[0] == in[0]). */
+void zero_size_v2(void* out, const void** in, XlaCustomCallStatus* status) {
+  (void)status;
+  void** outs = out;
+  const float* x = in[1];
+  float* y = outs[1];
+  for (int i = 0; i < 3; i++) y[i] = 3.0f * x[i];
+  y[3] = (float)((in[0] == NULL) + 2 * (outs[0] == NULL) + 4 * (outs[0] == in[0]));
+}
+
+/* (f32[8], f32[8]) -> f32[8] with operand 0 aliased to the result:
+ * out = in[0] + in[1], and 1000 added when out is in[0]. */
+void accumulate_v1(void* out, const void** in) {
+  const float* a = in[0];
+  const float* b = in[1];
+  float sum[8];
+  for (int i = 0; i < 8; i++) sum[i] = a[i] + b[i] + (out == (const void*)a ? 1000.0f : 0.0f);
+  memcpy(out, sum, sizeof sum);
+}
+
+/* (s32[], f32[n,16]) -> f32[n,16], n the value of operand 0: out = 2 * x
+ * row by row, as jaxlib-style kernels take their batch size. */
+void batched_double_v1(void* out, const void** in) {
+  int32_t n = *(const int32_t*)in[0];
+  const float* x = in[1];
+  for (int32_t i = 0; i < n * 16; i++) ((float*)out)[i] = 2.0f * x[i];
+}

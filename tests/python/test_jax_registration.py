@@ -110,8 +110,8 @@ def test_call_site_errors_keep_the_process_running(kernels):
         cj.legacy_call("reg_checked", OUT)(np.ones(256, np.int32))
     with pytest.raises(ValueError, match="takes 1 operand"):
         cj.legacy_call("reg_checked", OUT)(x, x)
-    with pytest.raises(ValueError, match="result is not a tuple"):
-        cj.legacy_call("reg_checked", [OUT])(x)
+    with pytest.raises(ValueError, match="result is one array; the call asks for 2 results"):
+        cj.legacy_call("reg_checked", [OUT, OUT])(x)
     # A wrong attribute type reaching the adapter itself is XLA's error.
     with pytest.raises(Exception, match="expected a string or a u8/s8 array, got a scalar"):
         jax.jit(lambda v: jax.ffi.ffi_call("reg_checked", OUT)(v, opaque=np.int32(3)))(x)
