@@ -16,7 +16,12 @@ optional_debs=(clang libclang-rt-14-dev clang-format-14 valgrind libopenblas-dev
 # Pinned so that every run tests the same thing.  jax 0.10.2 is the newest
 # release for this machine's Python 3.11 (FFI API 0.3).
 python_pkgs=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6 pytest==9.2.0
-             matplotlib==3.11.2)
+             matplotlib==3.11.2 scipy==1.16.3)
+# Real legacy kernels for the tests: jaxlib 0.4.30's CPU LAPACK/BLAS
+# capsules (legacy v2 kernels, with its first typed-FFI ones mixed in), run
+# unchanged through XLA's legacy path and through ccshim.  Only the module
+# and its licence are kept, under .cache/ (never committed).
+old_jaxlib=0.4.30
 
 say() { printf 'setup: %s\n' "$*"; }
 
@@ -93,5 +98,29 @@ pth = pathlib.Path(site.getsitepackages()[0]) / "ccshim-source.pth"
 if not pth.exists() or pth.read_text().strip() != sys.argv[1]:
     pth.write_text(sys.argv[1] + "\n")
 PY
+fi
+# The old jaxlib's kernels (x86-64 Linux wheels only; CPython 3.11 ABI).
+old_dir=.cache/jaxlib-$old_jaxlib
+if [ ! -f "$old_dir/jaxlib/cpu/_lapack.so" ] && [ -x .venv/bin/python ] &&
+   [ "$(uname -m)" = x86_64 ]; then
+  say "fetching jaxlib $old_jaxlib's CPU kernels (real legacy kernels for the tests)"
+  mkdir -p .cache/wheels
+  if .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps \
+       --only-binary=:all: --python-version 3.11 --platform manylinux2014_x86_64 \
+       -d .cache/wheels "jaxlib==$old_jaxlib" >/dev/null 2>.cache/pip-old-jaxlib.log; then
+    .venv/bin/python - ".cache/wheels/jaxlib-$old_jaxlib-cp311-cp311-manylinux2014_x86_64.whl" \
+        "$old_dir" <<'PY' || say "could not unpack jaxlib $old_jaxlib; its tests will skip"
+import sys, zipfile
+wheel, dest = sys.argv[1:3]
+keep = ["jaxlib/cpu/_lapack.so", "jaxlib/lapack.py",
+        f"jaxlib-{dest.rsplit('-', 1)[1]}.dist-info/LICENSE.txt"]
+with zipfile.ZipFile(wheel) as z:
+    for name in keep:
+        z.extract(name, dest)
+PY
+    rm -f .cache/wheels/jaxlib-"$old_jaxlib"-*.whl
+  else
+    say "could not download jaxlib $old_jaxlib (PyPI unreachable?); its tests will skip"
+  fi
 fi
 exit 0

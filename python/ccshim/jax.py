@@ -22,7 +22,7 @@ descriptors with NUL bytes arrive intact.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 import jax
@@ -33,7 +33,7 @@ from . import (Adapter, Signature, _args, check_wrap_args, parse_platform, resol
                wrap)
 
 __all__ = ["register_legacy", "legacy_call", "registered", "register_xla_legacy",
-           "xla_legacy_call"]
+           "xla_legacy_call", "Registered"]
 
 # Platform names as jax.ffi.register_ffi_target spells them ("cpu" -> Host).
 _JAX_PLATFORM = {"host": "cpu", "cuda": "CUDA", "rocm": "ROCM"}
@@ -59,11 +59,24 @@ def _start_backend(platform: str) -> None:
         pass  # no such backend in this process: JAX queues the registration
 
 
-def register_legacy(name: str, fn: Any, *, platform: str = "cpu", api_version: int,
-                    signature: str | None = None, opaque_attr: str = "opaque",
-                    tuple_operands: str = "flat", traits: int = 0,
-                    ffi_version: tuple[int, int] = (0, 1)) -> Adapter:
+def register_legacy(name: Any, fn: Any = None, *, platform: str | None = None,
+                    api_version: Any = None, signature: str | None = None,
+                    opaque_attr: str = "opaque", tuple_operands: str = "flat",
+                    traits: int = 0, ffi_version: tuple[int, int] = (0, 1),
+                    signatures: Mapping[str, str] | None = None,
+                    prefix: str = "") -> Any:
     """Wraps a legacy kernel and registers it with JAX as a typed-FFI target.
+
+    ``register_legacy(registrations)`` takes a legacy extension's whole
+    ``registrations()`` mapping instead (either shape jaxlib has used, see
+    _entries) and registers its legacy entries, each under ``prefix`` + its
+    name, with ``api_version`` (one form for all, or a mapping of name to
+    form) and ``signatures`` (a mapping of name to signature); it returns a
+    Registered, whose ``typed`` lists the typed-FFI entries it left alone.
+    How an entry is told typed: its api_version in the new shape; in the old
+    shape a dict of stages or a name ending in "_ffi".  A bare capsule
+    carries no such mark, so a typed handler passed alone as a legacy kernel
+    cannot be told apart (the ABI is in the code, not in the pointer).
 
     ``fn`` is what legacy code already has: a PyCapsule (from a legacy
     extension's ``registrations()``), a ctypes function pointer, an integer
@@ -75,6 +88,22 @@ def register_legacy(name: str, fn: Any, *, platform: str = "cpu", api_version: i
     them on GPU).  Registering the same again returns the same adapter; a
     different kernel under the same name is refused.
     """
+    if isinstance(name, Mapping):
+        if fn is not None or signature is not None:
+            raise TypeError("register_legacy(registrations) takes no kernel or signature of "
+                            "its own: pass signatures={name: signature}")
+        return _register_all(name, platform=platform, api_version=api_version,
+                             signatures=signatures, prefix=prefix, opaque_attr=opaque_attr,
+                             tuple_operands=tuple_operands, traits=traits,
+                             ffi_version=ffi_version)
+    if signatures is not None or prefix:
+        raise TypeError("signatures= and prefix= are for register_legacy(registrations)")
+    if fn is None:
+        raise TypeError("register_legacy(name, fn, ...): the kernel is missing")
+    platform = "cpu" if platform is None else platform
+    if api_version is None:
+        raise TypeError("register_legacy: api_version is required: the kernel's legacy "
+                        "form, 1 (original), 2 (status returning) or 3 (unified)")
     _args.text("name", name)
     options = check_wrap_args(api_version, platform, signature, opaque_attr,
                               tuple_operands, traits, ffi_version, "caller_checks")
@@ -136,6 +165,89 @@ def _refuse_what_jax_never_does(name: str, sig: Signature | None, tuple_operands
             f"{name}: the signature's result nests tuples, which no JAX call site makes "
             "(custom-call results from JAX are arrays, a flat tuple of them on XLA's "
             "legacy path); flatten the result")
+
+
+class Registered(dict):
+    """What register_legacy made of a registrations() mapping: target name
+    -> Adapter for each legacy entry, and in ``typed`` the names of the
+    typed-FFI entries it left alone (register those with
+    jax.ffi.register_ffi_target as they are)."""
+
+    def __init__(self):
+        super().__init__()
+        self.typed: list[str] = []
+
+
+def _entries(registrations: Mapping) -> list[tuple[str, str, Any, bool]]:
+    """(platform, name, kernel, is typed) for every entry of a legacy
+    extension's registrations(), in either shape jaxlib has used:
+
+    * {name: capsule}, old jaxlib and most third-party extensions: an entry
+      is typed when its value is a dict of stage handlers or, by jaxlib's own
+      convention (which its lapack.py applied), when its name ends in "_ffi";
+    * {platform: [(name, capsule, api_version), ...]}, jaxlib from 0.4.31:
+      api_version 0 is legacy, 1 typed, as register_ffi_target reads it.
+    """
+    entries = []
+    for key, value in registrations.items():
+        if isinstance(value, (list, tuple)) and all(
+                isinstance(e, (list, tuple)) and len(e) == 3 for e in value):
+            for name, kernel, version in value:
+                if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+                    raise ValueError(f"registrations()[{key!r}]: {name!r} has api_version "
+                                     f"{version!r}; expected 0 (legacy) or 1 (typed FFI)")
+                entries.append((key, _args_name(name), kernel,
+                                version >= 1 or isinstance(kernel, Mapping)))
+        else:
+            name = _args_name(key)
+            entries.append((None, name, value,
+                            isinstance(value, Mapping) or name.endswith("_ffi")))
+    return entries
+
+
+def _args_name(name: Any) -> str:
+    _args.text("registrations() name", name)
+    return name
+
+
+def _register_all(registrations: Mapping, *, platform: str | None, api_version: Any,
+                  signatures: Mapping[str, str] | None, prefix: str, **options) -> Registered:
+    _args.text("prefix", prefix)
+    signatures = dict(signatures or {})
+    out = Registered()
+    entries = _entries(registrations)
+    known = {name for _, name, _, _ in entries}
+    unknown = sorted(set(signatures) - known)
+    if unknown:
+        raise ValueError(f"signatures names {unknown}, which registrations() does not have")
+    if isinstance(api_version, Mapping):
+        unknown = sorted(set(api_version) - known)
+        if unknown:
+            raise ValueError(f"api_version names {unknown}, which registrations() does not have")
+    # Everything is checked before anything is registered.
+    for _, name, _, typed in entries:
+        if typed and (name in signatures or
+                      (isinstance(api_version, Mapping) and name in api_version)):
+            raise ValueError(f"{name!r} is a typed-FFI entry of registrations(), not a "
+                             "legacy kernel; register it with jax.ffi.register_ffi_target")
+    plan = []
+    for entry_platform, name, kernel, typed in entries:
+        if typed:
+            out.typed.append(name)
+            continue
+        if platform is not None and entry_platform is not None and (
+                parse_platform(entry_platform)[0] != parse_platform(platform)[0]):
+            continue  # another platform's entry, not asked for
+        version = api_version.get(name) if isinstance(api_version, Mapping) else api_version
+        if version is None:
+            raise ValueError(f"no api_version for the legacy entry {name!r}: registrations() "
+                             "does not say which legacy form a kernel has (1, 2 or 3); pass "
+                             "api_version=N, or a mapping of name to N")
+        plan.append((name, kernel, entry_platform or platform or "cpu", version))
+    for name, kernel, where, version in plan:
+        out[name] = register_legacy(prefix + name, kernel, platform=where, api_version=version,
+                                    signature=signatures.get(name), **options)
+    return out
 
 
 def registered(name: str, platform: str | None = None) -> Adapter | None:

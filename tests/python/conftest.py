@@ -70,3 +70,32 @@ def kernels():
 @pytest.fixture(scope="session")
 def build_dir():
     return BUILD
+
+
+OLD_JAXLIB = "0.4.30"
+
+
+@pytest.fixture(scope="session")
+def old_lapack():
+    """jaxlib 0.4.30's CPU LAPACK/BLAS extension, real legacy kernels, as
+    tools/setup.sh fetched it from PyPI (under .cache/, never committed),
+    loaded under a name of its own beside the running jaxlib and initialised
+    with SciPy's LAPACK, as that jaxlib did."""
+    import importlib.machinery
+    import importlib.util
+    import platform
+    import sys
+    if platform.machine() != "x86_64" or sys.version_info[:2] != (3, 11):
+        pytest.skip(f"jaxlib {OLD_JAXLIB}'s wheel used here is for CPython 3.11 on x86-64")
+    pytest.importorskip("scipy", reason="SciPy is not installed (PyPI unreachable?); "
+                        f"jaxlib {OLD_JAXLIB}'s kernels take their LAPACK from it")
+    path = ROOT / ".cache" / f"jaxlib-{OLD_JAXLIB}" / "jaxlib" / "cpu" / "_lapack.so"
+    if not path.exists():
+        pytest.skip(f"jaxlib {OLD_JAXLIB}'s CPU kernels were not fetched ({path} is "
+                    "missing: PyPI unreachable when tools/setup.sh ran?)")
+    loader = importlib.machinery.ExtensionFileLoader("_lapack", str(path))
+    spec = importlib.util.spec_from_file_location("_lapack", path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    module.initialize()
+    return module

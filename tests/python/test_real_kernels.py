@@ -1,0 +1,198 @@
+"""Real public legacy kernels, unchanged: jaxlib 0.4.30's CPU LAPACK
+capsules (Apache-2.0, fetched from PyPI by tools/setup.sh, never committed),
+registered from its own registrations() mapping, called exactly as that
+jaxlib's lowering called them (jaxlib/lapack.py: sizes and flags as s32
+operands, column-major layouts, the matrix aliased to the first result,
+workspaces as extra results), through XLA's own legacy path and through
+ccshim.  Byte for byte between the two paths, and against SciPy's LAPACK
+wrappers as an independent reference.
+"""
+
+import jax
+import numpy as np
+import pytest
+
+import ccshim.jax as cj
+
+S = jax.ShapeDtypeStruct
+S32 = np.int32
+TYPES = {np.float32: "s", np.float64: "d", np.complex64: "c", np.complex128: "z"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def x64():
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", False)
+
+
+@pytest.fixture(scope="module")
+def lapack(old_lapack):
+    """Every legacy entry registered through ccshim ("real_" + name) from the
+    module's own registrations(), and the ones these tests call on XLA's
+    legacy path too ("realxla_" + name)."""
+    regs = old_lapack.registrations()
+    ours = cj.register_legacy(regs, api_version=2, prefix="real_")
+    for t in TYPES.values():
+        for op in ("getrf", "potrf", "geqrf"):
+            cj.register_xla_legacy(f"realxla_lapack_{t}{op}", regs[f"lapack_{t}{op}"])
+    return old_lapack, regs, ours
+
+
+def _m2m(minor_to_major):
+    """HLO's minor-to-major layout as ffi_call's major-to-minor."""
+    return tuple(reversed(tuple(minor_to_major)))
+
+
+def _layouts(num_bd):
+    """jaxlib 0.4.30's layouts: the matrix column-major inside row-major
+    batch dims, vectors and info row-major."""
+    matrix = (num_bd, num_bd + 1) + tuple(range(num_bd - 1, -1, -1))
+    return matrix, tuple(range(num_bd, -1, -1)), tuple(range(num_bd - 1, -1, -1))
+
+
+def _both(op, dtype, outs, operands, **kw):
+    """The same call site on both paths; returns (XLA's, ccshim's)."""
+    name = f"lapack_{TYPES[dtype]}{op}"
+    xla = jax.jit(cj.xla_legacy_call(f"realxla_{name}", outs, api_version=2, **kw))
+    ours = jax.jit(cj.legacy_call(f"real_{name}", outs, **kw))
+    return xla(*operands), ours(*operands)
+
+
+def _same_bytes(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.shape == y.shape and x.dtype == y.dtype
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
+
+
+def _matrix(rng, shape, dtype):
+    a = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+def getrf(dtype, a):
+    batch, (m, n) = a.shape[:-2], a.shape[-2:]
+    matrix, vector, info = _layouts(len(batch))
+    outs = [S(a.shape, dtype), S(batch + (min(m, n),), S32), S(batch, S32)]
+    ops = [S32(np.prod(batch, dtype=int)), S32(m), S32(n), a]
+    return _both("getrf", dtype, outs, ops, input_layouts=[(), (), (), _m2m(matrix)],
+                 output_layouts=[_m2m(matrix), _m2m(vector), _m2m(info)],
+                 input_output_aliases={3: 0})
+
+
+def test_registrations_mapping_takes_the_legacy_entries(lapack):
+    module, regs, ours = lapack
+    legacy = sorted(n for n in regs if not n.endswith("_ffi"))
+    assert sorted(ours) == legacy and len(legacy) == 44
+    # jaxlib 0.4.30 mixes its first typed-FFI kernels in, same capsule name.
+    assert sorted(ours.typed) == ["lapack_cpotrf_ffi", "lapack_dpotrf_ffi",
+                                  "lapack_spotrf_ffi", "lapack_zpotrf_ffi"]
+    assert cj.registered("real_lapack_spotrf_ffi") is None
+    with pytest.raises(ValueError, match="'lapack_spotrf_ffi' is a typed-FFI entry of "
+                                         "registrations\\(\\), not a legacy kernel"):
+        cj.register_legacy(regs, api_version={"lapack_spotrf_ffi": 2}, prefix="real2_")
+    with pytest.raises(ValueError, match="no api_version for the legacy entry"):
+        cj.register_legacy(regs, prefix="real3_")
+
+
+@pytest.mark.parametrize("dtype", list(TYPES))
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5, 5), (2, 3, 4)], ids=str)
+def test_getrf_matches_xla_and_scipy(lapack, dtype, shape):
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    a = _matrix(np.random.default_rng(7), shape, dtype)
+    xla, ours = getrf(dtype, a)
+    _same_bytes(xla, ours)
+    lu, ipiv, info = (np.asarray(x) for x in ours)
+    for i in np.ndindex(*shape[:-2]):
+        want_lu, want_piv = scipy_linalg.lu_factor(a[i])
+        np.testing.assert_allclose(lu[i], want_lu, rtol=1e-5 if a.real.itemsize == 4 else 1e-12)
+        np.testing.assert_array_equal(ipiv[i], want_piv + 1)  # LAPACK counts from 1
+        assert info[i] == 0
+
+
+def test_getrf_reports_a_singular_matrix_in_info(lapack):
+    a = np.array([[1.0, 2.0], [2.0, 4.0]])
+    xla, ours = getrf(np.float64, a)
+    _same_bytes(xla, ours)
+    assert int(ours[2]) == 2  # U(2,2) is exactly zero
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+@pytest.mark.parametrize("lower", [False, True])
+def test_potrf_flag_operand_matches_xla_and_scipy(lapack, dtype, lower):
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    rng = np.random.default_rng(3)
+    x = _matrix(rng, (3, 5, 5), dtype)
+    a = (x @ np.conj(np.swapaxes(x, -1, -2)) + 5 * np.eye(5)).astype(dtype)
+    matrix, _, info = _layouts(1)
+    outs = [S(a.shape, dtype), S((3,), S32)]
+    xla, ours = _both("potrf", dtype, outs, [S32(lower), S32(3), S32(5), a],
+                      input_layouts=[(), (), (), _m2m(matrix)],
+                      output_layouts=[_m2m(matrix), _m2m(info)], input_output_aliases={3: 0})
+    _same_bytes(xla, ours)
+    factor = np.asarray(ours[0])
+    tri = np.tril if lower else np.triu
+    for i in range(3):
+        want = scipy_linalg.cholesky(a[i], lower=lower)
+        np.testing.assert_allclose(tri(factor[i]), want, rtol=1e-4, atol=1e-5)
+    assert not np.asarray(ours[1]).any()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_geqrf_with_workspace_result_matches_xla_and_scipy(lapack, dtype):
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    module = lapack[0]
+    a = _matrix(np.random.default_rng(5), (2, 6, 4), dtype)
+    m, n = 6, 4
+    lwork = getattr(module, f"lapack_{TYPES[dtype]}geqrf_workspace")(m, n)
+    matrix, vector, info = _layouts(1)
+    outs = [S(a.shape, dtype), S((2, min(m, n)), dtype), S((2,), S32), S((lwork,), dtype)]
+    xla, ours = _both("geqrf", dtype, outs, [S32(2), S32(m), S32(n), S32(lwork), a],
+                      input_layouts=[(), (), (), (), _m2m(matrix)],
+                      output_layouts=[_m2m(matrix), _m2m(vector), _m2m(info), (0,)],
+                      input_output_aliases={4: 0})
+    # The workspace is scratch: LAPACK leaves what it likes there.
+    _same_bytes(xla[:3], ours[:3])
+    for i in range(2):
+        (qr, tau), _ = scipy_linalg.qr(a[i], mode="raw")
+        tol = 1e-4 if dtype == np.complex64 else 1e-12
+        np.testing.assert_allclose(np.asarray(ours[0])[i], qr, rtol=tol, atol=tol)
+        np.testing.assert_allclose(np.asarray(ours[1])[i], tau, rtol=tol, atol=tol)
+
+
+def test_getrf_under_vmap_on_both_paths(lapack):
+    # vmap of a whole jaxlib-style call site, sequentially, on both paths.
+    a = _matrix(np.random.default_rng(11), (3, 4, 4), np.float32)
+    matrix, vector, info = _layouts(0)
+    outs = [S((4, 4), np.float32), S((4,), S32), S((), S32)]
+    kw = dict(input_layouts=[(), (), (), _m2m(matrix)],
+              output_layouts=[_m2m(matrix), _m2m(vector), _m2m(info)],
+              input_output_aliases={3: 0}, vmap_method="sequential")
+    xla = jax.vmap(lambda x: cj.xla_legacy_call("realxla_lapack_sgetrf", outs, api_version=2,
+                                                **kw)(S32(1), S32(4), S32(4), x))
+    ours = jax.vmap(lambda x: cj.legacy_call("real_lapack_sgetrf", outs, **kw)(
+        S32(1), S32(4), S32(4), x))
+    _same_bytes(jax.jit(xla)(a), jax.jit(ours)(a))
+    direct = getrf(np.float32, a)[1]
+    _same_bytes(jax.jit(ours)(a), direct)
+
+
+def test_new_jaxlib_registrations_shape(lapack):
+    # jaxlib 0.10.2's own mapping, {platform: [(name, capsule, api_version)]}:
+    # every entry typed, nothing for ccshim to wrap.
+    from jaxlib import lapack as new_lapack
+    new = new_lapack.registrations()
+    got = cj.register_legacy(new, api_version=2, prefix="new_")
+    assert not got and sorted(got.typed) == sorted(name for name, _, _ in new["cpu"])
+    # The old kernels in that shape, built as jaxlib >= 0.4.31 builds it: the
+    # same entries chosen, the same adapters (registering again is a no-op).
+    _, regs, ours = lapack
+    shaped = {"cpu": [(n, v, int(n.endswith("_ffi"))) for n, v in regs.items()]}
+    again = cj.register_legacy(shaped, api_version=2, prefix="real_")
+    assert again == ours and sorted(again.typed) == sorted(ours.typed)
+    with pytest.raises(ValueError, match=r"has api_version 'x'; expected 0 \(legacy\) or 1"):
+        cj.register_legacy({"cpu": [("a", regs["lapack_sgetrf"], "x")]}, api_version=2)
+    assert not cj.register_legacy(shaped, api_version=2, platform="cuda", prefix="real_")
