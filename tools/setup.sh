@@ -22,6 +22,7 @@ python_pkgs=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6 pytest==9.2.0
 # unchanged through XLA's legacy path and through ccshim.  Only the module
 # and its licence are kept, under .cache/ (never committed).
 old_jaxlib=0.4.30
+old_finufft=0.1.0
 
 say() { printf 'setup: %s\n' "$*"; }
 
@@ -99,28 +100,37 @@ if not pth.exists() or pth.read_text().strip() != sys.argv[1]:
     pth.write_text(sys.argv[1] + "\n")
 PY
 fi
-# The old jaxlib's kernels (x86-64 Linux wheels only; CPython 3.11 ABI).
-old_dir=.cache/jaxlib-$old_jaxlib
-if [ ! -f "$old_dir/jaxlib/cpu/_lapack.so" ] && [ -x .venv/bin/python ] &&
-   [ "$(uname -m)" = x86_64 ]; then
-  say "fetching jaxlib $old_jaxlib's CPU kernels (real legacy kernels for the tests)"
+# Real legacy kernels from PyPI wheels (x86-64 Linux, CPython 3.11 ABI), for
+# the tests only, under .cache/: fetch_wheel NAME VERSION [MEMBER...] keeps
+# the named members (all of the wheel when none are named).
+fetch_wheel() {
+  local name=$1 version=$2 dest=.cache/$1-$2
+  shift 2
+  [ -f "$dest/.complete" ] && return 0
+  [ -x .venv/bin/python ] && [ "$(uname -m)" = x86_64 ] || return 0
+  say "fetching $name $version from PyPI (real legacy kernels for the tests)"
   mkdir -p .cache/wheels
-  if .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps \
+  rm -f .cache/wheels/"${name//-/_}"-"$version"-*.whl
+  if ! .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps \
        --only-binary=:all: --python-version 3.11 --platform manylinux2014_x86_64 \
-       -d .cache/wheels "jaxlib==$old_jaxlib" >/dev/null 2>.cache/pip-old-jaxlib.log; then
-    .venv/bin/python - ".cache/wheels/jaxlib-$old_jaxlib-cp311-cp311-manylinux2014_x86_64.whl" \
-        "$old_dir" <<'PY' || say "could not unpack jaxlib $old_jaxlib; its tests will skip"
-import sys, zipfile
-wheel, dest = sys.argv[1:3]
-keep = ["jaxlib/cpu/_lapack.so", "jaxlib/lapack.py",
-        f"jaxlib-{dest.rsplit('-', 1)[1]}.dist-info/LICENSE.txt"]
-with zipfile.ZipFile(wheel) as z:
-    for name in keep:
-        z.extract(name, dest)
-PY
-    rm -f .cache/wheels/jaxlib-"$old_jaxlib"-*.whl
-  else
-    say "could not download jaxlib $old_jaxlib (PyPI unreachable?); its tests will skip"
+       -d .cache/wheels "$name==$version" >/dev/null 2>".cache/pip-$name.log"; then
+    say "could not download $name $version (PyPI unreachable?); its tests will skip"
+    return 0
   fi
-fi
+  .venv/bin/python - "$dest" .cache/wheels/"${name//-/_}"-"$version"-*.whl "$@" <<'PY' ||
+import pathlib, sys, zipfile
+dest, wheel, members = sys.argv[1], sys.argv[2], sys.argv[3:]
+with zipfile.ZipFile(wheel) as z:
+    z.extractall(dest, members or None)
+(pathlib.Path(dest) / ".complete").write_text(wheel + "\n")
+PY
+    say "could not unpack $name $version; its tests will skip"
+  rm -f .cache/wheels/"${name//-/_}"-"$version"-*.whl
+}
+# jaxlib 0.4.30: its CPU LAPACK/BLAS capsules (legacy v2, with its first
+# typed-FFI kernels mixed in).  jax-finufft 0.1.0: pybind11 NUFFT kernels
+# whose descriptor is a u8 operand.  Both Apache-2.0.
+fetch_wheel jaxlib "$old_jaxlib" jaxlib/cpu/_lapack.so jaxlib/lapack.py \
+  "jaxlib-$old_jaxlib.dist-info/LICENSE.txt"
+fetch_wheel jax-finufft "$old_finufft"
 exit 0

@@ -73,29 +73,45 @@ def build_dir():
 
 
 OLD_JAXLIB = "0.4.30"
+OLD_FINUFFT = "0.1.0"
 
 
-@pytest.fixture(scope="session")
-def old_lapack():
-    """jaxlib 0.4.30's CPU LAPACK/BLAS extension, real legacy kernels, as
-    tools/setup.sh fetched it from PyPI (under .cache/, never committed),
-    loaded under a name of its own beside the running jaxlib and initialised
-    with SciPy's LAPACK, as that jaxlib did."""
+def _real_extension(project: str, version: str, relpath: str, module: str):
+    """A real project's extension module from the wheel tools/setup.sh
+    fetched from PyPI (under .cache/, never committed), loaded under its own
+    name beside whatever else is imported; skips with the reason where the
+    wheel could not be had or cannot run here."""
     import importlib.machinery
     import importlib.util
     import platform
     import sys
     if platform.machine() != "x86_64" or sys.version_info[:2] != (3, 11):
-        pytest.skip(f"jaxlib {OLD_JAXLIB}'s wheel used here is for CPython 3.11 on x86-64")
+        pytest.skip(f"the {project} {version} wheel used here is for CPython 3.11 on x86-64")
+    path = ROOT / ".cache" / f"{project}-{version}" / relpath
+    if not path.exists():
+        pytest.skip(f"{project} {version} was not fetched ({path} is missing: PyPI "
+                    "unreachable when tools/setup.sh ran?)")
+    loader = importlib.machinery.ExtensionFileLoader(module, str(path))
+    spec = importlib.util.spec_from_file_location(module, path, loader=loader)
+    ext = importlib.util.module_from_spec(spec)
+    loader.exec_module(ext)
+    return ext
+
+
+@pytest.fixture(scope="session")
+def old_lapack():
+    """jaxlib 0.4.30's CPU LAPACK/BLAS extension, initialised with SciPy's
+    LAPACK as that jaxlib did."""
     pytest.importorskip("scipy", reason="SciPy is not installed (PyPI unreachable?); "
                         f"jaxlib {OLD_JAXLIB}'s kernels take their LAPACK from it")
-    path = ROOT / ".cache" / f"jaxlib-{OLD_JAXLIB}" / "jaxlib" / "cpu" / "_lapack.so"
-    if not path.exists():
-        pytest.skip(f"jaxlib {OLD_JAXLIB}'s CPU kernels were not fetched ({path} is "
-                    "missing: PyPI unreachable when tools/setup.sh ran?)")
-    loader = importlib.machinery.ExtensionFileLoader("_lapack", str(path))
-    spec = importlib.util.spec_from_file_location("_lapack", path, loader=loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
+    module = _real_extension("jaxlib", OLD_JAXLIB, "jaxlib/cpu/_lapack.so", "_lapack")
     module.initialize()
     return module
+
+
+@pytest.fixture(scope="session")
+def old_finufft():
+    """jax-finufft 0.1.0's CPU extension (pybind11; FINUFFT and FFTW inside)."""
+    return _real_extension("jax-finufft", OLD_FINUFFT,
+                           "jax_finufft/jax_finufft_cpu.cpython-311-x86_64-linux-gnu.so",
+                           "jax_finufft_cpu")

@@ -1,11 +1,16 @@
-"""Real public legacy kernels, unchanged: jaxlib 0.4.30's CPU LAPACK
-capsules (Apache-2.0, fetched from PyPI by tools/setup.sh, never committed),
-registered from its own registrations() mapping, called exactly as that
-jaxlib's lowering called them (jaxlib/lapack.py: sizes and flags as s32
-operands, column-major layouts, the matrix aliased to the first result,
-workspaces as extra results), through XLA's own legacy path and through
-ccshim.  Byte for byte between the two paths, and against SciPy's LAPACK
-wrappers as an independent reference.
+"""Real public legacy kernels, unchanged, from two projects' wheels on PyPI
+(both Apache-2.0, fetched by tools/setup.sh into .cache/, never committed),
+each registered from its own registrations() mapping and called exactly as
+the project's lowering called it, through XLA's own legacy path and through
+ccshim: byte for byte between the two paths, and against an independent
+reference.
+
+* jaxlib 0.4.30's CPU LAPACK capsules (jaxlib/lapack.py: sizes and flags as
+  s32 operands, column-major layouts, the matrix aliased to the first
+  result, workspaces as extra results), against SciPy.
+* jax-finufft 0.1.0's pybind11 NUFFT kernels (a packed binary descriptor as
+  a u8 operand, complex sources, points in reverse order), against the
+  non-uniform DFT summed from its definition.
 """
 
 import jax
@@ -196,3 +201,81 @@ def test_new_jaxlib_registrations_shape(lapack):
     with pytest.raises(ValueError, match=r"has api_version 'x'; expected 0 \(legacy\) or 1"):
         cj.register_legacy({"cpu": [("a", regs["lapack_sgetrf"], "x")]}, api_version=2)
     assert not cj.register_legacy(shaped, api_version=2, platform="cuda", prefix="real_")
+
+
+# --- jax-finufft 0.1.0: pybind11 NUFFT kernels, the descriptor a u8 operand --------
+
+
+def _finufft_descriptor(module, single, n_j, n_modes, iflag=1, eps=1e-6):
+    # Opts() defaults of jax_finufft/options.py, as its lowering packed them.
+    omp = module._omp_compile_check()
+    opts = module.FinufftOpts(False, True, 0, 0, False, 0 if omp else 1,
+                              int(module.FFTW_ESTIMATE), 2, True, True, 0.0, 0, 0, -1, 0)
+    n_k = np.zeros(3, np.int64)
+    n_k[:len(n_modes)] = n_modes[::-1]  # its backend reads Fortran order
+    build = module.build_descriptorf if single else module.build_descriptor
+    return np.frombuffer(build(eps, iflag, 1, 1, n_j, *n_k, opts), np.uint8)
+
+
+@pytest.fixture(scope="module")
+def finufft(old_finufft):
+    regs = old_finufft.registrations()
+    ours = cj.register_legacy(regs, api_version=2, prefix="real_")
+    assert sorted(ours) == sorted(regs) and not ours.typed
+    for name in ("nufft1d1f", "nufft1d1", "nufft1d2", "nufft2d1f"):
+        cj.register_xla_legacy(f"realxla_{name}", regs[name])
+    return old_finufft
+
+
+def _nudft1(c, points, modes, iflag=1):
+    """The type-1 sum straight from its definition: f_k = sum_j c_j e^{i k.x_j}."""
+    grids = np.meshgrid(*[np.arange(-n // 2, (n + 1) // 2) for n in modes], indexing="ij")
+    phase = sum(k[..., None] * x[None] for k, x in zip(grids, points))
+    return (c * np.exp(iflag * 1j * phase)).sum(-1)
+
+
+@pytest.mark.parametrize("single", [True, False], ids=["f32", "f64"])
+def test_finufft_type1_matches_xla_and_the_direct_sum(finufft, single):
+    real, cplx = (np.float32, np.complex64) if single else (np.float64, np.complex128)
+    rng = np.random.default_rng(1)
+    n_j, n = 60, 24
+    x = rng.uniform(-np.pi, np.pi, (1, n_j)).astype(real)
+    c = (rng.standard_normal((1, 1, n_j)) + 1j * rng.standard_normal((1, 1, n_j))).astype(cplx)
+    desc = _finufft_descriptor(finufft, single, n_j, [n])
+    name = "nufft1d1f" if single else "nufft1d1"
+    out = S((1, 1, n), cplx)
+    xla = jax.jit(cj.xla_legacy_call(f"realxla_{name}", out, api_version=2))(desc, c, x)
+    ours = jax.jit(cj.legacy_call(f"real_{name}", out))(desc, c, x)
+    _same_bytes([xla], [ours])
+    want = _nudft1(c[0, 0], [x[0]], [n])
+    err = np.abs(np.asarray(ours)[0, 0] - want).max() / np.abs(want).max()
+    assert err < 1e-5, err
+
+
+def test_finufft_type2_and_2d_match_xla(finufft):
+    rng = np.random.default_rng(2)
+    # Type 2 (modes to points), f64: the inverse direction of type 1.
+    n_j, n = 40, 16
+    x = rng.uniform(-np.pi, np.pi, (1, n_j))
+    f = rng.standard_normal((1, 1, n)) + 1j * rng.standard_normal((1, 1, n))
+    desc = _finufft_descriptor(finufft, False, n_j, [n])
+    out = S((1, 1, n_j), np.complex128)
+    xla = jax.jit(cj.xla_legacy_call("realxla_nufft1d2", out, api_version=2))(desc, f, x)
+    ours = jax.jit(cj.legacy_call("real_nufft1d2", out))(desc, f, x)
+    _same_bytes([xla], [ours])
+    k = np.arange(-n // 2, (n + 1) // 2)
+    want = (f[0, 0][:, None] * np.exp(1j * k[:, None] * x[0][None])).sum(0)
+    np.testing.assert_allclose(np.asarray(ours)[0, 0], want, rtol=1e-5, atol=1e-5 * abs(want).max())
+    # Type 1 in 2-D, f32, points passed in reverse order as its lowering did.
+    y = rng.uniform(-np.pi, np.pi, (1, n_j)).astype(np.float32)
+    x32 = x.astype(np.float32)
+    c = (rng.standard_normal((1, 1, n_j)) + 1j * rng.standard_normal((1, 1, n_j))).astype(
+        np.complex64)
+    desc = _finufft_descriptor(finufft, True, n_j, [8, 6])
+    out = S((1, 1, 8, 6), np.complex64)
+    xla = jax.jit(cj.xla_legacy_call("realxla_nufft2d1f", out, api_version=2))(desc, c, y, x32)
+    ours = jax.jit(cj.legacy_call("real_nufft2d1f", out))(desc, c, y, x32)
+    _same_bytes([xla], [ours])
+    want = _nudft1(c[0, 0], [x32[0], y[0]], [8, 6])
+    err = np.abs(np.asarray(ours)[0, 0] - want).max() / np.abs(want).max()
+    assert err < 1e-4, err
