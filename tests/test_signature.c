@@ -91,6 +91,31 @@ static void test_good(void) {
       "f4e2m1fn[1], f8e8m0fnu[1]) -> ()");
 }
 
+/* Shape-polymorphic signatures: names, ties to operands, [...]. */
+static void test_polymorphic(void) {
+  roundtrip("(f32[n, m],f32[m]) -> f32[n]", "(f32[n,m], f32[m]) -> f32[n]");
+  roundtrip("( m :s32[], a: f32[m,n]{0,1}, t: (f32[2], u8[...])) -> (f32[n], s32[])",
+            "(m: s32[], a: f32[m,n]{0,1}, t: (f32[2], u8[...])) -> (f32[n], s32[])");
+  ccshim_signature* s = parse("(m: s32[], n: u64[], a: f32[m,n], f32[k]) -> f32[...]");
+  CHECK(!s->is_static);
+  CHECK_EQ(s->num_dim_names, 3);
+  CHECK_STR_EQ(s->dim_names[0], "m");
+  CHECK_STR_EQ(s->dim_names[2], "k");
+  CHECK_EQ(s->dim_operands[0], 0);
+  CHECK_EQ(s->dim_operands[1], 1);
+  CHECK_EQ(s->dim_operands[2], -1);
+  CHECK_STR_EQ(s->operands[2].name, "a");
+  CHECK(s->operands[3].name == NULL);
+  CHECK(s->arg_leaves[2]->dims[0] == CCSHIM_DIM_NAMED &&
+        s->arg_leaves[2]->dim_names[0] == s->dim_names[0]);
+  CHECK(s->ret_leaves[0]->any_dims && ccshim_shape_elements(s->ret_leaves[0]) == -1);
+  CHECK_EQ(ccshim_shape_elements(s->arg_leaves[2]), -1);
+  ccshim_signature_free(s);
+  s = parse("(x: f32[4]) -> f32[4]");
+  CHECK(s->is_static && s->num_dim_names == 0 && s->dim_names == NULL);
+  ccshim_signature_free(s);
+}
+
 static void refused(const char* text, ccshim_status status, const char* message) {
   ccshim_signature* sig = (ccshim_signature*)1;
   CHECK_STATUS(ccshim_signature_parse(text, &sig), status);
@@ -129,6 +154,17 @@ static void test_refused(void) {
           "signature column 22: tiled layouts and memory spaces are not supported");
   refused("(f32[2]{99999999999999999999}) -> f32[1]", CCSHIM_ESIGNATURE,
           "layout names dimension 99999999999999999999, but the array has rank 1");
+  refused("(m: f32[], a: f32[m]) -> f32[]", CCSHIM_ESIGNATURE,
+          "signature column 2: dimension 'm' names operand 0, m: f32[], which holds no size");
+  refused("(m: s32[], m: s32[]) -> f32[]", CCSHIM_ESIGNATURE,
+          "signature column 12: operand name 'm' is used twice");
+  refused("(f32[...]{0}) -> f32[]", CCSHIM_ESIGNATURE,
+          "signature column 10: a layout needs the dims it orders, not [...]");
+  refused("(f32[..]) -> f32[]", CCSHIM_ESIGNATURE, "expected a dimension size or name, found '.'");
+  refused("(f32[... 3]) -> f32[]", CCSHIM_ESIGNATURE, "expected ']' after '...' (any dims)");
+  refused("(token[...]) -> f32[]", CCSHIM_ESIGNATURE, "a token has no dimensions");
+  refused("(f32[4 n]) -> f32[]", CCSHIM_ESIGNATURE,
+          "signature column 8: expected ',' or ']' after a dimension, found 'n'");
   refused("(f32[2]{x}) -> f32[1]", CCSHIM_ESIGNATURE,
           "signature column 9: expected a dimension number in the layout, found 'x'");
   refused("(f32[3]) -> f32[3]\x01", CCSHIM_ESIGNATURE, "found byte 0x01");
@@ -158,6 +194,7 @@ static void test_refused(void) {
 int main(void) {
   test_good();
   test_refused();
+  test_polymorphic();
   printf("signature: ok\n");
   return 0;
 }

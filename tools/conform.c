@@ -791,6 +791,13 @@ static int check_target(target* t, report* r) {
     set_detail(r, "%s", ccshim_last_error());
     return 3;
   }
+  if (!l.sig->is_static) {
+    set_detail(r,
+               "the signature has named or [...] dims; conform makes the buffers from the "
+               "signature, so give it one concrete shape per buffer");
+    ccshim_signature_free(l.sig);
+    return 3;
+  }
   size_t sig_len = ccshim_signature_format(l.sig, NULL, 0);
   char* canonical = malloc(sig_len + 1);
   if (canonical != NULL) {

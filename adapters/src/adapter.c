@@ -105,6 +105,16 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version, ccshim_platform 
 
   ccshim_signature* sig = NULL;
   if (signature != NULL && (st = ccshim_signature_parse(signature, &sig)) != CCSHIM_OK) return st;
+  for (size_t v = 0; sig && platform != CCSHIM_PLATFORM_HOST && v < sig->num_dim_names; v++) {
+    if (sig->dim_operands[v] < 0) continue;
+    st = ccshim__fail(CCSHIM_EUNSUPPORTED,
+                      "wrap: dimension '%s' is the value of operand leaf %d, which on a GPU lives "
+                      "in device memory and cannot be read before the kernel runs; tie "
+                      "dimensions to operand values on CPU only, or name the dimension alone",
+                      sig->dim_names[v], (int)sig->dim_operands[v]);
+    ccshim_signature_free(sig);
+    return st;
+  }
   if (sig && o.layouts == CCSHIM_LAYOUTS_REFUSE && (st = refuse_layouts(sig)) != CCSHIM_OK) {
     ccshim_signature_free(sig);
     return st;
@@ -137,10 +147,12 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version, ccshim_platform 
   for (size_t i = 0; sig && i < sig->num_arg_leaves; i++) ndims += (size_t)sig->arg_leaves[i]->rank;
   for (size_t i = 0; sig && i < sig->num_ret_leaves; i++) ndims += (size_t)sig->ret_leaves[i]->rank;
   size_t sig_len = sig ? ccshim_signature_format(sig, NULL, 0) : 0;
+  size_t nnames = sig ? sig->num_dim_names : 0, names_len = 0;
+  for (size_t v = 0; v < nnames; v++) names_len += strlen(sig->dim_names[v]) + 1;
 
   size_t size = sizeof(ccshim_adapter) + nspecs * sizeof(leaf_spec) + ndims * sizeof(int64_t) +
                 plan_len * sizeof(int32_t) + oname_len + 1 + (sig ? sig_len + 1 : 0) +
-                4 * alignof(max_align_t);
+                nnames * (sizeof(char*) + sizeof(int32_t)) + names_len + 6 * alignof(max_align_t);
   ccshim_adapter* a = calloc(1, size);
   if (a == NULL) {
     free(plan);
@@ -166,10 +178,28 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version, ccshim_platform 
       const ccshim_shape* s =
           i < sig->num_arg_leaves ? sig->arg_leaves[i] : sig->ret_leaves[i - sig->num_arg_leaves];
       specs[i].dtype = s->dtype;
-      specs[i].rank = (int32_t)s->rank;
+      specs[i].rank = s->any_dims ? -1 : (int32_t)s->rank;
       specs[i].dims = dims;
       if (s->rank) memcpy(dims, s->dims, (size_t)s->rank * sizeof *dims);
+      for (int64_t d = 0; s->dim_names != NULL && d < s->rank; d++)
+        for (size_t v = 0; v < nnames; v++)
+          if (s->dim_names[d] == sig->dim_names[v]) dims[d] = -1 - (int64_t)v;
       dims += s->rank;
+    }
+    if (!sig->is_static) {
+      const char** names = carve(&at, nnames * sizeof *names, alignof(char*));
+      int32_t* tied = carve(&at, nnames * sizeof *tied, alignof(int32_t));
+      for (size_t v = 0; v < nnames; v++) {
+        size_t len = strlen(sig->dim_names[v]) + 1;
+        char* copy = carve(&at, len, 1);
+        memcpy(copy, sig->dim_names[v], len);
+        names[v] = copy;
+        tied[v] = sig->dim_operands[v];
+      }
+      a->symbolic = 1;
+      a->num_dim_names = (int32_t)nnames;
+      a->dim_names = names;
+      a->dim_operands = tied;
     }
     a->specs = specs;
     a->count_checked = 1;

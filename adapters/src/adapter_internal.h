@@ -21,7 +21,9 @@ typedef enum form {
   FORM_GPU_V2,
 } form;
 
-/* What a signature says of one buffer. */
+/* What a signature says of one buffer.  In a shape-polymorphic signature
+ * rank is -1 for `[...]` (dtype only), and a named dim is -(1 + v), v its
+ * index among the adapter's dim_names. */
 typedef struct leaf_spec {
   int32_t dtype;
   int32_t rank;
@@ -45,6 +47,12 @@ struct ccshim_adapter {
   const leaf_spec* specs; /* num_args + num_rets entries, or NULL */
   const int32_t* nested;  /* CPU nested in[] plan, or NULL */
   int32_t nested_len;
+  /* A shape-polymorphic signature (named dims, `[...]`): the general path
+   * checks it, binding each name once per call. */
+  uint8_t symbolic;
+  int32_t num_dim_names;
+  const char* const* dim_names;
+  const int32_t* dim_operands; /* per name: the arg holding its value, or -1 */
   uint32_t opaque_name_len;
   const char* opaque_name;
   /* Read by the metadata query. */

@@ -134,9 +134,118 @@ static XLA_FFI_Error* buffer_error(const ccshim_adapter* a, const XLA_FFI_Api* a
   return invalid(api, "%s: data is NULL for %s; expected a buffer address", who, got);
 }
 
+/* "f32[n,4]"-style text of what a polymorphic spec says. */
+static void format_spec(const ccshim_adapter* a, const leaf_spec* s, char* buf, size_t cap) {
+  const char* dtype = ccshim_dtype_name(s->dtype);
+  size_t n = ccshim__format(buf, cap, "%s[", dtype ? dtype : "?");
+  if (s->rank < 0) n += ccshim__format(buf + n, cap - n, "...");
+  for (int32_t d = 0; d < s->rank; d++) {
+    if (s->dims[d] >= 0)
+      n += ccshim__format(buf + n, cap - n, d ? ",%lld" : "%lld", (long long)s->dims[d]);
+    else
+      n += ccshim__format(buf + n, cap - n, d ? ",%s" : "%s", a->dim_names[-1 - s->dims[d]]);
+  }
+  ccshim__format(buf + n, cap - n, "]");
+}
+
+/* An integer scalar's value, sign- or zero-extended. */
+static int64_t scalar_value(const XLA_FFI_Buffer* b) {
+  switch ((int)b->dtype) {
+    case XLA_FFI_DataType_S8: return *(const int8_t*)b->data;
+    case XLA_FFI_DataType_S16: return *(const int16_t*)b->data;
+    case XLA_FFI_DataType_S32: return *(const int32_t*)b->data;
+    case XLA_FFI_DataType_U8: return *(const uint8_t*)b->data;
+    case XLA_FFI_DataType_U16: return *(const uint16_t*)b->data;
+    case XLA_FFI_DataType_U32: return *(const uint32_t*)b->data;
+    case XLA_FFI_DataType_U64: {
+      uint64_t v = *(const uint64_t*)b->data;
+      return v > INT64_MAX ? -1 : (int64_t)v;
+    }
+    default: return *(const int64_t*)b->data;
+  }
+}
+
+/* A shape-polymorphic signature: fixed dims as written; each name bound
+ * once per call, to the value of the operand it is tied to, or else to the
+ * first buffer that has it, and every other use compared with it. */
+static XLA_FFI_Error* check_symbolic(const ccshim_adapter* a, const XLA_FFI_Api* api, void** args,
+                                     void** rets, int64_t na, int64_t nr) {
+  int64_t value[CCSHIM_MAX_DIM_NAMES];
+  int64_t from[CCSHIM_MAX_DIM_NAMES]; /* buffer index, and -1 - d for its dim */
+  int32_t from_dim[CCSHIM_MAX_DIM_NAMES];
+  uint64_t bound = 0;
+  char who[32], where[32], want[1400], got[1400];
+  for (int32_t v = 0; v < a->num_dim_names; v++) {
+    int32_t leaf = a->dim_operands[v];
+    if (leaf < 0) continue;
+    const XLA_FFI_Buffer* b = args[leaf];
+    const leaf_spec* s = &a->specs[leaf];
+    side_name(a, leaf, na, who, sizeof who);
+    if ((int)b->dtype != s->dtype || b->rank != 0) {
+      ccshim__format_shape(got, sizeof got, (int)b->dtype, b->rank, b->dims);
+      format_spec(a, s, want, sizeof want);
+      return invalid(api, "%s: expected %s (the value of %s), got %s", who, want, a->dim_names[v],
+                     got);
+    }
+    value[v] = scalar_value(b);
+    if (value[v] < 0)
+      return invalid(api, "%s: %s is %lld; a dimension size cannot be negative", who,
+                     a->dim_names[v], (long long)value[v]);
+    from[v] = leaf;
+    from_dim[v] = -1;
+    bound |= UINT64_C(1) << v;
+  }
+  for (int64_t i = 0; i < na + nr; i++) {
+    const XLA_FFI_Buffer* b = i < na ? args[i] : rets[i - na];
+    const leaf_spec* s = &a->specs[i];
+    int rank_ok = s->rank < 0 || (b->rank == s->rank && (s->rank == 0 || b->dims != NULL));
+    if ((int)b->dtype != s->dtype || !rank_ok) {
+      side_name(a, i, na, who, sizeof who);
+      format_spec(a, s, want, sizeof want);
+      if (b->rank < 0 || b->rank > CCSHIM_MAX_RANK || (b->rank > 0 && b->dims == NULL))
+        ccshim__format(got, sizeof got, "dtype %d of rank %lld", (int)b->dtype, (long long)b->rank);
+      else
+        ccshim__format_shape(got, sizeof got, (int)b->dtype, b->rank, b->dims);
+      return invalid(api, "%s: expected %s, got %s", who, want, got);
+    }
+    for (int32_t d = 0; d < s->rank; d++) {
+      int64_t want_dim = s->dims[d], got_dim = b->dims[d];
+      if (want_dim >= 0) {
+        if (got_dim == want_dim) continue;
+        side_name(a, i, na, who, sizeof who);
+        format_spec(a, s, want, sizeof want);
+        ccshim__format_shape(got, sizeof got, (int)b->dtype, b->rank, b->dims);
+        return invalid(api, "%s: expected %s, got %s", who, want, got);
+      }
+      int32_t v = (int32_t)(-1 - want_dim);
+      if (!(bound & (UINT64_C(1) << v))) {
+        value[v] = got_dim;
+        from[v] = i;
+        from_dim[v] = d;
+        bound |= UINT64_C(1) << v;
+        continue;
+      }
+      if (got_dim == value[v]) continue;
+      side_name(a, i, na, who, sizeof who);
+      side_name(a, from[v], na, where, sizeof where);
+      if (from_dim[v] < 0)
+        return invalid(api,
+                       "%s: dim %d is %lld, but %s is %lld (the value of %s): the size operand "
+                       "and the buffer disagree",
+                       who, (int)d, (long long)got_dim, a->dim_names[v], (long long)value[v],
+                       where);
+      return invalid(api, "%s: dim %d is %lld, but %s is %lld (dim %d of %s)", who, (int)d,
+                     (long long)got_dim, a->dim_names[v], (long long)value[v], (int)from_dim[v],
+                     where);
+    }
+  }
+  return NULL;
+}
+
 /* With a signature: every buffer's dtype, rank and dims. */
 static XLA_FFI_Error* check_specs(const ccshim_adapter* a, const XLA_FFI_Api* api, void** args,
                                   void** rets, int64_t na, int64_t nr) {
+  if (a->symbolic) return check_symbolic(a, api, args, rets, na, nr);
   for (int64_t i = 0; i < na + nr; i++) {
     const XLA_FFI_Buffer* b = i < na ? args[i] : rets[i - na];
     const leaf_spec* s = &a->specs[i];

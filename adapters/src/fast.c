@@ -386,7 +386,7 @@ static int use_avx2(void) {
 #endif
 
 ccshim__call_fn ccshim__select_call(const ccshim_adapter* a) {
-  if (a->nested != NULL || a->form > FORM_GPU_V2) return ccshim__adapter_call;
+  if (a->nested != NULL || a->symbolic || a->form > FORM_GPU_V2) return ccshim__adapter_call;
   /* A signature fixes the counts, so a frame that fits it may have more
    * buffers than the stack block: decided here, once, for every call. */
   if (a->count_checked && (int64_t)a->num_args + a->num_rets > FAST_PTRS)

@@ -27,6 +27,15 @@ typedef struct parser {
   size_t pos;
   signature_impl* sig;
   ccshim_status status; /* CCSHIM_OK until the first error */
+  /* Dimension names, in order of first appearance, and where each first
+   * appeared (for error columns). */
+  const char* names[CCSHIM_MAX_DIM_NAMES];
+  size_t name_pos[CCSHIM_MAX_DIM_NAMES];
+  size_t num_names;
+  int symbolic;        /* some named dim or `[...]` */
+  int operand_list;    /* parsing the top-level operand list */
+  size_t* operand_pos; /* per top-level operand: where its name is */
+  size_t operand_pos_cap;
 } parser;
 
 static void* arena_alloc(signature_impl* sig, size_t size) {
@@ -94,6 +103,40 @@ static int is_ident(char c) {
 
 static int parse_shape(parser* p, ccshim_shape* out, int depth);
 
+static int is_name_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+/* A copy of text[start, end) in the signature's arena, or NULL. */
+static const char* arena_name(parser* p, size_t start, size_t end) {
+  char* copy = arena_alloc(p->sig, end - start + 1);
+  if (copy == NULL) return NULL;
+  memcpy(copy, p->text + start, end - start);
+  copy[end - start] = '\0';
+  return copy;
+}
+
+/* The index of the dimension name text[start, end), added when new; -1
+ * after recording an error. */
+static int32_t dim_name(parser* p, size_t start, size_t end) {
+  size_t len = end - start;
+  for (size_t i = 0; i < p->num_names; i++)
+    if (strlen(p->names[i]) == len && memcmp(p->names[i], p->text + start, len) == 0)
+      return (int32_t)i;
+  if (p->num_names == CCSHIM_MAX_DIM_NAMES) {
+    fail_at(p, start, CCSHIM_EOVERFLOW, "more than 64 dimension names");
+    return -1;
+  }
+  const char* name = arena_name(p, start, end);
+  if (name == NULL) {
+    fail_at(p, start, CCSHIM_ENOMEM, "out of memory");
+    return -1;
+  }
+  p->names[p->num_names] = name;
+  p->name_pos[p->num_names] = start;
+  return (int32_t)p->num_names++;
+}
+
 /* `{...}` after an array's dims: HLO's minor-to-major order, a permutation
  * of 0..rank-1.  Tiling and memory spaces (after ':') are refused. */
 static int parse_layout(parser* p, ccshim_shape* out) {
@@ -157,8 +200,19 @@ static int parse_layout(parser* p, ccshim_shape* out) {
 
 static int parse_dims(parser* p, ccshim_shape* out) {
   int64_t dims[CCSHIM_MAX_RANK];
+  const char* vars[CCSHIM_MAX_RANK];
   int64_t rank = 0;
+  int named = 0;
   skip_ws(p);
+  if (strncmp(p->text + p->pos, "...", 3) == 0) {
+    p->pos += 3;
+    skip_ws(p);
+    if (p->text[p->pos] != ']') return expected(p, "']' after '...' (any dims)");
+    p->pos++;
+    out->any_dims = 1;
+    p->symbolic = 1;
+    return 1;
+  }
   if (p->text[p->pos] != ']') {
     for (;;) {
       skip_ws(p);
@@ -168,7 +222,24 @@ static int parse_dims(parser* p, ccshim_shape* out) {
         return fail_at(p, at, CCSHIM_ESIGNATURE,
                        "dynamic dimensions are not supported: typed-FFI "
                        "buffers have static dimensions");
-      if (c < '0' || c > '9') return expected(p, "a dimension size");
+      if (is_name_start(c)) {
+        while (is_ident(p->text[p->pos])) p->pos++;
+        int32_t v = dim_name(p, at, p->pos);
+        if (v < 0) return 0;
+        if (rank == CCSHIM_MAX_RANK)
+          return fail_at(p, at, CCSHIM_EOVERFLOW, "rank exceeds ccshim's limit of 64");
+        vars[rank] = p->names[v];
+        dims[rank++] = CCSHIM_DIM_NAMED;
+        named = 1;
+        skip_ws(p);
+        if (p->text[p->pos] == ',') {
+          p->pos++;
+          continue;
+        }
+        if (p->text[p->pos] != ']') return expected(p, "',' or ']' after a dimension");
+        break;
+      }
+      if (c < '0' || c > '9') return expected(p, "a dimension size or name");
       int64_t v = 0;
       while (p->text[p->pos] >= '0' && p->text[p->pos] <= '9') {
         int d = p->text[p->pos] - '0';
@@ -179,6 +250,7 @@ static int parse_dims(parser* p, ccshim_shape* out) {
       }
       if (rank == CCSHIM_MAX_RANK)
         return fail_at(p, at, CCSHIM_EOVERFLOW, "rank exceeds ccshim's limit of 64");
+      vars[rank] = NULL;
       dims[rank++] = v;
       skip_ws(p);
       if (p->text[p->pos] == ',') {
@@ -196,6 +268,13 @@ static int parse_dims(parser* p, ccshim_shape* out) {
     if (copy == NULL) return fail_at(p, p->pos, CCSHIM_ENOMEM, "out of memory");
     memcpy(copy, dims, sizeof(int64_t) * (size_t)rank);
     out->dims = copy;
+  }
+  if (named) {
+    const char** copy = arena_alloc(p->sig, sizeof(char*) * (size_t)rank);
+    if (copy == NULL) return fail_at(p, p->pos, CCSHIM_ENOMEM, "out of memory");
+    memcpy(copy, vars, sizeof(char*) * (size_t)rank);
+    out->dim_names = copy;
+    p->symbolic = 1;
   }
   return 1;
 }
@@ -223,17 +302,41 @@ static int parse_array(parser* p, ccshim_shape* out) {
   } else if (dtype != 17 /* TOKEN */) {
     return expected(p, "'[' after the element type");
   }
-  if (dtype == 17 && out->rank != 0)
+  if (dtype == 17 && (out->rank != 0 || out->any_dims))
     return fail_at(p, start, CCSHIM_ESIGNATURE, "a token has no dimensions");
-  int64_t elements = ccshim_shape_elements(out);
-  int overflow = 0;
-  if (elements < 0)
-    overflow = 1;
-  else
-    (void)ccshim_dtype_bytes(dtype, (uint64_t)elements, &overflow);
-  if (overflow) return fail_at(p, start, CCSHIM_EOVERFLOW, "the array's size in bytes overflows");
+  if (!out->any_dims && out->dim_names == NULL) {
+    int64_t elements = ccshim_shape_elements(out);
+    int overflow = 0;
+    if (elements < 0)
+      overflow = 1;
+    else
+      (void)ccshim_dtype_bytes(dtype, (uint64_t)elements, &overflow);
+    if (overflow) return fail_at(p, start, CCSHIM_EOVERFLOW, "the array's size in bytes overflows");
+  }
   skip_ws(p);
-  if (p->text[p->pos] == '{') return parse_layout(p, out);
+  if (p->text[p->pos] == '{') {
+    if (out->any_dims)
+      return fail_at(p, p->pos, CCSHIM_ESIGNATURE, "a layout needs the dims it orders, not [...]");
+    return parse_layout(p, out);
+  }
+  return 1;
+}
+
+/* `name:` before a top-level operand, as HLO names parameters: looks ahead
+ * for an identifier and a ':'; leaves the position alone when there is
+ * none. */
+static int operand_name(parser* p, const char** name, size_t* at) {
+  skip_ws(p);
+  size_t start = p->pos, end = start;
+  if (!is_name_start(p->text[end])) return 1;
+  while (is_ident(p->text[end])) end++;
+  size_t colon = end;
+  while (p->text[colon] == ' ' || p->text[colon] == '\t') colon++;
+  if (p->text[colon] != ':') return 1;
+  *name = arena_name(p, start, end);
+  if (*name == NULL) return fail_at(p, start, CCSHIM_ENOMEM, "out of memory");
+  *at = start;
+  p->pos = colon + 1;
   return 1;
 }
 
@@ -254,9 +357,27 @@ static int parse_list(parser* p, ccshim_shape** items, size_t* count, int depth)
         tmp = grown;
       }
       memset(&tmp[n], 0, sizeof tmp[n]);
+      const char* name = NULL;
+      size_t name_at = 0;
+      if (p->operand_list && depth == 0 && !(ok = operand_name(p, &name, &name_at))) break;
       if (!parse_shape(p, &tmp[n], depth + 1)) {
         ok = 0;
         break;
+      }
+      if (name != NULL) {
+        tmp[n].name = name;
+        if (n >= p->operand_pos_cap) {
+          size_t cap = p->operand_pos_cap ? 2 * p->operand_pos_cap : 8;
+          while (cap <= n) cap *= 2;
+          size_t* grown = realloc(p->operand_pos, cap * sizeof *grown);
+          if (grown == NULL) {
+            ok = fail_at(p, name_at, CCSHIM_ENOMEM, "out of memory");
+            break;
+          }
+          p->operand_pos = grown;
+          p->operand_pos_cap = cap;
+        }
+        p->operand_pos[n] = name_at;
       }
       n++;
       if (accept(p, ',')) continue;
@@ -291,6 +412,38 @@ static int parse_shape(parser* p, ccshim_shape* out, int depth) {
   return 1;
 }
 
+/* Operand names: distinct, and one that a dimension uses must be an
+ * integer scalar (its value is the dimension). */
+static int tie_names(parser* p, const ccshim_shape* operands, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (operands[i].name == NULL) continue;
+    for (size_t j = 0; j < i; j++)
+      if (operands[j].name && strcmp(operands[j].name, operands[i].name) == 0) {
+        char msg[160];
+        ccshim__format(msg, sizeof msg, "operand name '%.40s' is used twice", operands[i].name);
+        return fail_at(p, p->operand_pos[i], CCSHIM_ESIGNATURE, msg);
+      }
+    int used = 0;
+    for (size_t v = 0; v < p->num_names && !used; v++)
+      used = !strcmp(p->names[v], operands[i].name);
+    if (!used) continue;
+    const ccshim_shape* s = &operands[i];
+    int dtype = s->dtype;
+    int integer = !s->is_tuple && !s->any_dims && s->rank == 0 &&
+                  ((dtype >= 2 && dtype <= 5) || (dtype >= 6 && dtype <= 9));
+    if (!integer) {
+      char shape[256], msg[400];
+      ccshim_shape_format(s, shape, sizeof shape);
+      ccshim__format(msg, sizeof msg,
+                     "dimension '%.40s' names operand %zu, %s, which holds no size: a dimension "
+                     "can be tied only to an integer scalar (s8..s64, u8..u64)",
+                     s->name, i, shape);
+      return fail_at(p, p->operand_pos[i], CCSHIM_ESIGNATURE, msg);
+    }
+  }
+  return 1;
+}
+
 /* Numbers leaves depth first and stores pointers to them in `leaves`. */
 static void index_leaves(ccshim_shape* s, const ccshim_shape** leaves, size_t* next) {
   s->first_leaf = *next;
@@ -308,7 +461,10 @@ ccshim_status ccshim_signature_parse(const char* text, ccshim_signature** out) {
   if (text == NULL) return ccshim__fail(CCSHIM_EINVAL, "signature: text is NULL");
   signature_impl* sig = calloc(1, sizeof *sig);
   if (sig == NULL) return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
-  parser p = {text, 0, sig, CCSHIM_OK};
+  parser p;
+  memset(&p, 0, sizeof p);
+  p.text = text;
+  p.sig = sig;
 
   ccshim_shape* operands = NULL;
   size_t num_operands = 0;
@@ -316,7 +472,9 @@ ccshim_status ccshim_signature_parse(const char* text, ccshim_signature** out) {
   int ok = result != NULL;
   if (!ok) fail_at(&p, 0, CCSHIM_ENOMEM, "out of memory");
   if (ok && !accept(&p, '(')) ok = expected(&p, "'(' opening the operand list");
+  p.operand_list = 1;
   if (ok) ok = parse_list(&p, &operands, &num_operands, 0);
+  p.operand_list = 0;
   if (ok) {
     skip_ws(&p);
     if (p.text[p.pos] == '-' && p.text[p.pos + 1] == '>')
@@ -329,6 +487,8 @@ ccshim_status ccshim_signature_parse(const char* text, ccshim_signature** out) {
     skip_ws(&p);
     if (p.text[p.pos] != '\0') ok = expected(&p, "end of text after the result");
   }
+  if (ok) ok = tie_names(&p, operands, num_operands);
+  free(p.operand_pos);
   if (!ok) {
     ccshim_status st = p.status;
     ccshim_signature_free(&sig->pub);
@@ -359,6 +519,25 @@ ccshim_status ccshim_signature_parse(const char* text, ccshim_signature** out) {
   sig->pub.arg_leaves = arg_leaves;
   sig->pub.num_ret_leaves = result->num_leaves;
   sig->pub.ret_leaves = ret_leaves;
+  sig->pub.is_static = !p.symbolic;
+  sig->pub.num_dim_names = p.num_names;
+  if (p.num_names > 0) {
+    const char** names = arena_alloc(sig, p.num_names * sizeof *names);
+    int32_t* tied = arena_alloc(sig, p.num_names * sizeof *tied);
+    if (names == NULL || tied == NULL) {
+      ccshim_signature_free(&sig->pub);
+      return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
+    }
+    for (size_t v = 0; v < p.num_names; v++) {
+      names[v] = p.names[v];
+      tied[v] = -1;
+      for (size_t i = 0; i < num_operands; i++)
+        if (operands[i].name && strcmp(operands[i].name, names[v]) == 0)
+          tied[v] = (int32_t)operands[i].first_leaf;
+    }
+    sig->pub.dim_names = names;
+    sig->pub.dim_operands = tied;
+  }
   *out = &sig->pub;
   return CCSHIM_OK;
 }
@@ -375,7 +554,7 @@ void ccshim_signature_free(ccshim_signature* pub) {
 }
 
 int64_t ccshim_shape_elements(const ccshim_shape* s) {
-  if (s == NULL || s->is_tuple) return -1;
+  if (s == NULL || s->is_tuple || s->any_dims) return -1;
   int64_t n = 1;
   for (int64_t i = 0; i < s->rank; i++) {
     if (s->dims[i] < 0) return -1;
@@ -402,6 +581,10 @@ static void put(text_out* t, const char* s) {
 }
 
 static void put_shape(text_out* t, const ccshim_shape* s) {
+  if (s->name != NULL) {
+    put(t, s->name);
+    put(t, ": ");
+  }
   if (s->is_tuple) {
     put(t, "(");
     for (size_t i = 0; i < s->num_children; i++) {
@@ -412,8 +595,25 @@ static void put_shape(text_out* t, const ccshim_shape* s) {
     return;
   }
   char text[1400]; /* 64 dims of up to 20 digits, and the type name */
-  ccshim__format_shape(text, sizeof text, s->dtype, s->rank, s->dims);
-  put(t, text);
+  if (s->any_dims || s->dim_names != NULL) {
+    const char* dtype = ccshim_dtype_name(s->dtype);
+    put(t, dtype ? dtype : "?");
+    put(t, "[");
+    if (s->any_dims) put(t, "...");
+    for (int64_t i = 0; !s->any_dims && i < s->rank; i++) {
+      if (i) put(t, ",");
+      if (s->dim_names[i] != NULL) {
+        put(t, s->dim_names[i]);
+      } else {
+        ccshim__format(text, sizeof text, "%lld", (long long)s->dims[i]);
+        put(t, text);
+      }
+    }
+    put(t, "]");
+  } else {
+    ccshim__format_shape(text, sizeof text, s->dtype, s->rank, s->dims);
+    put(t, text);
+  }
   if (s->layout != NULL) {
     put(t, "{");
     for (int64_t i = 0; i < s->rank; i++) {

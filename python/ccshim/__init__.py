@@ -135,15 +135,19 @@ def dtype_number(dtype) -> int:
 
 
 class Leaf(NamedTuple):
-    """One buffer of a signature: its element type (HLO name), dims, and the
-    layout written after them (HLO's minor-to-major order), None if none."""
+    """One buffer of a signature: its element type (HLO name), dims (each a
+    size, or a name shared with the other buffers that use it; None for
+    `[...]`, any dims), and the layout written after them (HLO's
+    minor-to-major order), None if none."""
     dtype: str
-    shape: tuple[int, ...]
+    shape: tuple[int | str, ...] | None
     layout: tuple[int, ...] | None = None
 
     def __str__(self) -> str:
         if self.dtype == "token":
             return "token[]"
+        if self.shape is None:
+            return f"{self.dtype}[...]"
         text = f"{self.dtype}[{','.join(map(str, self.shape))}]"
         if self.layout is not None:
             text += "{" + ",".join(map(str, self.layout)) + "}"
@@ -181,6 +185,12 @@ class Signature:
             self.nested_result = any(result.children[i].is_tuple
                                      for i in range(result.num_children))
             self.has_tuple_operand = bool(sig.has_tuple_operand)
+            # Shape polymorphism: named dims ([n,m]) and [...] are checked per call.
+            self.is_static = bool(sig.is_static)
+            self.dim_names = tuple(sig.dim_names[i].decode() for i in range(sig.num_dim_names))
+            self.operand_names = tuple(
+                sig.operands[i].name.decode() if sig.operands[i].name else None
+                for i in range(sig.num_operands))
             # The canonical text, however long: sized by a first call.
             size = lib.ccshim_signature_format(ptr, None, 0) + 1
             buf = ctypes.create_string_buffer(size)
@@ -197,7 +207,10 @@ class Signature:
 
 
 def _leaf(shape: _native.Shape) -> Leaf:
-    dims = tuple(shape.dims[i] for i in range(shape.rank))
+    if shape.any_dims:
+        return Leaf(dtype_name(shape.dtype), None)
+    dims = tuple(shape.dim_names[i].decode() if shape.dim_names and shape.dim_names[i]
+                 else shape.dims[i] for i in range(shape.rank))
     layout = tuple(shape.layout[i] for i in range(shape.rank)) if shape.layout else None
     return Leaf(dtype_name(shape.dtype), dims, layout)
 

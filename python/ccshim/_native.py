@@ -105,6 +105,9 @@ Shape._fields_ = [
     ("num_leaves", c_size_t),
     ("first_leaf", c_size_t),
     ("layout", ctypes.POINTER(c_int64)),
+    ("dim_names", ctypes.POINTER(c_char_p)),
+    ("any_dims", c_int),
+    ("name", c_char_p),
 ]
 
 
@@ -119,6 +122,10 @@ class SignatureStruct(ctypes.Structure):
         ("num_ret_leaves", c_size_t),
         ("ret_leaves", ctypes.POINTER(ctypes.POINTER(Shape))),
         ("has_tuple_operand", c_int),
+        ("num_dim_names", c_size_t),
+        ("dim_names", ctypes.POINTER(c_char_p)),
+        ("dim_operands", ctypes.POINTER(ctypes.c_int32)),
+        ("is_static", c_int),
     ]
 
 

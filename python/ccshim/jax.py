@@ -298,13 +298,31 @@ def _check_signature(name: str, sig: Signature, operands, results, multiple) -> 
             f"{name}: the signature {sig} takes {len(sig.operands)} operand(s), "
             f"the call passes {len(operands)}")
     from . import numpy_dtype
+    bound: dict[str, tuple[int, str]] = {}  # dim name -> (size, where it was set)
+
+    def check(side: str, i: int, want, shape, dtype) -> None:
+        if want.dtype == "token":
+            return
+        shape = tuple(shape)
+        fits = np.dtype(dtype) == numpy_dtype(want.dtype) and (
+            want.shape is None or len(shape) == len(want.shape))
+        for d, (w, g) in enumerate(zip(want.shape or (), shape)):
+            if not fits:
+                break
+            if isinstance(w, str):
+                if w in bound and bound[w][0] != g:
+                    raise ValueError(f"{name}: {side} {i}: dim {d} is {g}, but {w} is "
+                                     f"{bound[w][0]} ({bound[w][1]}) in the signature {sig}")
+                bound.setdefault(w, (g, f"dim {d} of {side} {i}"))
+            elif w != g:
+                fits = False
+        if not fits:
+            raise ValueError(f"{name}: {side} {i}: the signature {sig} expects "
+                             f"{want}, got {_describe(shape, dtype)}")
+
     for i, (x, want) in enumerate(zip(operands, sig.operands)):
         aval = _aval(x)
-        if want.dtype == "token":
-            continue
-        if tuple(aval.shape) != want.shape or np.dtype(aval.dtype) != numpy_dtype(want.dtype):
-            raise ValueError(f"{name}: operand {i}: the signature {sig} expects "
-                             f"{want}, got {_describe(aval.shape, aval.dtype)}")
+        check("operand", i, want, aval.shape, aval.dtype)
     # A list of one lowers to a single array, as one ShapeDtypeStruct does.
     if sig.tuple_result and not multiple:
         raise ValueError(
@@ -318,11 +336,7 @@ def _check_signature(name: str, sig: Signature, operands, results, multiple) -> 
         raise ValueError(f"{name}: the signature {sig} has {len(sig.results)} "
                          f"result(s), the call asks for {len(results)}")
     for i, (r, want) in enumerate(zip(results, sig.results)):
-        if want.dtype == "token":
-            continue
-        if tuple(r.shape) != want.shape or np.dtype(r.dtype) != numpy_dtype(want.dtype):
-            raise ValueError(f"{name}: result {i}: the signature {sig} expects "
-                             f"{want}, got {_describe(r.shape, r.dtype)}")
+        check("result", i, want, r.shape, r.dtype)
 
 
 def _layout_order(what: str, layout: Any, rank: int) -> tuple[int, ...] | None:
@@ -365,7 +379,7 @@ def _layouts_for_call(name: str, side: str, given: Any, shapes: Sequence[Any],
     for i, (layout, shape) in enumerate(zip(given, shapes)):
         call = _layout_order(f"{name}: {side}_layouts[{i}]", layout, len(shape))
         leaf = leaves[i] if leaves is not None else None
-        if leaf is None or leaf.dtype == "token":
+        if leaf is None or leaf.dtype == "token" or leaf.shape is None:
             out.append(None if call is None else call[::-1])
             continue
         want = leaf.minor_to_major
@@ -473,11 +487,12 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
     adapter = registered(name, platform)
     attr = adapter.options["opaque_attr"] if adapter else "opaque"
     sig = adapter.signature if adapter else None
-    if vmap_method == "broadcast" and sig is not None:
+    if vmap_method == "broadcast" and sig is not None and sig.is_static:
         raise ValueError(
             f"{name}: vmap_method='broadcast' gives the kernel batched shapes, "
             f"which its fixed signature {sig} would refuse; use 'sequential', "
-            "or register it without a signature")
+            "or register it with a shape-polymorphic signature (named dims, [...]) "
+            "or none")
 
     def bind(operands, result_types, multiple):
         blob = _opaque_bytes(opaque, operands)

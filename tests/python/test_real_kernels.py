@@ -279,3 +279,38 @@ def test_finufft_type2_and_2d_match_xla(finufft):
     want = _nudft1(c[0, 0], [x32[0], y[0]], [8, 6])
     err = np.abs(np.asarray(ours)[0, 0] - want).max() / np.abs(want).max()
     assert err < 1e-4, err
+
+
+# --- One shape-polymorphic registration for every matrix size --------------------
+
+GETRF_ANY = ("(b: s32[], m: s32[], n: s32[], a: {t}[b,m,n]{{1,2,0}}) -> "
+             "({t}[b,m,n]{{1,2,0}}, s32[b,k], s32[b])")
+
+
+def test_one_registration_serves_every_shape_and_catches_a_lying_size(lapack):
+    regs = lapack[1]
+    # The sizes jaxlib passed as operands are tied to the matrix's dims; the
+    # column-major layout comes from the signature, the call gives none.
+    cj.register_legacy("poly_sgetrf", regs["lapack_sgetrf"], api_version=2,
+                       signature=GETRF_ANY.format(t="f32"))
+    rng = np.random.default_rng(13)
+    for shape in [(3, 4, 4), (2, 5, 5), (1, 2, 3)]:
+        a = _matrix(rng, shape, np.float32)
+        b, m, n = shape
+        outs = [S(shape, np.float32), S((b, min(m, n)), S32), S((b,), S32)]
+        ours = jax.jit(cj.legacy_call("poly_sgetrf", outs))(S32(b), S32(m), S32(n), a)
+        _same_bytes(ours, getrf(np.float32, a)[0])  # XLA's legacy path, as jaxlib called it
+    # A lying size operand: m = 5 against 4x4 matrices.  On XLA's legacy path
+    # the kernel would read and write past the buffers; here it never runs.
+    a = _matrix(rng, (3, 4, 4), np.float32)
+    outs = [S((3, 4, 4), np.float32), S((3, 4), S32), S((3,), S32)]
+    call = jax.jit(cj.legacy_call("poly_sgetrf", outs))
+    with pytest.raises(Exception, match=r"INVALID_ARGUMENT.*arg 3: dim 1 is 4, but m is 5 \(the "
+                                        r"value of arg 1\): the size operand and the buffer "
+                                        r"disagree"):
+        jax.block_until_ready(call(S32(3), S32(5), S32(4), a))
+    # Shapes that disagree with each other are caught at trace time.
+    bad = [S((3, 4, 4), np.float32), S((2, 4), S32), S((3,), S32)]
+    with pytest.raises(ValueError, match=r"result 1: dim 0 is 2, but b is 3 \(dim 0 of operand "
+                                         r"3\)"):
+        cj.legacy_call("poly_sgetrf", bad)(S32(3), S32(4), S32(4), a)

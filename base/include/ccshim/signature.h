@@ -17,6 +17,23 @@
  * than row-major unless the caller checks it (ccshim_wrap_options.layouts),
  * as ccshim.jax does at trace time.  Dynamic dimensions (`?`, `<=N`) are
  * refused: typed-FFI buffers always have static dimensions.
+ *
+ * Shape-polymorphic signatures: one registration for every shape, still
+ * checked on every call.
+ *
+ *   (f32[n,m], f32[m]) -> f32[n]            named dims, shared
+ *   (m: s32[], n: s32[], a: f32[m,n]) -> f32[n]
+ *                                           a dim tied to a scalar's value
+ *   (s32[], u8[...]) -> f32[...]            any dims: the dtype is checked
+ *
+ * A dimension written as a name is the same size in every buffer that
+ * names it: the first buffer that has it (operands, then results, depth
+ * first) sets it, the others must agree.  A top-level operand may be named
+ * as an HLO parameter is (`m: s32[]`); a dimension of the same name is then
+ * the value that operand holds at run time (it must be an integer scalar;
+ * read on the host, so on CPU only), so that a size operand that disagrees
+ * with its buffer is refused with both numbers instead of crashing the
+ * kernel.  `[...]` checks the element type only.
  */
 #ifndef CCSHIM_SIGNATURE_H
 #define CCSHIM_SIGNATURE_H
@@ -31,6 +48,10 @@ extern "C" {
  * no such limit; real shapes stay far below these. */
 #define CCSHIM_MAX_RANK 64
 #define CCSHIM_MAX_NESTING 32
+/* The most distinct dimension names one signature may use. */
+#define CCSHIM_MAX_DIM_NAMES 64
+/* What ccshim_shape.dims holds for a dimension written as a name. */
+#define CCSHIM_DIM_NAMED (-1)
 
 typedef struct ccshim_shape ccshim_shape;
 
@@ -47,6 +68,14 @@ struct ccshim_shape {
   /* Arrays: the layout written after the dims, minor-to-major (`rank`
    * entries), or NULL when none was written (row-major). */
   const int64_t* layout;
+  /* Arrays: per dim, its name (one of the signature's dim_names, the same
+   * pointer), or NULL for a fixed size (dims[i] is CCSHIM_DIM_NAMED where
+   * it is a name); NULL when every dim is fixed. */
+  const char* const* dim_names;
+  /* Arrays written `[...]`: any rank and dims (rank is 0, dims NULL). */
+  int any_dims;
+  /* A top-level operand written `name: shape`; NULL otherwise. */
+  const char* name;
 };
 
 /* Whether an array's layout is row-major (also when none was written). */
@@ -63,6 +92,14 @@ typedef struct ccshim_signature {
   size_t num_ret_leaves; /* result leaves, depth first */
   const ccshim_shape* const* ret_leaves;
   int has_tuple_operand; /* some operand is itself a tuple */
+  /* The dimension names, in the order they first appear. */
+  size_t num_dim_names;
+  const char* const* dim_names;
+  /* Per name: the operand leaf (index into arg_leaves) whose value it is,
+   * or -1 when buffers' dims alone set it. */
+  const int32_t* dim_operands;
+  /* No named dims and no `[...]`: every buffer's shape is fixed. */
+  int is_static;
 } ccshim_signature;
 
 /* Parses `text` (NUL-terminated).  pre: out != NULL.  On success *out owns a
