@@ -11,15 +11,10 @@
  * adapter as user data.  Unbounded, but slower (libffi marshals arguments
  * generically) and, with Debian's libffi 3.4, on a writable+executable page.
  */
-#include <errno.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "adapter_internal.h"
 
@@ -153,36 +148,15 @@ static int closures_wx = 1;
  * and exits.  The child only allocates and reads a file; should it not
  * answer within a second (a lock held across fork by another thread, say),
  * it is killed, and the answer is the safe one: W+X needed. */
+static char closure_answer(void* unused) {
+  (void)unused;
+  void* code = NULL;
+  if (ffi_closure_alloc(sizeof(ffi_closure), &code) == NULL) return 'x';
+  return mapping_is_wx(code) == 0 ? 'n' : 'x'; /* unknown counts as W+X */
+}
+
 static void probe_wx(void) {
-  int fds[2];
-  if (pipe(fds) != 0) return;
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return;
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    void* code = NULL;
-    char answer = 'x'; /* unknown counts as writable+executable */
-    if (ffi_closure_alloc(sizeof(ffi_closure), &code) != NULL)
-      answer = mapping_is_wx(code) == 0 ? 'n' : 'x';
-    ssize_t w = write(fds[1], &answer, 1);
-    _exit(w == 1 ? 0 : 1);
-  }
-  close(fds[1]);
-  struct pollfd p = {.fd = fds[0], .events = POLLIN};
-  char answer = 'x';
-  int ready;
-  do ready = poll(&p, 1, 1000);
-  while (ready < 0 && errno == EINTR);
-  if (ready == 1 && read(fds[0], &answer, 1) != 1) answer = 'x';
-  close(fds[0]);
-  if (ready != 1) kill(pid, SIGKILL);
-  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-  }
-  closures_wx = answer != 'n';
+  closures_wx = ccshim__ask_child(closure_answer, NULL, 1000, 'x') != 'n';
 }
 
 size_t ccshim_closure_size(void) { return sizeof(ffi_closure); }

@@ -50,4 +50,11 @@ size_t ccshim__format_shape(char* buf, size_t cap, int dtype, int64_t rank, cons
 ccshim_status ccshim__read_options(void* dst, size_t known, const void* src, size_t min,
                                    const char* type, const char* init);
 
+/* Forks a child that answers question(arg) in one byte through a pipe and
+ * exits (stdout and stderr to /dev/null, no core file); returns its answer,
+ * or `unknown` when it crashed, did not answer within timeout_ms (a lock
+ * held across fork by another thread, say; it is killed) or could not be
+ * started.  The asking process is never changed by the question. */
+char ccshim__ask_child(char (*question)(void* arg), void* arg, int timeout_ms, char unknown);
+
 #endif /* CCSHIM_BASE_INTERNAL_H */

@@ -81,6 +81,16 @@ ccshim_status ccshim__type_deleter(int64_t type_id, void (**deleter)(void*));
 int ccshim__pool_schedule(ccshim__pool* pool, XLA_FFI_Task* fn, void* data);
 
 /* registry.c: the metadata query exactly as XLA sends it. */
+/* The metadata query XLA sends a handler at registration: a call frame with
+ * the metadata extension, everything else empty.  Self-contained: build it
+ * in place with ccshim__metadata_frame. */
+typedef struct ccshim__metadata_call {
+  XLA_FFI_Metadata metadata;
+  XLA_FFI_Metadata_Extension ext;
+  XLA_FFI_CallFrame frame;
+} ccshim__metadata_call;
+void ccshim__metadata_frame(const XLA_FFI_Api* api, ccshim__metadata_call* call);
+
 ccshim_status ccshim__metadata_query(const XLA_FFI_Api* api, XLA_FFI_Handler* handler,
                                      XLA_FFI_Metadata* out, XLA_FFI_Error** error);
 

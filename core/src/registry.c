@@ -34,33 +34,33 @@ void ccshim_canonical_platform(const char* platform, char* buf, size_t cap) {
     ccshim__format(buf, cap, "sycl");
 }
 
-ccshim_status ccshim__metadata_query(const XLA_FFI_Api* api, XLA_FFI_Handler* handler,
-                                     XLA_FFI_Metadata* out, XLA_FFI_Error** error) {
+void ccshim__metadata_frame(const XLA_FFI_Api* api, ccshim__metadata_call* call) {
   /* Field for field what XLA's invoke.cc sends: the metadata reads 0.0 until
    * the handler writes it, ctx is NULL and every list is empty. */
-  XLA_FFI_Metadata metadata;
-  memset(&metadata, 0, sizeof metadata);
-  metadata.struct_size = XLA_FFI_Metadata_STRUCT_SIZE;
-  metadata.api_version.struct_size = XLA_FFI_Api_Version_STRUCT_SIZE;
-  XLA_FFI_Metadata_Extension ext;
-  memset(&ext, 0, sizeof ext);
-  ext.extension_base.struct_size = XLA_FFI_Metadata_Extension_STRUCT_SIZE;
-  ext.extension_base.type = XLA_FFI_Extension_Metadata;
-  ext.metadata = &metadata;
-  XLA_FFI_CallFrame frame;
-  memset(&frame, 0, sizeof frame);
-  frame.struct_size = XLA_FFI_CallFrame_STRUCT_SIZE;
-  frame.extension_start = &ext.extension_base;
-  frame.api = api;
-  frame.stage = XLA_FFI_ExecutionStage_EXECUTE;
-  frame.args.struct_size = XLA_FFI_Args_STRUCT_SIZE;
-  frame.rets.struct_size = XLA_FFI_Rets_STRUCT_SIZE;
-  frame.attrs.struct_size = XLA_FFI_Attrs_STRUCT_SIZE;
-  *error = handler(&frame);
+  memset(call, 0, sizeof *call);
+  call->metadata.struct_size = XLA_FFI_Metadata_STRUCT_SIZE;
+  call->metadata.api_version.struct_size = XLA_FFI_Api_Version_STRUCT_SIZE;
+  call->ext.extension_base.struct_size = XLA_FFI_Metadata_Extension_STRUCT_SIZE;
+  call->ext.extension_base.type = XLA_FFI_Extension_Metadata;
+  call->ext.metadata = &call->metadata;
+  call->frame.struct_size = XLA_FFI_CallFrame_STRUCT_SIZE;
+  call->frame.extension_start = &call->ext.extension_base;
+  call->frame.api = api;
+  call->frame.stage = XLA_FFI_ExecutionStage_EXECUTE;
+  call->frame.args.struct_size = XLA_FFI_Args_STRUCT_SIZE;
+  call->frame.rets.struct_size = XLA_FFI_Rets_STRUCT_SIZE;
+  call->frame.attrs.struct_size = XLA_FFI_Attrs_STRUCT_SIZE;
+}
+
+ccshim_status ccshim__metadata_query(const XLA_FFI_Api* api, XLA_FFI_Handler* handler,
+                                     XLA_FFI_Metadata* out, XLA_FFI_Error** error) {
+  ccshim__metadata_call call;
+  ccshim__metadata_frame(api, &call);
+  *error = handler(&call.frame);
   if (*error != NULL)
     return ccshim__fail(CCSHIM_EHANDLER, "the metadata query failed: %s: %s",
                         ccshim_error_code_name((*error)->code), (*error)->message);
-  *out = metadata;
+  *out = call.metadata;
   return CCSHIM_OK;
 }
 
@@ -238,4 +238,59 @@ int ccshim_is_registered_handler(XLA_FFI_Handler* handler) {
   }
   pthread_mutex_unlock(&registry_mu);
   return handler != NULL && found;
+}
+
+/* --- Telling a typed handler from a legacy kernel ---------------------------- */
+
+static int probe_reported; /* in the probing child only */
+
+/* Every function of the probe's API table: records the call back and
+ * returns NULL (no error), whatever the function was meant to be; every
+ * XLA_FFI_Api function takes one args pointer and returns an error. */
+static XLA_FFI_Error* probe_recorder(void* args) {
+  (void)args;
+  probe_reported = 1;
+  return NULL;
+}
+
+/* In the child: 't' when the handler answered the metadata query or called
+ * back into the API table, 'l' when it returned having done neither.  Every
+ * pointer slot of the table past api_version's struct_size holds the
+ * recorder (its version numbers aside), so a call back is seen whichever
+ * layout the handler was built against: FFI releases from before
+ * api_version existed (jaxlib 0.4.30's, say) read Error_Create at offset
+ * 24, where 0.4 keeps api_version.extension_start. */
+static char probe_answer(void* arg) {
+  XLA_FFI_Handler* fn = *(XLA_FFI_Handler**)arg;
+  static union {
+    XLA_FFI_Api api;
+    void* slots[128];
+  } table;
+  _Static_assert(sizeof(XLA_FFI_Api) <= sizeof table.slots, "the probe table holds the API");
+  memcpy(&table.api, ccshim_ffi_api(), sizeof table.api);
+  XLA_FFI_Error* (*recorder)(void*) = probe_recorder;
+  size_t versions =
+      offsetof(XLA_FFI_Api, api_version) + offsetof(XLA_FFI_Api_Version, major_version);
+  for (size_t at = 3 * sizeof(void*); at < sizeof table.slots; at += sizeof(void*))
+    if (at != versions) memcpy((char*)table.slots + at, &recorder, sizeof recorder);
+  ccshim__metadata_call call;
+  ccshim__metadata_frame(&table.api, &call);
+  /* Called with the frame first and NULL for every other argument a legacy
+   * form has (in, buffers, opaque, status): a handler ignores them, and a
+   * legacy kernel faults at once on a NULL `in` instead of reading sizes
+   * from whatever a register held. */
+  typedef void* wide_fn(void*, void*, void*, void*, void*);
+  wide_fn* as_wide;
+  memcpy(&as_wide, &fn, sizeof fn);
+  as_wide(&call.frame, NULL, NULL, NULL, NULL);
+  const XLA_FFI_Api_Version* v = &call.metadata.api_version;
+  return probe_reported || v->major_version != 0 || v->minor_version != 0 ? 't' : 'l';
+}
+
+ccshim_status ccshim_probe_typed_handler(XLA_FFI_Handler* fn, int* typed) {
+  if (fn == NULL || typed == NULL)
+    return ccshim__fail(CCSHIM_EINVAL, "ccshim_probe_typed_handler: %s is NULL",
+                        fn == NULL ? "fn" : "typed");
+  *typed = ccshim__ask_child(probe_answer, &fn, 2000, 'l') == 't';
+  return CCSHIM_OK;
 }

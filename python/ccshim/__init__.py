@@ -342,6 +342,16 @@ def parse_platform(platform: str) -> tuple[str, int]:
     return lib.ccshim_platform_name(value.value).decode(), value.value
 
 
+def answers_as_typed_handler(kernel: int) -> bool:
+    """Whether the function at ``kernel`` answers as a typed-FFI handler
+    (ccshim_probe_typed_handler: called in a forked child with XLA's metadata
+    query; a legacy kernel neither answers it nor reports through the API
+    table).  False also for a typed handler that ignores its frame."""
+    typed = ctypes.c_int()
+    _check(lib.ccshim_probe_typed_handler(kernel, ctypes.byref(typed)), "probe")
+    return bool(typed.value)
+
+
 def legacy_form_name(api_version: int, platform: str) -> str:
     """The form's name as ccshim's tools print it ("CPU v2", "GPU v1", ...)."""
     _, platform_id = parse_platform(platform)

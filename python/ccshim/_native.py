@@ -185,6 +185,7 @@ _declare("ccshim_legacy_count", c_size_t)
 _declare("ccshim_legacy_target", c_int, c_size_t, ctypes.POINTER(c_char_p),
          ctypes.POINTER(c_char_p), ctypes.POINTER(c_void_p))
 _declare("ccshim_query_metadata", c_int, c_void_p, ctypes.POINTER(Metadata))
+_declare("ccshim_probe_typed_handler", c_int, c_void_p, ctypes.POINTER(c_int))
 _declare("ccshim_ffi_api", c_void_p)
 _declare("ccshim_context_new", c_int, ctypes.POINTER(ContextOptions), ctypes.POINTER(c_void_p))
 _declare("ccshim_context_free", None, c_void_p)

@@ -29,8 +29,8 @@ import jax
 import numpy as np
 from jax import custom_batching
 
-from . import (Adapter, Signature, _args, check_wrap_args, parse_platform, resolve_kernel,
-               wrap)
+from . import (Adapter, Signature, _args, answers_as_typed_handler, check_wrap_args,
+               parse_platform, resolve_kernel, wrap)
 
 __all__ = ["register_legacy", "legacy_call", "registered", "register_xla_legacy",
            "xla_legacy_call", "Registered"]
@@ -64,7 +64,7 @@ def register_legacy(name: Any, fn: Any = None, *, platform: str | None = None,
                     opaque_attr: str = "opaque", tuple_operands: str = "flat",
                     traits: int = 0, ffi_version: tuple[int, int] = (0, 1),
                     signatures: Mapping[str, str] | None = None,
-                    prefix: str = "") -> Any:
+                    prefix: str = "", probe: bool = True) -> Any:
     """Wraps a legacy kernel and registers it with JAX as a typed-FFI target.
 
     ``register_legacy(registrations)`` takes a legacy extension's whole
@@ -74,9 +74,15 @@ def register_legacy(name: Any, fn: Any = None, *, platform: str | None = None,
     form) and ``signatures`` (a mapping of name to signature); it returns a
     Registered, whose ``typed`` lists the typed-FFI entries it left alone.
     How an entry is told typed: its api_version in the new shape; in the old
-    shape a dict of stages or a name ending in "_ffi".  A bare capsule
-    carries no such mark, so a typed handler passed alone as a legacy kernel
-    cannot be told apart (the ABI is in the code, not in the pointer).
+    shape a dict of stages or a name ending in "_ffi".
+
+    A kernel that answers as a typed-FFI handler is refused (in a mapping:
+    listed in ``typed``), since wrapping one as legacy would crash it: with
+    ``probe`` (the default) every kernel is called once in a forked child
+    with XLA's metadata query (ccshim_probe_typed_handler), which handlers
+    built with XLA's FFI binding answer or refuse through the API table and
+    legacy kernels do neither.  What this cannot tell: a typed handler that
+    ignores its frame entirely looks legacy.
 
     ``fn`` is what legacy code already has: a PyCapsule (from a legacy
     extension's ``registrations()``), a ctypes function pointer, an integer
@@ -93,9 +99,9 @@ def register_legacy(name: Any, fn: Any = None, *, platform: str | None = None,
             raise TypeError("register_legacy(registrations) takes no kernel or signature of "
                             "its own: pass signatures={name: signature}")
         return _register_all(name, platform=platform, api_version=api_version,
-                             signatures=signatures, prefix=prefix, opaque_attr=opaque_attr,
-                             tuple_operands=tuple_operands, traits=traits,
-                             ffi_version=ffi_version)
+                             signatures=signatures, prefix=prefix, probe=probe,
+                             opaque_attr=opaque_attr, tuple_operands=tuple_operands,
+                             traits=traits, ffi_version=ffi_version)
     if signatures is not None or prefix:
         raise TypeError("signatures= and prefix= are for register_legacy(registrations)")
     if fn is None:
@@ -111,6 +117,12 @@ def register_legacy(name: Any, fn: Any = None, *, platform: str | None = None,
     _refuse_what_jax_never_does(name, Signature(signature) if signature is not None else None,
                                 tuple_operands)
     kernel = resolve_kernel(fn, canonical)
+    if probe and answers_as_typed_handler(kernel):
+        raise ValueError(
+            f"{name}: the kernel at {kernel:#x} is a typed-FFI handler, not a legacy kernel: "
+            "called in a child process with XLA's metadata query, it answered as one (or "
+            "reported an error through the FFI API table), which no legacy kernel does; "
+            "register it with jax.ffi.register_ffi_target(name, capsule, api_version=1)")
     key = (name, canonical)
     with _lock:
         if key in _xla_legacy:
@@ -211,7 +223,8 @@ def _args_name(name: Any) -> str:
 
 
 def _register_all(registrations: Mapping, *, platform: str | None, api_version: Any,
-                  signatures: Mapping[str, str] | None, prefix: str, **options) -> Registered:
+                  signatures: Mapping[str, str] | None, prefix: str, probe: bool,
+                  **options) -> Registered:
     _args.text("prefix", prefix)
     signatures = dict(signatures or {})
     out = Registered()
@@ -232,6 +245,9 @@ def _register_all(registrations: Mapping, *, platform: str | None, api_version: 
                              "legacy kernel; register it with jax.ffi.register_ffi_target")
     plan = []
     for entry_platform, name, kernel, typed in entries:
+        if not typed and probe:
+            # Unmarked but typed: a third party's mapping without jaxlib's marks.
+            typed = answers_as_typed_handler(resolve_kernel(kernel, "host"))
         if typed:
             out.typed.append(name)
             continue
@@ -246,7 +262,7 @@ def _register_all(registrations: Mapping, *, platform: str | None, api_version: 
         plan.append((name, kernel, entry_platform or platform or "cpu", version))
     for name, kernel, where, version in plan:
         out[name] = register_legacy(prefix + name, kernel, platform=where, api_version=version,
-                                    signature=signatures.get(name), **options)
+                                    signature=signatures.get(name), probe=False, **options)
     return out
 
 

@@ -314,3 +314,27 @@ def test_one_registration_serves_every_shape_and_catches_a_lying_size(lapack):
     with pytest.raises(ValueError, match=r"result 1: dim 0 is 2, but b is 3 \(dim 0 of operand "
                                          r"3\)"):
         cj.legacy_call("poly_sgetrf", bad)(S32(3), S32(4), S32(4), a)
+
+
+# --- A typed-FFI handler passed as a legacy kernel --------------------------------
+
+
+def test_a_typed_capsule_passed_alone_as_legacy_is_refused(lapack):
+    # The case: old jaxlib mixes lapack_spotrf_ffi (typed) in with its
+    # legacy kernels, same capsule name; wrapped as v2 it would crash.
+    regs = lapack[1]
+    with pytest.raises(ValueError, match="is a typed-FFI handler, not a legacy kernel: called "
+                                         "in a child process with XLA's metadata query"):
+        cj.register_legacy("typed_as_legacy", regs["lapack_spotrf_ffi"], api_version=2)
+    assert cj.registered("typed_as_legacy") is None
+    # The running jaxlib's own typed kernels, too.
+    from jaxlib.cpu import _lapack as new_lapack
+    with pytest.raises(ValueError, match="is a typed-FFI handler"):
+        cj.register_legacy("typed_as_legacy", new_lapack.registrations()["lapack_sgetrf_ffi"],
+                           api_version=2)
+    # A mapping without jaxlib's marks: the probe still sorts the entries.
+    unmarked = {name.replace("_ffi", "_new"): value for name, value in regs.items()
+                if name.startswith("lapack_s")}
+    got = cj.register_legacy(unmarked, api_version=2, prefix="unmarked_")
+    assert got.typed == ["lapack_spotrf_new"]
+    assert "lapack_sgetrf" in got and "lapack_spotrf" in got

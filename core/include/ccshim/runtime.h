@@ -222,6 +222,18 @@ CCSHIM_API ccshim_status ccshim_call_frame(XLA_FFI_Handler* handler, XLA_FFI_Cal
  * what it answered; a handler error comes back as CCSHIM_EHANDLER. */
 CCSHIM_API ccshim_status ccshim_query_metadata(XLA_FFI_Handler* handler, XLA_FFI_Metadata* out);
 
+/* Whether `fn`, a function of unknown ABI (a bare PyCapsule's, say),
+ * answers as a typed-FFI handler.  It is called in a forked child, which
+ * cannot change this process, with the metadata query XLA sends every
+ * handler at registration, through a copy of ccshim_ffi_api() whose
+ * Error_Create is watched.  *typed is 1 when it answered the query (a
+ * handler made with XLA's C++ binding from FFI 0.1 on) or reported an error
+ * through the API table (what handlers that do not know the query do with
+ * an empty frame); 0 when it returned having done neither, crashed, or did
+ * not return within 2 s: a legacy kernel, or a typed handler that ignores
+ * its frame, which cannot be told apart. */
+CCSHIM_API ccshim_status ccshim_probe_typed_handler(XLA_FFI_Handler* fn, int* typed);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
