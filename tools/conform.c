@@ -82,7 +82,8 @@ typedef struct target {
   int runs;
   double rtol; /* 0: byte for byte */
   int timeout;
-  char* against_lib; /* --against: the native handler's library, or NULL */
+  ccshim_tuple_layout tuple_operands; /* --tuple-operands: how in[] holds tuples */
+  char* against_lib;                  /* --against: the native handler's library, or NULL */
   char* against_symbol;
   attr attrs[MAX_ATTRS];
   int num_attrs;
@@ -451,6 +452,7 @@ static void run_legacy(const target* t, layout* l, side* out) {
   c.api_version = t->api;
   c.platform = t->platform;
   c.signature = l->sig;
+  c.tuple_operands = t->tuple_operands;
   c.args = args;
   c.num_args = na;
   c.rets = rets;
@@ -518,7 +520,9 @@ static void run_typed(const target* t, layout* l, side* out) {
   ccshim_context_options co = CCSHIM_CONTEXT_OPTIONS_INIT;
   co.platform = ccshim_platform_name(t->platform);
   XLA_FFI_Handler* handler = native;
-  if (native == NULL && ccshim_wrap(fn, t->api, t->platform, t->signature, NULL, &a) == CCSHIM_OK)
+  ccshim_wrap_options wo = CCSHIM_WRAP_OPTIONS_INIT;
+  wo.tuple_operands = t->tuple_operands;
+  if (native == NULL && ccshim_wrap(fn, t->api, t->platform, t->signature, &wo, &a) == CCSHIM_OK)
     handler = ccshim_adapter_handler(a);
   if (handler == NULL || ccshim_context_new(&co, &ctx) || ccshim_frame_builder_new(&fb)) {
     out->state = BROKEN;
@@ -772,6 +776,8 @@ static int check_target(target* t, report* r) {
   }
   if (t->against_lib)
     snprintf(r->form + strlen(r->form), sizeof r->form - strlen(r->form), " vs typed");
+  if (t->tuple_operands == CCSHIM_TUPLES_NESTED)
+    snprintf(r->form + strlen(r->form), sizeof r->form - strlen(r->form), ", nested");
   /* The libraries are loaded only in children: first once, to say now that
    * one is missing or that its initialiser misbehaves. */
   side* loaded =
@@ -987,6 +993,7 @@ enum option_id {
   OPT_AGAINST,
   OPT_ATTR,
   OPT_TIMEOUT,
+  OPT_TUPLE_OPERANDS,
 };
 
 /* conform's options: the parser and --help read this one table. */
@@ -1012,6 +1019,9 @@ static const option_spec option_specs[] = {
     {"--against", "LIB2:HANDLER", OPT_AGAINST, "a native typed-FFI port instead of the adapter"},
     {"--attr", "NAME=TYPE:VALUE", OPT_ATTR, "an attribute for the port (TYPE[] for arrays, str)"},
     {"--timeout", "SECONDS", OPT_TIMEOUT, "each side's deadline, then SIGKILL (default 60)"},
+    {"--tuple-operands", "flat|nested", OPT_TUPLE_OPERANDS,
+     "tuple operands in in[]: their leaves (XLA's CPU runtime since jaxlib 0.4.32, the "
+     "default) or a pointer table each (the classic CPU convention)"},
 };
 
 static const option_spec* find_option(const char* name) {
@@ -1176,6 +1186,14 @@ static int parse_target(int argc, char** argv, const char* base_dir, target* t, 
         }
         case OPT_TIMEOUT: {
           if (integer(a, v, 1, 86400, &t->timeout, err, cap)) return -1;
+          break;
+        }
+        case OPT_TUPLE_OPERANDS: {
+          if (strcmp(v, "flat") != 0 && strcmp(v, "nested") != 0) {
+            snprintf(err, cap, "%s %s: expected flat or nested", a, v);
+            return -1;
+          }
+          t->tuple_operands = v[0] == 'n' ? CCSHIM_TUPLES_NESTED : CCSHIM_TUPLES_FLAT;
           break;
         }
       }

@@ -111,3 +111,11 @@ EXPORT void overrun_v1(void* out, const void** in) {
   float* y = (float*)out;
   for (int i = 0; i < 16; i++) y[i] = i < 15 ? x[i] : 0.0f;
 }
+
+/* ((f32[4], f32[4]), f32[4]) -> f32[4] in XLA's classic nested convention:
+ * in[0] is the tuple operand's table of its two buffers. */
+EXPORT void nested_sum_v1(void* out, const void** in) {
+  const float* const* pair = in[0];
+  const float* c = in[1];
+  for (int i = 0; i < 4; i++) ((float*)out)[i] = pair[0][i] + pair[1][i] + c[i];
+}

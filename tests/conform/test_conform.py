@@ -130,6 +130,20 @@ check(rc == 1 and t["status"] == "overran" and "byte 60 of result 0" in t["detai
 rc, t = one_json(EXAMPLES, "add_v1", "--api", "1", "--signature", "(f32[12], f32[20]) -> f32[20]")
 check(rc == 1 and t["status"] in ("crashed", "overran"), f"too small a signature: {rc} {t}")
 
+# A kernel written to XLA's classic nested tuple-operand convention: equal
+# with --tuple-operands nested on both sides; with the default (flat leaves,
+# XLA's CPU runtime since 0.4.32) it reads floats as pointers and crashes.
+NESTED = ("--api", "1", "--signature", "((f32[4], f32[4]), f32[4]) -> f32[4]")
+rc, t = one_json(KERNELS, "nested_sum_v1", *NESTED, "--tuple-operands", "nested")
+check(rc == 0 and t["status"] == "equal" and t["form"] == "CPU v1, nested",
+      f"nested_sum_v1 nested: {rc} {t}")
+rc, t = one_json(KERNELS, "nested_sum_v1", *NESTED, "--timeout", "5")
+check(rc == 1 and t["status"] == "crashed" and t["form"] == "CPU v1",
+      f"nested_sum_v1 flat: {rc} {t}")
+rc, out, err = conform(KERNELS, "nested_sum_v1", *NESTED, "--tuple-operands", "deep")
+check(rc == 2 and "--tuple-operands deep: expected flat or nested" in err,
+      f"--tuple-operands deep: {rc} {err!r}")
+
 # A manifest mixing outcomes: one report, exit 1, every line present.
 with tempfile.TemporaryDirectory() as tmp:
     os.symlink(KERNELS, os.path.join(tmp, "libk.so"))
