@@ -35,8 +35,9 @@ for v in "${versions[@]}"; do
   # named by its test.
   why=$(grep -E '^(FAILED|ERROR|SKIPPED)' "$log" |
         sed -E 's/^SKIPPED \[([0-9]+)\] [^:]*:[0-9]+: (.*)/\1 skipped: \2/;
-                s/^(FAILED|ERROR) ([^ ]*) - (.*)/1 \L\1\E: \3/;
-                s/^(FAILED|ERROR) ([^ ]*)$/1 \L\1\E: \2/' |
+                s/^(FAILED|ERROR) ([^ []*(\[[^]]*\])?) - (.*)/1 \L\1\E: \4/;
+                s/^(FAILED|ERROR) ([^ ]*)$/1 \L\1\E: \2/;
+                s/^(FAILED|ERROR) .* - (.*)/1 \L\1\E: \2/' |
         cut -c1-200 | awk '{n=$1; $1=""; c[substr($0,2)]+=n} END {for (k in c) print c[k] " " k}' |
         sort -rn | paste -sd '|' - | sed 's/|/ <br> /g')
   rows+=("| $v | $summary | ${why:-} |")
