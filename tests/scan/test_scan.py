@@ -39,6 +39,9 @@ expected = {
     "describe": ("cpu", 3, "definition's parameters (CPU v3)", "csrc/cpu_kernels.cc:36"),
     "mismatched": ("cpu", 3, "call site python/ops.py:44", "csrc/cpu_kernels.cc:48"),
     "lapack_sgetrf": ("cpu", 2, "definition's parameters (CPU v2)", "csrc/lapack_ext.cc:20"),
+    # Defined out of class as Potrf<T>::Kernel, registered as Potrf<float>::Kernel.
+    "lapack_spotrf": ("cpu", 2, "definition's parameters (CPU v2)", "csrc/solver_ext.cc:28"),
+    "lapack_dpotrf": ("cpu", 2, "definition's parameters (CPU v2)", "csrc/solver_ext.cc:29"),
     "blas_strsm": ("cpu", 1, "definition's parameters (CPU v1)", "cython/blas.pyx:15"),
     "gpu_axpy_v1": ("cuda", 1, "definition's parameters (GPU v1)", "gpu/kernels.cu:20"),
     "gpu_norm": ("cuda", 3, "call site python/ops.py:48", "gpu/kernels.cu:30"),
@@ -59,12 +62,17 @@ for name, (platform, version, how, where) in expected.items():
     check(t["wrap"].startswith(f'ccshim.jax.register_legacy("{name}", '), f"{name}: {t['wrap']}")
 
 computed = [t for t in report["targets"] if "(" not in t["name"] and t["name"] not in targets
-            or t["name"] in ("_name", "fn_name")]
-check({t["name"] for t in computed} == {"_name", "fn_name"},
+            or t["name"] in ("_name", "fn_name", "target")]
+check({t["name"] for t in computed} == {"_name", "fn_name", "target"},
       f"computed names: {[t['name'] for t in computed]}")
-check(targets["_name"]["wrap"].startswith("ccshim.jax.register_legacy(_name, _value, "),
+check(targets["_name"]["wrap"].startswith("ccshim.jax.register_legacy(_ext.registrations(), "),
       targets["_name"]["wrap"])
-check(len(report["targets"]) == len(expected) + 2, f"{len(report['targets'])} targets")
+# A loop over an extension's registrations(): the whole mapping in one line.
+check(targets["target"]["wrap"] == 'ccshim.jax.register_legacy(_solver.registrations(), '
+      'platform="cpu", api_version=<1, 2 or 3>)', targets["target"]["wrap"])
+check("registers every entry of _solver.registrations()" in targets["target"]["note"],
+      targets["target"]["note"])
+check(len(report["targets"]) == len(expected) + 3, f"{len(report['targets'])} targets")
 
 # --- What it must not find: comments, strings, docstrings, macro bodies, notes,
 # and typed handlers (counted apart) ---------------------------------------------
@@ -72,7 +80,8 @@ for name in ("commented", "commented_out", "in_a_string", "doc_only", "md_only",
              "add_one_typed", "typed_one", "AddOne", "axpy_kernel"):
     check(name not in targets, f"{name} must not be a legacy target")
 typed = sorted(t["name"] for t in report["typed"])
-check(typed == ["AddOne", "add_one_typed", "add_one_typed", "typed_one"], f"typed: {typed}")
+check(typed == ["AddOne", "add_one_typed", "add_one_typed", "lapack_spotrf_ffi", "typed_one"],
+      f"typed: {typed}")
 
 # --- Details per target ---------------------------------------------------------
 t = targets["cpu_add_v1"]
@@ -90,6 +99,12 @@ check("wrong arguments" in targets["mismatched"]["note"], targets["mismatched"][
 t = targets["lapack_sgetrf"]
 check('registrations()["lapack_sgetrf"]' in t["wrap"], t["wrap"])
 check("(ccshim_legacy_fn)Getrf<float>::Kernel, 2," in t["wrap_c"], t["wrap_c"])
+t = targets["lapack_spotrf"]
+check(t["definition"]["line"] == 17 and t["form"] == "CPU v2", f"lapack_spotrf definition: {t}")
+check(t["wrap"] == 'ccshim.jax.register_legacy("lapack_spotrf", '
+      '_solver.registrations()["lapack_spotrf"], platform="cpu", api_version=2)', t["wrap"])
+check("(ccshim_legacy_fn)Potrf<double>::Kernel, 2," in targets["lapack_dpotrf"]["wrap_c"],
+      targets["lapack_dpotrf"]["wrap_c"])
 check("<uintptr_t><void*>(blas_strsm)" in targets["blas_strsm"]["wrap"],
       targets["blas_strsm"]["wrap"])
 check("CCSHIM_PLATFORM_ROCM" in targets["rocm_fill"]["wrap_c"], targets["rocm_fill"]["wrap_c"])
@@ -101,14 +116,14 @@ check(targets["legacy_zero"]["registrations"][0]["via"] == "register_ffi_target"
 check("_ext.old_cpu()" in targets["old_cpu"]["wrap"], targets["old_cpu"]["wrap"])
 
 s = report["summary"]
-check(s == {"files": 8, "lines": s["lines"], "legacy_targets": 14, "typed": 4,
+check(s == {"files": 10, "lines": s["lines"], "legacy_targets": 17, "typed": 5,
             "unscanned_files": 0}, f"summary: {s}")
 
 # --- The table: one block per target, then the summary; the same every run ------
 rc, text, err = scan(FIXTURE)
 check(rc == 0, f"scan: rc={rc}")
-check("14 legacy targets in 8 files" in text and "5 legacy call sites" in text
-      and "4 typed-FFI handlers or calls already" in text, text.splitlines()[-1])
+check("17 legacy targets in 10 files" in text and "5 legacy call sites" in text
+      and "5 typed-FFI handlers or calls already" in text, text.splitlines()[-1])
 for name in expected:
     check(any(line.startswith(name + "  ") for line in text.splitlines()), f"{name} in table")
 check(scan(FIXTURE)[1] == text, "the same report twice")
@@ -127,7 +142,7 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = err.strip().splitlines()
     check(rc == 1 and len(lines) == 1 and "csrc/blob.cc" in lines[0] and "binary" in lines[0],
           f"binary file: rc={rc} stderr={err!r}")
-    check("14 legacy targets in 8 files" in out, "the rest is still reported")
+    check("17 legacy targets in 10 files" in out, "the rest is still reported")
     rc, out, err = scan(tree, "--json")
     check(rc == 1 and json.loads(out)["summary"]["unscanned_files"] == 1, "binary file, JSON")
 

@@ -89,14 +89,65 @@ static form form_of(const param* p, int n) {
 
 /* `void NAME(params) {` (C family) or `cdef void NAME(params) [nogil]:`
  * (Cython) at the `void` found at offset i. */
+/* The extension module a file defines (PYBIND11_MODULE(name, m) or
+ * NB_MODULE(name, m)), whose registrations() holds its capsules; "" when
+ * the file names none. */
+static void extension_module(const source* src, char* out, size_t cap) {
+  static const char* const macros[] = {"PYBIND11_MODULE(", "NB_MODULE(", NULL};
+  out[0] = '\0';
+  for (int m = 0; macros[m] && !out[0]; m++) {
+    const char* at = strstr(src->skel, macros[m]);
+    if (at == NULL) continue;
+    size_t b = scan_skip_space(src->skel, (size_t)(at - src->skel) + strlen(macros[m]), src->len);
+    size_t e = b;
+    while (e < src->len && scan_ident_char((unsigned char)src->skel[e])) e++;
+    size_t len = e - b < cap ? e - b : cap - 1;
+    memcpy(out, src->skel + b, len);
+    out[len] = '\0';
+  }
+}
+
+/* A registration of a computed name inside a loop over an extension's
+ * registrations() (`for name, value in ext.registrations().items():`, up to
+ * three lines above): the extension's name, else "". */
+static void registrations_loop(const source* src, size_t at, char* out, size_t cap) {
+  out[0] = '\0';
+  size_t b = at;
+  for (int lines = 0; b > 0 && lines < 4; b--)
+    if (src->skel[b - 1] == '\n') lines++;
+  const char* key = ".registrations()";
+  const char* hit = NULL;
+  for (const char* p = src->skel + b; (p = strstr(p, key)) != NULL && p < src->skel + at; p++)
+    hit = p;
+  if (hit == NULL) return;
+  const char* e = hit;
+  const char* w = e;
+  while (w > src->skel + b && scan_ident_char((unsigned char)w[-1])) w--;
+  size_t len = (size_t)(e - w) < cap ? (size_t)(e - w) : cap - 1;
+  memcpy(out, w, len);
+  out[len] = '\0';
+}
+
 static void definition(scan* s, const source* src, size_t i) {
   const char* k = src->skel;
   size_t n = src->len;
   size_t j = scan_skip_space(k, i + 4, n);
   size_t name_b = j;
-  while (j < n && (scan_ident_char((unsigned char)k[j]) || (k[j] == ':' && k[j + 1] == ':') ||
-                   (j > name_b && k[j] == ':' && k[j - 1] == ':')))
-    j++;
+  for (;;) {
+    while (j < n && (scan_ident_char((unsigned char)k[j]) || (k[j] == ':' && k[j + 1] == ':') ||
+                     (j > name_b && k[j] == ':' && k[j - 1] == ':')))
+      j++;
+    /* Out-of-class members of templates: Getrf<T>::Kernel. */
+    if (j >= n || k[j] != '<' || j == name_b) break;
+    size_t m = j;
+    for (int depth = 0; m < n; m++) {
+      depth += k[m] == '<';
+      if (k[m] == '>' && --depth == 0) break;
+      if (k[m] == ';' || k[m] == '{' || k[m] == '(') m = n - 1; /* not template args */
+    }
+    if (m + 2 >= n || k[m + 1] != ':' || k[m + 2] != ':') break;
+    j = m + 1;
+  }
   size_t name_e = j;
   if (name_e == name_b || isdigit((unsigned char)k[name_b])) return;
   j = scan_skip_space(k, j, n);
@@ -139,6 +190,7 @@ static void definition(scan* s, const source* src, size_t i) {
   scan_text_of(src, name_b, name_e, qualified, sizeof qualified);
   const char* last = strrchr(qualified, ':');
   snprintf(d->function, sizeof d->function, "%s", last ? last + 1 : qualified);
+  scan_scope_of(qualified, d->scope, sizeof d->scope);
   snprintf(d->name, sizeof d->name, "%s", d->function);
   d->form = f;
   d->platform = PLAT_CPU;
@@ -222,6 +274,7 @@ static void match_c(scan* s, const source* src, const char* word, size_t at, siz
     if (a.n > fn) {
       scan_function_of(src, a.begin[fn], a.end[fn], f->function, sizeof f->function);
       scan_text_of(src, a.begin[fn], a.end[fn], f->expr, sizeof f->expr);
+      scan_scope_of(f->expr, f->scope, sizeof f->scope);
     }
     if (!with_sym) snprintf(f->name, sizeof f->name, "%s", f->function);
     f->platform = cpu ? PLAT_CPU : platform_arg(src, &a, with_sym ? 2 : 1, NULL, PLAT_UNKNOWN);
@@ -242,6 +295,7 @@ static void match_c(scan* s, const source* src, const char* word, size_t at, siz
     if (a.n > 1) {
       scan_function_of(src, a.begin[1], a.end[1], f->function, sizeof f->function);
       scan_text_of(src, a.begin[1], a.end[1], f->expr, sizeof f->expr);
+      scan_scope_of(f->expr, f->scope, sizeof f->scope);
     }
     f->platform = platform_arg(src, &a, 2, NULL, PLAT_UNKNOWN);
     return;
@@ -257,10 +311,16 @@ static void match_c(scan* s, const source* src, const char* word, size_t at, siz
     while (hi < at && src->code[hi] != ']') hi++;
     finding* f = scan_add(s, REGISTRATION, src, line, "EncapsulateFunction");
     scan_literal(src, scan_skip_space(src->code, lo, hi), hi, f->name, sizeof f->name);
+    /* jaxlib's convention, which its Python side applies when registering
+     * the dict: a name ending in _ffi is a typed-FFI handler. */
+    size_t len = strlen(f->name);
+    if (len > 4 && !strcmp(f->name + len - 4, "_ffi")) f->kind = TYPED;
     if (a.n > 0) {
       scan_function_of(src, a.begin[0], a.end[0], f->function, sizeof f->function);
       scan_text_of(src, a.begin[0], a.end[0], f->expr, sizeof f->expr);
+      scan_scope_of(f->expr, f->scope, sizeof f->scope);
     }
+    extension_module(src, f->module, sizeof f->module);
     return;
   }
   if (!strcmp(word, "CustomCall") || !strcmp(word, "CustomCallWithLayout")) {
@@ -321,6 +381,7 @@ static void match_py(scan* s, const source* src, const char* word, size_t at, si
     if (api < 0) return; /* a wrapper passing its caller's choice on */
     finding* f = scan_add(s, api == 0 ? REGISTRATION : TYPED, src, line, word);
     name_arg(src, &a, 0, "name", f);
+    if (f->name[0] == '\0') registrations_loop(src, at, f->module, sizeof f->module);
     int i = scan_positional(src, &a, 1);
     if (i >= 0) {
       scan_text_of(src, a.begin[i], a.end[i], f->expr, sizeof f->expr);

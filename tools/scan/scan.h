@@ -38,6 +38,8 @@ typedef struct finding {
   char name[NAME_CAP];      /* target name; "" when computed at run time */
   char name_expr[TEXT_CAP]; /* the expression that computes it, then */
   char function[NAME_CAP];  /* registered or defined function; "" if unknown */
+  char scope[NAME_CAP];     /* its class or namespace, template arguments dropped */
+  char module[NAME_CAP];    /* EncapsulateFunction: the extension module, if named */
   char expr[TEXT_CAP];      /* registered kernel expression (Python) */
   char opaque[TEXT_CAP];    /* call site: the backend_config expression */
   char shapes[TEXT_CAP];    /* ffi_call: the result shapes expression */
@@ -128,6 +130,7 @@ int scan_positional(const source* src, const args* a, int n);
 int scan_keyword(const source* src, const args* a, const char* key, size_t* b, size_t* e);
 int scan_literal(const source* src, size_t b, size_t e, char* out, size_t cap);
 void scan_function_of(const source* src, size_t b, size_t e, char* out, size_t cap);
+void scan_scope_of(const char* qualified, char* out, size_t cap);
 int scan_version_of(const source* src, size_t b, size_t e);
 void scan_blank(source* src);
 int scan_match_brackets(source* src);

@@ -371,3 +371,29 @@ void scan_function_of(const source* src, size_t b, size_t e, char* out, size_t c
     i = after > j ? after : j;
   }
 }
+
+/* The scope of a qualified name as written ("Getrf<T>::Kernel" ->
+ * "Getrf", "a::b::f" -> "b", "f" -> ""): the component before the last,
+ * template arguments dropped, so that a definition and a registration
+ * that instantiates it name the same scope. */
+void scan_scope_of(const char* qualified, char* out, size_t cap) {
+  out[0] = '\0';
+  const char* last = NULL;
+  for (const char* p = qualified; (p = strstr(p, "::")) != NULL; p += 2) last = p;
+  if (last == NULL) return;
+  const char* end = last;
+  while (end > qualified && (end[-1] == ' ' || end[-1] == '\t')) end--;
+  if (end > qualified && end[-1] == '>') { /* drop <...> */
+    int depth = 0;
+    while (end > qualified) {
+      end--;
+      if (*end == '>') depth++;
+      if (*end == '<' && --depth == 0) break;
+    }
+  }
+  const char* begin = end;
+  while (begin > qualified && scan_ident_char((unsigned char)begin[-1])) begin--;
+  size_t len = (size_t)(end - begin) < cap ? (size_t)(end - begin) : cap - 1;
+  memcpy(out, begin, len);
+  out[len] = '\0';
+}

@@ -30,11 +30,27 @@ static target* target_named(inventory* inv, const char* name, int computed) {
   return t;
 }
 
-static const finding* definition_of(const scan* s, const char* function) {
-  if (function[0] == '\0') return NULL;
-  for (size_t i = 0; i < s->n; i++)
-    if (s->f[i].kind == DEFINITION && !strcmp(s->f[i].function, function)) return &s->f[i];
+/* The extension whose registrations() a computed registration loops over,
+ * or NULL. */
+static const char* registrations_loop_of(const target* t) {
+  for (int i = 0; i < t->num_reg; i++)
+    if (t->reg[i]->lang == LANG_PY && t->reg[i]->module[0]) return t->reg[i]->module;
   return NULL;
+}
+
+/* The definition of a registered function: the one in the same scope
+ * (Getrf<float>::Kernel is defined as Getrf<T>::Kernel), else one where
+ * either side names no scope (a namespace written around the definition). */
+static const finding* definition_of(const scan* s, const char* function, const char* scope) {
+  if (function[0] == '\0') return NULL;
+  const finding* loose = NULL;
+  for (size_t i = 0; i < s->n; i++) {
+    const finding* d = &s->f[i];
+    if (d->kind != DEFINITION || strcmp(d->function, function)) continue;
+    if (!strcmp(d->scope, scope)) return d;
+    if (!loose && (!scope[0] || !d->scope[0])) loose = d;
+  }
+  return loose;
 }
 
 /* Appends to a note; a note that does not fit ends in "..." (said, not
@@ -127,7 +143,14 @@ static void resolve(target* t) {
       appendf(t->note, sizeof t->note, "registered for %s but %s:%d has %s parameters. ",
               scan_plat_text(t->platform), d->file, d->line, scan_form_text(t->form));
   }
-  if (t->computed)
+  const char* loop = registrations_loop_of(t);
+  if (t->computed && loop)
+    appendf(t->note, sizeof t->note,
+            "registers every entry of %s.registrations(): the entries are listed where the "
+            "extension fills that dict; the wrap line takes the whole mapping and leaves its "
+            "typed-FFI entries out. ",
+            loop);
+  else if (t->computed)
     appendf(t->note, sizeof t->note,
             "the name is computed at run time, so no definition or call site is matched "
             "to it. ");
@@ -152,7 +175,7 @@ void scan_build(const scan* s, inventory* inv) {
                     ? target_named(inv, f->name[0] ? f->name : f->function, 0)
                     : target_named(inv, f->name_expr, 1);
     if (t->num_reg < 8) t->reg[t->num_reg++] = f;
-    if (!t->def) t->def = definition_of(s, f->function);
+    if (!t->def) t->def = definition_of(s, f->function, f->scope);
   }
   for (size_t i = 0; i < s->n; i++) {
     const finding* f = &s->f[i];
@@ -205,7 +228,11 @@ static const finding* registration_in(const target* t, lang l) {
 void scan_wrap_line(const target* t, char* out, size_t cap) {
   const finding* py = registration_in(t, LANG_PY);
   const finding* c = registration_in(t, LANG_C);
-  char name[TEXT_CAP + 2], kernel[TEXT_CAP + 64], version[16];
+  /* A capsule in an extension's registrations() is reachable from Python
+   * whatever the C++ linkage of the function inside it. */
+  for (int i = 0; i < t->num_reg; i++)
+    if (t->reg[i]->lang == LANG_C && !strcmp(t->reg[i]->what, "EncapsulateFunction")) c = t->reg[i];
+  char name[TEXT_CAP + 2], kernel[TEXT_CAP + NAME_CAP + 64], version[16];
   name_code(t, name, sizeof name);
   const char* fn = function_name(t);
   if (py && py->cython && py->expr[0] == '<')
@@ -213,12 +240,21 @@ void scan_wrap_line(const target* t, char* out, size_t cap) {
   else if (py)
     snprintf(kernel, sizeof kernel, "%s", py->expr);
   else if (c && !strcmp(c->what, "EncapsulateFunction"))
-    snprintf(kernel, sizeof kernel, "<extension>.registrations()[%s]", name);
+    snprintf(kernel, sizeof kernel, "%s.registrations()[%s]",
+             c->module[0] ? c->module : "<extension>", name);
   else if (fn[0])
     snprintf(kernel, sizeof kernel, "(\"<your library>.so\", \"%s\")", fn);
   else
     snprintf(kernel, sizeof kernel, "<the kernel>");
   snprintf(version, sizeof version, "%d", t->version);
+  const char* loop = registrations_loop_of(t);
+  if (t->computed && loop) {
+    snprintf(out, cap,
+             "ccshim.jax.register_legacy(%s.registrations(), platform=\"%s\", api_version=%s)",
+             loop, t->platform == PLAT_UNKNOWN ? "cpu" : scan_plat_text(t->platform),
+             t->version ? version : "<1, 2 or 3>");
+    return;
+  }
   snprintf(out, cap, "ccshim.jax.register_legacy(%s, %s, platform=\"%s\", api_version=%s)", name,
            kernel, t->platform == PLAT_UNKNOWN ? "cpu" : scan_plat_text(t->platform),
            t->version ? version : "<1, 2 or 3>");
