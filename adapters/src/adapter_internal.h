@@ -47,12 +47,6 @@ struct ccshim_adapter {
   const leaf_spec* specs; /* num_args + num_rets entries, or NULL */
   const int32_t* nested;  /* CPU nested in[] plan, or NULL */
   int32_t nested_len;
-  /* A shape-polymorphic signature (named dims, `[...]`): the general path
-   * checks it, binding each name once per call. */
-  uint8_t symbolic;
-  int32_t num_dim_names;
-  const char* const* dim_names;
-  const int32_t* dim_operands; /* per name: the arg holding its value, or -1 */
   uint32_t opaque_name_len;
   const char* opaque_name;
   /* Read by the metadata query. */
@@ -68,6 +62,13 @@ struct ccshim_adapter {
   ffi_type* cif_args[1];
   const char* signature; /* the canonical signature text, or NULL */
   size_t footprint;
+  /* A shape-polymorphic signature (named dims, `[...]`): only the general
+   * path checks it, binding each name once per call, so it is kept out of
+   * the fast paths' cache lines. */
+  uint8_t symbolic;
+  int32_t num_dim_names;
+  const char* const* dim_names;
+  const int32_t* dim_operands; /* per name: the arg holding its value, or -1 */
 };
 
 /* One call of a wrapped kernel through a typed call frame, every case
