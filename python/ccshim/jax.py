@@ -388,6 +388,9 @@ def _layouts_for_call(name: str, side: str, given: Any, shapes: Sequence[Any],
     layout the signature writes is used where the call gives none; one the
     call gives must agree with the signature (no suffix there means
     row-major)."""
+    if given is not None and (isinstance(given, (str, bytes)) or not isinstance(given, Sequence)):
+        raise TypeError(f"{name}: {side}_layouts must be a sequence of layouts, one per "
+                        f"{side}, got {type(given).__name__}")
     given = [None] * len(shapes) if given is None else list(given)
     if len(given) != len(shapes):
         raise ValueError(f"{name}: {len(given)} {side}_layouts for {len(shapes)} {side}(s)")

@@ -133,6 +133,19 @@ def test_malformed_layouts_say_what_was_expected(registered, layout, error, mess
         cj.legacy_call(ours, sds((12,)), input_layouts=[layout])(X34)
 
 
+def test_layout_lists_say_what_was_expected(registered):
+    _, ours = registered["column-major operand"]
+    with pytest.raises(TypeError, match="input_layouts must be a sequence of layouts, one per "
+                                        "input, got int"):
+        cj.legacy_call(ours, sds((12,)), input_layouts=5)(X34)
+    with pytest.raises(ValueError, match=r"2 input_layouts for 1 input\(s\)"):
+        cj.legacy_call(ours, sds((12,)), input_layouts=[None, None])(X34)
+    _, unsigned = registered["result list of one, no signature"]
+    with pytest.raises(ValueError, match="changes the operands' rank"):
+        cj.legacy_call(unsigned, [sds((4096,))], output_layouts=[(0,)], vmap_method="broadcast",
+                       opaque=lambda: b"")
+
+
 def test_a_result_tuple_of_one_is_refused_with_what_xla_does(kernels):
     with pytest.raises(ValueError, match=r"tuple of one, which no JAX call site makes: XLA "
                                          r"lowers a result list of one to a single array.*"
