@@ -208,9 +208,11 @@ def test_new_jaxlib_registrations_shape(lapack):
 
 
 def _finufft_descriptor(module, single, n_j, n_modes, iflag=1, eps=1e-6):
-    # Opts() defaults of jax_finufft/options.py, as its lowering packed them.
-    omp = module._omp_compile_check()
-    opts = module.FinufftOpts(False, True, 0, 0, False, 0 if omp else 1,
+    # Opts() defaults of jax_finufft/options.py, as its lowering packed them,
+    # but one thread (Opts(nthreads=1)): with OpenMP threads FINUFFT sums in
+    # an order that varies from run to run, so two runs of the same path can
+    # differ in the last bit, and bytes could not be compared.
+    opts = module.FinufftOpts(False, True, 0, 0, False, 1,
                               int(module.FFTW_ESTIMATE), 2, True, True, 0.0, 0, 0, -1, 0)
     n_k = np.zeros(3, np.int64)
     n_k[:len(n_modes)] = n_modes[::-1]  # its backend reads Fortran order
