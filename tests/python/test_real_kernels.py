@@ -266,6 +266,11 @@ def test_finufft_type2_and_2d_match_xla(finufft):
     xla = jax.jit(cj.xla_legacy_call("realxla_nufft1d2", out, api_version=2))(desc, f, x)
     ours = jax.jit(cj.legacy_call("real_nufft1d2", out))(desc, f, x)
     _same_bytes([xla], [ours])
+    # The line `ccshim scan` prints for this target (CPU v1, from the kernel's
+    # parameters), pasted: the same bytes.
+    cj.register_legacy("scan_nufft1d2", finufft.registrations()["nufft1d2"], platform="cpu",
+                       api_version=1)
+    _same_bytes([xla], [jax.jit(cj.legacy_call("scan_nufft1d2", out))(desc, f, x)])
     k = np.arange(-n // 2, (n + 1) // 2)
     want = (f[0, 0][:, None] * np.exp(1j * k[:, None] * x[0][None])).sum(0)
     np.testing.assert_allclose(np.asarray(ours)[0, 0], want, rtol=1e-5, atol=1e-5 * abs(want).max())

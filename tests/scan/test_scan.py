@@ -40,8 +40,10 @@ expected = {
     "mismatched": ("cpu", 3, "call site python/ops.py:44", "csrc/cpu_kernels.cc:48"),
     "lapack_sgetrf": ("cpu", 2, "definition's parameters (CPU v2)", "csrc/lapack_ext.cc:20"),
     # Defined out of class as Potrf<T>::Kernel, registered as Potrf<float>::Kernel.
-    "lapack_spotrf": ("cpu", 2, "definition's parameters (CPU v2)", "csrc/solver_ext.cc:28"),
-    "lapack_dpotrf": ("cpu", 2, "definition's parameters (CPU v2)", "csrc/solver_ext.cc:29"),
+    "lapack_spotrf": ("cpu", 2, "definition's parameters (CPU v2)", "csrc/solver_ext.cc:35"),
+    "lapack_dpotrf": ("cpu", 2, "definition's parameters (CPU v2)", "csrc/solver_ext.cc:36"),
+    # A function template registered by a snake_case helper, template arguments whole.
+    "lapack_sgesv": ("cpu", 1, "definition's parameters (CPU v1)", "csrc/solver_ext.cc:38"),
     "blas_strsm": ("cpu", 1, "definition's parameters (CPU v1)", "cython/blas.pyx:15"),
     "gpu_axpy_v1": ("cuda", 1, "definition's parameters (GPU v1)", "gpu/kernels.cu:20"),
     "gpu_norm": ("cuda", 3, "call site python/ops.py:48", "gpu/kernels.cu:30"),
@@ -105,6 +107,10 @@ check(t["wrap"] == 'ccshim.jax.register_legacy("lapack_spotrf", '
       '_solver.registrations()["lapack_spotrf"], platform="cpu", api_version=2)', t["wrap"])
 check("(ccshim_legacy_fn)Potrf<double>::Kernel, 2," in targets["lapack_dpotrf"]["wrap_c"],
       targets["lapack_dpotrf"]["wrap_c"])
+check("(ccshim_legacy_fn)gesv<1, float>, 1," in targets["lapack_sgesv"]["wrap_c"],
+      targets["lapack_sgesv"]["wrap_c"])
+check('_solver.registrations()["lapack_sgesv"]' in targets["lapack_sgesv"]["wrap"],
+      targets["lapack_sgesv"]["wrap"])
 check("<uintptr_t><void*>(blas_strsm)" in targets["blas_strsm"]["wrap"],
       targets["blas_strsm"]["wrap"])
 check("CCSHIM_PLATFORM_ROCM" in targets["rocm_fill"]["wrap_c"], targets["rocm_fill"]["wrap_c"])
@@ -116,13 +122,13 @@ check(targets["legacy_zero"]["registrations"][0]["via"] == "register_ffi_target"
 check("_ext.old_cpu()" in targets["old_cpu"]["wrap"], targets["old_cpu"]["wrap"])
 
 s = report["summary"]
-check(s == {"files": 10, "lines": s["lines"], "legacy_targets": 17, "typed": 5,
+check(s == {"files": 10, "lines": s["lines"], "legacy_targets": 18, "typed": 5,
             "unscanned_files": 0}, f"summary: {s}")
 
 # --- The table: one block per target, then the summary; the same every run ------
 rc, text, err = scan(FIXTURE)
 check(rc == 0, f"scan: rc={rc}")
-check("17 legacy targets in 10 files" in text and "5 legacy call sites" in text
+check("18 legacy targets in 10 files" in text and "5 legacy call sites" in text
       and "5 typed-FFI handlers or calls already" in text, text.splitlines()[-1])
 for name in expected:
     check(any(line.startswith(name + "  ") for line in text.splitlines()), f"{name} in table")
@@ -142,7 +148,7 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = err.strip().splitlines()
     check(rc == 1 and len(lines) == 1 and "csrc/blob.cc" in lines[0] and "binary" in lines[0],
           f"binary file: rc={rc} stderr={err!r}")
-    check("17 legacy targets in 10 files" in out, "the rest is still reported")
+    check("18 legacy targets in 10 files" in out, "the rest is still reported")
     rc, out, err = scan(tree, "--json")
     check(rc == 1 and json.loads(out)["summary"]["unscanned_files"] == 1, "binary file, JSON")
 

@@ -300,8 +300,9 @@ static void match_c(scan* s, const source* src, const char* word, size_t at, siz
     f->platform = platform_arg(src, &a, 2, NULL, PLAT_UNKNOWN);
     return;
   }
-  if (!strcmp(word, "EncapsulateFunction")) {
-    /* dict["name"] = EncapsulateFunction(kernel), a registrations() dict. */
+  if (!strcmp(word, "EncapsulateFunction") || !strcmp(word, "encapsulate_function")) {
+    /* dict["name"] = EncapsulateFunction(kernel), a registrations() dict
+     * (jaxlib's helper; nanobind projects often spell it snake_case). */
     size_t b = at;
     while (b > 0 && src->code[b - 1] != ';' && src->code[b - 1] != '{' && src->code[b - 1] != '}')
       b--;
@@ -316,8 +317,9 @@ static void match_c(scan* s, const source* src, const char* word, size_t at, siz
     size_t len = strlen(f->name);
     if (len > 4 && !strcmp(f->name + len - 4, "_ffi")) f->kind = TYPED;
     if (a.n > 0) {
-      scan_function_of(src, a.begin[0], a.end[0], f->function, sizeof f->function);
-      scan_text_of(src, a.begin[0], a.end[0], f->expr, sizeof f->expr);
+      /* Its one argument whole: template arguments hold commas (f<1, float>). */
+      scan_function_of(src, a.begin[0], a.end[a.n - 1], f->function, sizeof f->function);
+      scan_text_of(src, a.begin[0], a.end[a.n - 1], f->expr, sizeof f->expr);
       scan_scope_of(f->expr, f->scope, sizeof f->scope);
     }
     extension_module(src, f->module, sizeof f->module);
@@ -435,6 +437,7 @@ static const char* const c_words[] = {"XLA_REGISTER_CUSTOM_CALL_TARGET",
                                       "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM",
                                       "Register",
                                       "EncapsulateFunction",
+                                      "encapsulate_function",
                                       "CustomCall",
                                       "CustomCallWithLayout",
                                       "XLA_FFI_DEFINE_HANDLER",

@@ -323,6 +323,7 @@ void scan_function_of(const source* src, size_t b, size_t e, char* out, size_t c
                                      "static_cast",
                                      "PyCapsule_New",
                                      "EncapsulateFunction",
+                                     "encapsulate_function",
                                      "void",
                                      "const",
                                      "char",

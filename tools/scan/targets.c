@@ -143,6 +143,19 @@ static void resolve(target* t) {
       appendf(t->note, sizeof t->note, "registered for %s but %s:%d has %s parameters. ",
               scan_plat_text(t->platform), d->file, d->line, scan_form_text(t->form));
   }
+  /* One name in two extensions' registrations() (a CPU and a GPU module,
+   * say): one entry here, but two kernels to wrap. */
+  for (int i = 1; i < t->num_reg; i++)
+    for (int j = 0; j < i; j++)
+      if (!strcmp(t->reg[i]->what, "EncapsulateFunction") &&
+          !strcmp(t->reg[j]->what, "EncapsulateFunction") && t->reg[i]->module[0] &&
+          t->reg[j]->module[0] && strcmp(t->reg[i]->module, t->reg[j]->module)) {
+        appendf(t->note, sizeof t->note,
+                "also in %s.registrations() (%s:%d) under the same name: a second kernel, "
+                "for that extension's platform; wrap it with its own registrations(). ",
+                t->reg[i]->module, t->reg[i]->file, t->reg[i]->line);
+        j = i; /* once per registration */
+      }
   const char* loop = registrations_loop_of(t);
   if (t->computed && loop)
     appendf(t->note, sizeof t->note,
@@ -230,8 +243,15 @@ void scan_wrap_line(const target* t, char* out, size_t cap) {
   const finding* c = registration_in(t, LANG_C);
   /* A capsule in an extension's registrations() is reachable from Python
    * whatever the C++ linkage of the function inside it. */
-  for (int i = 0; i < t->num_reg; i++)
-    if (t->reg[i]->lang == LANG_C && !strcmp(t->reg[i]->what, "EncapsulateFunction")) c = t->reg[i];
+  /* The same name may be registered by a CPU and a GPU module: the capsule
+   * whose function is the target's definition. */
+  for (int i = 0; i < t->num_reg; i++) {
+    const finding* r = t->reg[i];
+    if (r->lang != LANG_C || strcmp(r->what, "EncapsulateFunction")) continue;
+    if (c == NULL || strcmp(c->what, "EncapsulateFunction") ||
+        (t->def && !strcmp(r->function, t->def->function)))
+      c = r;
+  }
   char name[TEXT_CAP + 2], kernel[TEXT_CAP + NAME_CAP + 64], version[16];
   name_code(t, name, sizeof name);
   const char* fn = function_name(t);
