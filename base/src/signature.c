@@ -222,35 +222,29 @@ static int parse_dims(parser* p, ccshim_shape* out) {
         return fail_at(p, at, CCSHIM_ESIGNATURE,
                        "dynamic dimensions are not supported: typed-FFI "
                        "buffers have static dimensions");
+      /* A size, or a name shared with the other buffers that use it. */
+      const char* name = NULL;
+      int64_t v = 0;
       if (is_name_start(c)) {
         while (is_ident(p->text[p->pos])) p->pos++;
-        int32_t v = dim_name(p, at, p->pos);
-        if (v < 0) return 0;
-        if (rank == CCSHIM_MAX_RANK)
-          return fail_at(p, at, CCSHIM_EOVERFLOW, "rank exceeds ccshim's limit of 64");
-        vars[rank] = p->names[v];
-        dims[rank++] = CCSHIM_DIM_NAMED;
+        int32_t index = dim_name(p, at, p->pos);
+        if (index < 0) return 0;
+        name = p->names[index];
+        v = CCSHIM_DIM_NAMED;
         named = 1;
-        skip_ws(p);
-        if (p->text[p->pos] == ',') {
+      } else {
+        if (c < '0' || c > '9') return expected(p, "a dimension size or name");
+        while (p->text[p->pos] >= '0' && p->text[p->pos] <= '9') {
+          int d = p->text[p->pos] - '0';
+          if (v > (INT64_MAX - d) / 10)
+            return fail_at(p, at, CCSHIM_EOVERFLOW, "dimension size overflows int64");
+          v = v * 10 + d;
           p->pos++;
-          continue;
         }
-        if (p->text[p->pos] != ']') return expected(p, "',' or ']' after a dimension");
-        break;
-      }
-      if (c < '0' || c > '9') return expected(p, "a dimension size or name");
-      int64_t v = 0;
-      while (p->text[p->pos] >= '0' && p->text[p->pos] <= '9') {
-        int d = p->text[p->pos] - '0';
-        if (v > (INT64_MAX - d) / 10)
-          return fail_at(p, at, CCSHIM_EOVERFLOW, "dimension size overflows int64");
-        v = v * 10 + d;
-        p->pos++;
       }
       if (rank == CCSHIM_MAX_RANK)
         return fail_at(p, at, CCSHIM_EOVERFLOW, "rank exceeds ccshim's limit of 64");
-      vars[rank] = NULL;
+      vars[rank] = name;
       dims[rank++] = v;
       skip_ws(p);
       if (p->text[p->pos] == ',') {
