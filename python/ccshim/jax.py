@@ -307,8 +307,7 @@ def _describe(shape, dtype) -> str:
 
 
 def _check_signature(name: str, sig: Signature, operands, results, multiple) -> None:
-    if sig.has_tuple_operand:
-        return  # JAX passes no tuple operands; the adapter checks the leaves
+    """pre: no tuple operand (JAX passes none; the adapter checks the leaves)."""
     if len(operands) != len(sig.operands):
         raise ValueError(
             f"{name}: the signature {sig} takes {len(sig.operands)} operand(s), "

@@ -61,6 +61,15 @@ def pytest_report_header(config):
             f"{major}.{minor}); libccshim {ccshim.version()} from {BUILD}")
 
 
+@pytest.fixture(scope="module")
+def x64():
+    """JAX's 64-bit types on for a module (pytestmark = usefixtures("x64")),
+    and off again after it."""
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", False)
+
+
 @pytest.fixture(scope="session")
 def kernels():
     """The legacy kernels of tests/python/kernels.c, built without ccshim."""

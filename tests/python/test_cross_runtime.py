@@ -36,11 +36,8 @@ ATTRS = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def x64():
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", False)
+# 64-bit types for the whole module (conftest.x64).
+pytestmark = pytest.mark.usefixtures("x64")
 
 
 @pytest.fixture(scope="module")

@@ -24,11 +24,8 @@ S32 = np.int32
 TYPES = {np.float32: "s", np.float64: "d", np.complex64: "c", np.complex128: "z"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def x64():
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", False)
+# 64-bit types for the whole module (conftest.x64).
+pytestmark = pytest.mark.usefixtures("x64")
 
 
 @pytest.fixture(scope="module")
