@@ -114,15 +114,9 @@ def register_legacy(name: Any, fn: Any = None, *, platform: str | None = None,
     options = check_wrap_args(api_version, platform, signature, opaque_attr,
                               tuple_operands, traits, ffi_version, "caller_checks")
     canonical, _ = parse_platform(platform)
-    _refuse_what_jax_never_does(name, Signature(signature) if signature is not None else None,
-                                tuple_operands)
+    sig = Signature(signature) if signature is not None else None
+    _refuse_what_jax_never_does(name, sig, tuple_operands)
     kernel = resolve_kernel(fn, canonical)
-    if probe and answers_as_typed_handler(kernel):
-        raise ValueError(
-            f"{name}: the kernel at {kernel:#x} is a typed-FFI handler, not a legacy kernel: "
-            "called in a child process with XLA's metadata query, it answered as one (or "
-            "reported an error through the FFI API table), which no legacy kernel does; "
-            "register it with jax.ffi.register_ffi_target(name, capsule, api_version=1)")
     key = (name, canonical)
     with _lock:
         if key in _xla_legacy:
@@ -133,7 +127,7 @@ def register_legacy(name: Any, fn: Any = None, *, platform: str | None = None,
         existing = _registered.get(key)
         if existing is not None:
             same_sig = (existing.signature.text if existing.signature else None) == (
-                Signature(signature).text if signature is not None else None)
+                sig.text if sig is not None else None)
             if (existing.kernel == kernel and existing.api_version == api_version
                     and existing.options == options and same_sig):
                 return existing
@@ -141,6 +135,14 @@ def register_legacy(name: Any, fn: Any = None, *, platform: str | None = None,
                 f"{name!r} is already registered for {canonical} with a different "
                 "kernel, form, signature or options; XLA cannot replace a "
                 "registered handler, so choose another name")
+        # Only a new registration pays for the probe (a fork).
+        if probe and answers_as_typed_handler(kernel):
+            raise ValueError(
+                f"{name}: the kernel at {kernel:#x} is a typed-FFI handler, not a legacy "
+                "kernel: called in a child process with XLA's metadata query, it answered as "
+                "one (or reported an error through the FFI API table), which no legacy kernel "
+                "does; register it with jax.ffi.register_ffi_target(name, capsule, "
+                "api_version=1)")
         adapter = wrap(kernel, api_version=api_version, platform=canonical,
                        signature=signature, **options)  # layouts: legacy_call checks them
         _start_backend(canonical)
