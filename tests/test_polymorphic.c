@@ -38,6 +38,16 @@ static void add_arg(ccshim_frame_builder* fb, XLA_FFI_DataType t, void* data, in
   CHECK_OK(ccshim_frame_builder_add_arg(fb, t, data, rank, dims));
 }
 
+/* Adds the f32[n] result, calls the adapter on the frame, frees the builder. */
+static XLA_FFI_Error* call_with_result(ccshim_adapter* a, ccshim_context* ctx,
+                                       ccshim_frame_builder* fb, float* out, int64_t n) {
+  int64_t dims[1] = {n};
+  CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, out, 1, dims));
+  XLA_FFI_Error* err = call_adapter(a, fb, ctx);
+  ccshim_frame_builder_free(fb);
+  return err;
+}
+
 static XLA_FFI_Error* call_matvec(ccshim_adapter* a, ccshim_context* ctx, int64_t n, int64_t m,
                                   int64_t xm, int64_t yn, float* out) {
   static float A[64], x[64];
@@ -45,13 +55,10 @@ static XLA_FFI_Error* call_matvec(ccshim_adapter* a, ccshim_context* ctx, int64_
   rows = n, cols = m;
   ccshim_frame_builder* fb;
   CHECK_OK(ccshim_frame_builder_new(&fb));
-  int64_t ad[2] = {n, m}, xd[1] = {xm}, yd[1] = {yn};
+  int64_t ad[2] = {n, m}, xd[1] = {xm};
   add_arg(fb, XLA_FFI_DataType_F32, A, 2, ad);
   add_arg(fb, XLA_FFI_DataType_F32, x, 1, xd);
-  CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, out, 1, yd));
-  XLA_FFI_Error* err = call_adapter(a, fb, ctx);
-  ccshim_frame_builder_free(fb);
-  return err;
+  return call_with_result(a, ctx, fb, out, yn);
 }
 
 static void named_dims(ccshim_context* ctx) {
@@ -80,13 +87,10 @@ static XLA_FFI_Error* call_double(ccshim_adapter* a, ccshim_context* ctx, XLA_FF
   for (int i = 0; i < 16; i++) x[i] = (float)i;
   ccshim_frame_builder* fb;
   CHECK_OK(ccshim_frame_builder_new(&fb));
-  int64_t xd[1] = {xm}, yd[1] = {ym};
+  int64_t xd[1] = {xm};
   add_arg(fb, t, m, 0, NULL);
   add_arg(fb, XLA_FFI_DataType_F32, x, 1, xd);
-  CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, out, 1, yd));
-  XLA_FFI_Error* err = call_adapter(a, fb, ctx);
-  ccshim_frame_builder_free(fb);
-  return err;
+  return call_with_result(a, ctx, fb, out, ym);
 }
 
 static void size_operands(ccshim_context* ctx) {
