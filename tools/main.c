@@ -4,8 +4,8 @@
  *   ccshim conform LIB SYMBOL --api N --signature SIG ...   legacy vs typed, side by side
  *   ccshim conform --manifest FILE                          a whole codebase at once
  *   ccshim scan DIR                                         the legacy inventory
- *   ccshim bench                                            the adapter's cost
- *   ccshim version
+ *   ccshim rewrite IN OUT                                   exported programs, legacy calls made
+ * typed ccshim bench                                            the adapter's cost ccshim version
  */
 #include <stdio.h>
 #include <string.h>
@@ -27,7 +27,12 @@ static void usage(FILE* to) {
           "                 adapter in the embedded typed runtime (or a native port), and\n"
           "                 compare\n"
           "  scan DIR [--json]\n"
-          "                 find legacy custom calls in C, C++, CUDA, HIP, Python, Cython\n"
+          "                 find legacy custom calls in C, C++, CUDA, HIP, Python, Cython,\n"
+          "                 and in exported JAX programs\n"
+          "  rewrite IN OUT [--platform P] [--to KIND] [--manifest FILE] [--check\n"
+          "          --kernels MODULE[:ATTR]] ...\n"
+          "                 a jax.export artifact or StableHLO module with its legacy custom\n"
+          "                 calls made typed-FFI calls on ccshim's targets (Python with JAX)\n"
           "  bench [--json FILE] [--quick] [--no-instructions]\n"
           "                 the adapter's cost against a direct call and a hand-written handler\n"
           "  version        print ccshim's version\n");
@@ -52,6 +57,8 @@ int main(int argc, char** argv) {
   }
   if (!strcmp(cmd, "conform")) return ccshim_conform_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "scan")) return ccshim_scan_main(argc - 2, argv + 2);
+  if (!strcmp(cmd, "rewrite"))
+    return ccshim_python_main("rewrite", "ccshim.export", argc - 2, argv + 2);
   fprintf(stderr, "ccshim: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return 2;

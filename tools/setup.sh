@@ -15,8 +15,10 @@ optional_debs=(clang libclang-rt-14-dev clang-format-14 valgrind libopenblas-dev
                hipcc libamdhip64-dev)
 # Pinned so that every run tests the same thing.  jax 0.10.2 is the newest
 # release for this machine's Python 3.11 (FFI API 0.3).
+# flatbuffers: jax.export's serialization (ccshim rewrite reads and writes
+# exported artifacts with it).
 python_pkgs=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6 pytest==9.2.0
-             matplotlib==3.11.2 scipy==1.16.3)
+             matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19)
 # Real legacy kernels for the tests: jaxlib 0.4.30's CPU LAPACK/BLAS
 # capsules (legacy v2 kernels, with its first typed-FFI ones mixed in), run
 # unchanged through XLA's legacy path and through ccshim.  Only the module
@@ -133,4 +135,32 @@ PY
 fetch_wheel jaxlib "$old_jaxlib" jaxlib/cpu/_lapack.so jaxlib/lapack.py \
   "jaxlib-$old_jaxlib.dist-info/LICENSE.txt"
 fetch_wheel jax-finufft "$old_finufft"
+# Artifacts of 2023 for the rewrite tests: JAX 0.4.23 (December 2023, from
+# PyPI), in a venv of its own, exports and serializes programs whose CPU
+# linear algebra lowers to jaxlib's legacy LAPACK/BLAS custom calls, and
+# records what running them gave (tests/python/jax2023_artifacts.py).  JAX's
+# own back-compatibility data of that year is in no wheel or sdist on PyPI.
+jax2023_pkgs=(jax==0.4.23 jaxlib==0.4.23 numpy==1.26.4 scipy==1.11.4 ml-dtypes==0.2.0
+              opt_einsum==3.4.0 absl-py==2.5.1 flatbuffers==25.12.19)
+make_2023_artifacts() {
+  local dest=.cache/jax-2023 venv=.cache/venv-jax-0.4.23
+  [ -f "$dest/.complete" ] && return 0
+  [ "$(uname -m)" = x86_64 ] || return 0
+  say "making artifacts with JAX 0.4.23 (December 2023) for the rewrite tests"
+  rm -rf "$dest"
+  if ! { [ -x "$venv/bin/python" ] || python3 -m venv "$venv"; } ||
+     ! "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+         "${jax2023_pkgs[@]}" >/dev/null 2>".cache/pip-jax2023.log"; then
+    say "could not install JAX 0.4.23 (PyPI unreachable?); its tests will skip"
+    return 0
+  fi
+  if ! "$venv/bin/python" tests/python/jax2023_artifacts.py "$dest" \
+       >".cache/jax2023.log" 2>&1; then
+    say "JAX 0.4.23 could not make the artifacts (.cache/jax2023.log); their tests will skip"
+    rm -rf "$dest"
+    return 0
+  fi
+  touch "$dest/.complete"
+}
+make_2023_artifacts
 exit 0

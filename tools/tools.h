@@ -10,6 +10,11 @@
 int ccshim_conform_main(int argc, char** argv);
 int ccshim_scan_main(int argc, char** argv);
 
+/* Runs `main(argv)` of the Python module `module` (ccshim.export for
+ * `rewrite`) in $CCSHIM_PYTHON, or python3; returns only on failure to
+ * start it (exit status 2, with a message naming `command`). */
+int ccshim_python_main(const char* command, const char* module, int argc, char** argv);
+
 /* Scans one file's text, named `name` (its extension says the language),
  * and prints the inventory to stdout; the exit status of `ccshim scan`.
  * For the fuzzer. */

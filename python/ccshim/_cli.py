@@ -1,5 +1,6 @@
 """The ``ccshim`` console script of a pip installation: runs the ccshim
-command installed in the package's bin/ folder with the same arguments."""
+command installed in the package's bin/ folder with the same arguments
+(and, for the subcommands that run Python, this Python)."""
 
 import os
 import sys
@@ -11,6 +12,8 @@ def main() -> int:
         print(f"ccshim: the command is not installed at {exe}; this ccshim runs from a "
               "source tree (use build/tools/ccshim there)", file=sys.stderr)
         return 2
+    # `ccshim rewrite` runs Python again: this one, which has ccshim.
+    os.environ.setdefault("CCSHIM_PYTHON", sys.executable)
     os.execv(exe, [exe, *sys.argv[1:]])
     return 2  # not reached
 

@@ -1,0 +1,53 @@
+/*
+ * The subcommands that are JAX's machinery driven from Python: `ccshim
+ * rewrite` reads and writes jax.export artifacts with jax.export and
+ * jaxlib's MLIR bindings, which only exist in Python.  The command runs
+ * the ccshim package's entry point in $CCSHIM_PYTHON (python3 when unset),
+ * with the arguments as given; a Python without JAX or ccshim gets a
+ * message saying so, and exit status 2.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools.h"
+
+/* Run as `python -c BOOT COMMAND ARGS...`: imports the entry point, and
+ * turns its absence into the command's usual exit status for bad set-up. */
+static const char boot[] =
+    "import sys\n"
+    "cmd, module = sys.argv[1], sys.argv[2]\n"
+    "try:\n"
+    "    import importlib\n"
+    "    main = importlib.import_module(module).main\n"
+    "except ImportError as e:\n"
+    "    print(f'ccshim {cmd}: needs a Python with JAX and the ccshim package ({e}); '\n"
+    "          f'set CCSHIM_PYTHON to one (this was {sys.executable})', file=sys.stderr)\n"
+    "    sys.exit(2)\n"
+    "sys.exit(main(sys.argv[3:]))\n";
+
+int ccshim_python_main(const char* command, const char* module, int argc, char** argv) {
+  const char* python = getenv("CCSHIM_PYTHON");
+  if (python == NULL || python[0] == '\0') python = "python3";
+  char** args = calloc((size_t)argc + 6, sizeof *args);
+  if (args == NULL) {
+    fprintf(stderr, "ccshim %s: out of memory\n", command);
+    return 2;
+  }
+  args[0] = (char*)python;
+  args[1] = "-c";
+  args[2] = (char*)boot;
+  args[3] = (char*)command;
+  args[4] = (char*)module;
+  for (int i = 0; i < argc; i++) args[5 + i] = argv[i];
+  fflush(NULL);
+  execvp(python, args);
+  fprintf(stderr,
+          "ccshim %s: cannot run %s (%s); this command needs a Python with JAX and the "
+          "ccshim package: set CCSHIM_PYTHON to one\n",
+          command, python, strerror(errno));
+  free(args);
+  return 2;
+}
