@@ -933,15 +933,15 @@ def _load_python_kernels(spec: str, init: str | None):
 
 def _parse(argv: Sequence[str]) -> dict:
     opts: dict[str, Any] = {"keep": [], "only": [], "files": [], "json": False,
-                            "check": False, "list": False}
+                            "check": False, "list": False, "tsv": False}
     valued = {"--platform", "--to", "--prefix", "--keep", "--only", "--manifest",
-              "--kernels", "--init", "--inputs", "--seed"}
+              "--kernels", "--init", "--inputs", "--seed", "--paths-file"}
     i = 0
     while i < len(argv):
         arg = argv[i]
         if arg in ("-h", "--help"):
             opts["help"] = True
-        elif arg in ("--json", "--check", "--list"):
+        elif arg in ("--json", "--check", "--list", "--tsv"):
             opts[arg[2:]] = True
         elif arg in valued:
             if i + 1 >= len(argv):
@@ -960,26 +960,53 @@ def _parse(argv: Sequence[str]) -> dict:
     return opts
 
 
-def _report_list(files: Sequence[str], as_json: bool, out) -> int:
-    listing = []
-    for f in files:
-        art = read(f)
-        listing.append({"file": f, "kind": art.kind, "platforms": list(art.platforms),
-                        "calls": [c.as_json() for c in art.calls()]})
-    if as_json:
+def _tsv(*fields) -> str:
+    return "\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in fields)
+
+
+def _report_list(files: Sequence[str], form: str, out) -> int:
+    """Lists each file's custom calls; a file that does not read is reported
+    as such (exit status 2) and the others still listed.  ``form``: text,
+    json, or tsv (for ccshim scan: one record a line, files by index)."""
+    listing, failed = [], 0
+    for i, f in enumerate(files):
+        try:
+            art = read(f)
+            listing.append({"file": f, "kind": art.kind, "platforms": list(art.platforms),
+                            "calls": [c.as_json() for c in art.calls()]})
+        except Exception as e:  # noqa: BLE001 - one file's failure is that file's line
+            failed += 1
+            listing.append({"file": f, "error": str(e) if isinstance(e, ArtifactError)
+                            else f"{type(e).__name__}: {_first_line(e)}"})
+        entry = listing[-1]
+        if form == "tsv":
+            if "error" in entry:
+                print(_tsv("E", i, entry["error"]), file=out)
+                continue
+            count = {k: sum(c["kind"] == k for c in entry["calls"])
+                     for k in ("typed", "builtin", "ccshim")}
+            print(_tsv("F", i, entry["kind"], ",".join(entry["platforms"]), count["typed"],
+                       count["builtin"], count["ccshim"]), file=out)
+            for c in entry["calls"]:
+                if c["kind"] == "legacy":
+                    print(_tsv("C", i, c["target"], c["api_version"], c["opaque_bytes"],
+                               c["signature"], c["location"]), file=out)
+        elif form == "text":
+            if "error" in entry:
+                print(f"{f}: not read: {entry['error']}", file=out)
+                continue
+            legacy = [c for c in entry["calls"] if c["kind"] == "legacy"]
+            where = " for " + ", ".join(entry["platforms"]) if entry["platforms"] else ""
+            print(f"{f}: {entry['kind']}{where}, {len(entry['calls'])} custom call(s), "
+                  f"{len(legacy)} legacy", file=out)
+            for c in entry["calls"]:
+                extra = f", opaque {c['opaque_bytes']} bytes" if c["kind"] == "legacy" else ""
+                print(f"  {c['kind']:8} {c['target']} api_version {c['api_version']}{extra}: "
+                      f"{c['signature']}", file=out)
+    if form == "json":
         json.dump(listing, out, indent=2)
         out.write("\n")
-        return 0
-    for entry in listing:
-        legacy = [c for c in entry["calls"] if c["kind"] == "legacy"]
-        print(f"{entry['file']}: {entry['kind']}"
-              f"{' for ' + ', '.join(entry['platforms']) if entry['platforms'] else ''}, "
-              f"{len(entry['calls'])} custom call(s), {len(legacy)} legacy", file=out)
-        for c in entry["calls"]:
-            extra = f", opaque {c['opaque_bytes']} bytes" if c["kind"] == "legacy" else ""
-            print(f"  {c['kind']:8} {c['target']} api_version {c['api_version']}{extra}: "
-                  f"{c['signature']}", file=out)
-    return 0
+    return 2 if failed else 0
 
 
 def main(argv: Sequence[str] | None = None, out=None) -> int:
@@ -998,9 +1025,14 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
             out.write(USAGE)
             return 0
         if opts["list"]:
-            if not opts["files"]:
+            files = list(opts["files"])
+            if opts.get("paths-file"):  # NUL-separated, as ccshim scan passes them
+                raw = pathlib.Path(opts["paths-file"]).read_bytes()
+                files += [os.fsdecode(p) for p in raw.split(b"\0") if p]
+            if not files:
                 raise ArtifactError("--list needs at least one FILE")
-            return _report_list(opts["files"], opts["json"], out)
+            return _report_list(files, "tsv" if opts["tsv"] else
+                                "json" if opts["json"] else "text", out)
         if len(opts["files"]) != 2:
             raise ArtifactError(f"expected IN and OUT, got {len(opts['files'])} path(s)")
         src, dst = (pathlib.Path(p) for p in opts["files"])

@@ -428,3 +428,69 @@ def test_a_failing_kernel_fails_the_rewritten_program_with_its_message(tmp_path,
     ce.register(done.data, {"fail_v3": kernels.fail_v3}, prefix="failing.")
     with pytest.raises(Exception, match="kernel says no"):
         ce.load(done.data, prefix="failing.").call()
+
+
+# --- ccshim scan finds exported programs --------------------------------------------------
+
+
+def test_scan_lists_the_legacy_calls_inside_exported_programs(legacy_artifact, tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "models").mkdir(parents=True)
+    (tree / "src").mkdir()
+    (tree / "models" / "legacy.jax").write_bytes(legacy_artifact.read_bytes())
+    (tree / "models" / "typed.bin").write_bytes(ce.rewrite(legacy_artifact).data)
+    (tree / "models" / "tuples.mlir").write_text(TUPLE_MODULE)
+    (tree / "models" / "notes.txt").write_text("a text file, not a program\n")
+    (tree / "src" / "k.c").write_text(
+        "#include <stddef.h>\n"
+        "typedef struct XlaCustomCallStatus_ XlaCustomCallStatus;\n"
+        "void echo_v3(void* out, const void** in, const char* opaque, size_t len,\n"
+        "             XlaCustomCallStatus* status) {}\n")
+    p = _ccshim("scan", tree, "--json")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    arts = {a["file"]: a for a in report["artifacts"]}
+    assert sorted(arts) == ["models/legacy.jax", "models/tuples.mlir", "models/typed.bin"]
+    legacy = arts["models/legacy.jax"]
+    assert legacy["kind"] == "export" and legacy["platforms"] == "cpu"
+    assert sorted((c["target"], c["api_version"]) for c in legacy["legacy_calls"]) == sorted(
+        [("echo_v3", 3), ("scale_v1", 1), ("sumdiff_v2", 2), ("accumulate_v1", 1),
+         ("copy48_v1", 1)])
+    echo = next(c for c in legacy["legacy_calls"] if c["target"] == "echo_v3")
+    assert echo["opaque_bytes"] == len(BLOB) and echo["signature"] == "() -> (u8[64], s64[])"
+    assert legacy["rewrite"] == "ccshim rewrite models/legacy.jax models/legacy.ccshim.jax"
+    assert arts["models/typed.bin"]["legacy_calls"] == []
+    assert arts["models/typed.bin"]["rewritten_calls"] == 5
+    assert [c["target"] for c in arts["models/tuples.mlir"]["legacy_calls"]] == ["sumdiff_v2"]
+    # joined with the source: echo_v3's form from its definition, and the
+    # program's call site
+    targets = {t["name"]: t for t in report["targets"]}
+    assert targets["echo_v3"]["definition"]["file"] == "src/k.c"
+    assert targets["echo_v3"]["call_sites"][0]["file"] == "models/legacy.jax"
+    assert targets["scale_v1"]["platform"] == "cpu" and targets["scale_v1"]["api_version"] == 1
+    assert report["summary"]["artifacts"] == 3
+    assert report["summary"]["artifact_legacy_calls"] == 6
+    # the rewrite line works as printed, from the tree
+    p = subprocess.run([str(BUILD / "tools" / "ccshim"), *legacy["rewrite"].split()[1:]],
+                       cwd=tree, capture_output=True, text=True,
+                       env={**os.environ, "CCSHIM_PYTHON": sys.executable})
+    assert p.returncode == 0, p.stderr
+    assert (tree / "models" / "legacy.ccshim.jax").read_bytes() == ce.rewrite(
+        legacy_artifact).data
+
+
+def test_scan_reports_programs_it_cannot_read(legacy_artifact, tmp_path):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "ok.jax").write_bytes(legacy_artifact.read_bytes())
+    (tree / "broken.mlirbc").write_bytes(b"ML\xefR" + b"\x00" * 20)
+    p = _ccshim("scan", tree, "--json")
+    assert p.returncode == 1
+    arts = {a["file"]: a for a in json.loads(p.stdout)["artifacts"]}
+    assert "MLIR bytecode that does not read" in arts["broken.mlirbc"]["error"]
+    assert len(arts["ok.jax"]["legacy_calls"]) == 5  # the rest still read
+    assert p.stderr.count("an exported program, not read") == 1
+    # no Python to read them with: said, for each, never dropped
+    p = _ccshim("scan", tree, env={"CCSHIM_PYTHON": str(tmp_path / "no-python")})
+    assert p.returncode == 1
+    assert p.stderr.count("not read: Python could not read it: cannot run") == 2, p.stderr

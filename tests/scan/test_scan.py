@@ -123,7 +123,8 @@ check("_ext.old_cpu()" in targets["old_cpu"]["wrap"], targets["old_cpu"]["wrap"]
 
 s = report["summary"]
 check(s == {"files": 10, "lines": s["lines"], "legacy_targets": 18, "typed": 5,
-            "unscanned_files": 0}, f"summary: {s}")
+            "unscanned_files": 0, "artifacts": 0, "artifact_legacy_calls": 0}, f"summary: {s}")
+check(report["artifacts"] == [], "no exported programs in the fixture")
 
 # --- The table: one block per target, then the summary; the same every run ------
 rc, text, err = scan(FIXTURE)
@@ -156,7 +157,7 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(not_source, "wb") as f:
         f.write(b"\0\0")
     bad = [([os.path.join(tmp, "missing")], "No such file or directory"),
-           ([not_source], "neither a directory nor"),
+           ([not_source], "neither a directory, nor"),
            ([FIXTURE, "--bogus"], "unknown option --bogus"),
            ([FIXTURE, tmp], "one directory expected"),
            ([], "expected a directory")]

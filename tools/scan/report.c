@@ -120,10 +120,49 @@ static void print_json(const scan* s, const inventory* inv) {
     printf("}");
     first = 0;
   }
+  printf("\n  ],\n  \"artifacts\": [");
+  size_t art_calls = 0;
+  for (size_t i = 0; i < s->num_arts; i++) {
+    const artifact* a = &s->arts[i];
+    char rw[LINE_CAP];
+    scan_rewrite_line(a->shown, rw, sizeof rw);
+    art_calls += a->num_calls;
+    printf("%s\n    {\"file\": ", i ? "," : "");
+    json_str(a->shown);
+    if (!a->read) {
+      printf(", \"error\": ");
+      json_str(a->error);
+      printf("}");
+      continue;
+    }
+    printf(", \"kind\": ");
+    json_str(a->kind);
+    printf(", \"platforms\": ");
+    json_str(a->platforms);
+    printf(
+        ", \"typed_calls\": %d, \"builtin_calls\": %d, \"rewritten_calls\": %d,\n"
+        "     \"legacy_calls\": [",
+        a->typed, a->builtin, a->rewritten);
+    for (size_t k = 0; k < a->num_calls; k++) {
+      const artifact_call* c = &a->calls[k];
+      printf("%s{\"target\": ", k ? ", " : "");
+      json_str(c->target);
+      printf(", \"api_version\": %d, \"opaque_bytes\": %ld, \"signature\": ", c->version,
+             c->opaque_bytes);
+      json_str(c->signature);
+      printf(", \"location\": ");
+      json_str(c->location);
+      printf("}");
+    }
+    printf("],\n     \"rewrite\": ");
+    json_str(a->num_calls ? rw : "");
+    printf("}");
+  }
   printf(
       "\n  ],\n  \"summary\": {\"files\": %zu, \"lines\": %zu, \"legacy_targets\": %zu, "
-      "\"typed\": %zu, \"unscanned_files\": %zu}\n}\n",
-      s->files, s->lines, inv->n, typed, s->errors);
+      "\"typed\": %zu, \"unscanned_files\": %zu, \"artifacts\": %zu, "
+      "\"artifact_legacy_calls\": %zu}\n}\n",
+      s->files, s->lines, inv->n, typed, s->errors, s->num_arts, art_calls);
 }
 
 static void print_text(const scan* s, const inventory* inv) {
@@ -138,8 +177,11 @@ static void print_text(const scan* s, const inventory* inv) {
     scan_call_change(t, cc, sizeof cc);
     char version[8] = "v?";
     if (t->version) snprintf(version, sizeof version, "v%d", t->version);
-    printf("%s%s  %s %s  %s:%d\n", t->name, t->computed ? " (name computed)" : "",
-           scan_plat_text(t->platform), version, a->file, a->line);
+    if (a->line == 0) /* only in exported programs */
+      printf("%s  %s %s  %s\n", t->name, scan_plat_text(t->platform), version, a->file);
+    else
+      printf("%s%s  %s %s  %s:%d\n", t->name, t->computed ? " (name computed)" : "",
+             scan_plat_text(t->platform), version, a->file, a->line);
     printf("    version    %s\n", t->how ? t->how : "");
     if (t->def)
       printf("    defined    %s:%d (%s parameters)\n", t->def->file, t->def->line,
@@ -147,7 +189,10 @@ static void print_text(const scan* s, const inventory* inv) {
     for (int k = 0; k < t->num_reg; k++)
       printf("    registered %s:%d %s\n", t->reg[k]->file, t->reg[k]->line, t->reg[k]->what);
     for (int k = 0; k < t->num_call; k++)
-      if (t->call[k]->version)
+      if (t->call[k]->line == 0) /* in an exported program, listed below */
+        printf("    called     %s, %s (api_version=%d)\n", t->call[k]->file, t->call[k]->what,
+               t->call[k]->version);
+      else if (t->call[k]->version)
         printf("    called     %s:%d %s(api_version=%d%s)\n", t->call[k]->file, t->call[k]->line,
                t->call[k]->what, t->call[k]->version,
                t->call[k]->version_default ? ", the default" : "");
@@ -166,20 +211,48 @@ static void print_text(const scan* s, const inventory* inv) {
     notes += t->note[0] != '\0';
     calls += (size_t)t->num_call;
   }
+  size_t art_calls = 0;
+  for (size_t i = 0; i < s->num_arts; i++) {
+    const artifact* a = &s->arts[i];
+    if (!a->read) {
+      printf("%s  exported program, not read: %s\n\n", a->shown, a->error);
+      continue;
+    }
+    art_calls += a->num_calls;
+    printf("%s  %s%s%s: %zu legacy call%s; %d typed, %d built-in, %d already rewritten\n", a->shown,
+           a->kind, a->platforms[0] ? " for " : "", a->platforms, a->num_calls,
+           a->num_calls == 1 ? "" : "s", a->typed, a->builtin, a->rewritten);
+    for (size_t k = 0; k < a->num_calls; k++) {
+      const artifact_call* c = &a->calls[k];
+      printf("    called     %s (api_version=%d, opaque %ld bytes) %s  %s\n", c->target, c->version,
+             c->opaque_bytes, c->signature, c->location);
+    }
+    if (a->num_calls) {
+      char rw[LINE_CAP];
+      scan_rewrite_line(a->shown, rw, sizeof rw);
+      printf("    rewrite    %s\n", rw);
+    }
+    printf("\n");
+  }
   printf("%zu legacy target%s in %zu files (%zu lines):", inv->n, inv->n == 1 ? "" : "s", s->files,
          s->lines);
   for (int p = PLAT_CPU; p <= PLAT_GPU; p++)
     for (int v = 1; v <= 3; v++)
       if (by_form[p][v]) printf(" %s v%d: %zu;", scan_plat_text((plat)p), v, by_form[p][v]);
   if (unknown) printf(" form unknown: %zu;", unknown);
-  printf(" %zu legacy call site%s; %zu typed-FFI handler%s or call%s already; %zu with notes\n",
+  printf(" %zu legacy call site%s; %zu typed-FFI handler%s or call%s already; %zu with notes",
          calls, calls == 1 ? "" : "s", typed, typed == 1 ? "" : "s", typed == 1 ? "" : "s", notes);
+  if (s->num_arts)
+    printf("; %zu exported program%s, %zu legacy call%s in them", s->num_arts,
+           s->num_arts == 1 ? "" : "s", art_calls, art_calls == 1 ? "" : "s");
+  printf("\n");
 }
 
 /* Joins the findings, prints the inventory, frees; the exit status. */
 static int finish(scan* s) {
   inventory inv;
   memset(&inv, 0, sizeof inv);
+  scan_read_artifacts(s);
   scan_build(s, &inv);
   if (s->json)
     print_json(s, &inv);
@@ -188,6 +261,7 @@ static int finish(scan* s) {
   for (size_t i = 0; i < inv.n; i++) free(inv.t[i].how);
   free(inv.t);
   free(s->f);
+  scan_free_artifacts(s);
   for (size_t i = 0; i < s->num_paths; i++) free(s->paths[i]);
   free(s->paths);
   return s->errors ? 1 : 0;
@@ -204,9 +278,13 @@ int ccshim_scan_main(int argc, char** argv) {
           "Lists the legacy custom-call targets of a source tree (C, C++, CUDA, HIP,\n"
           "Python, Cython): registrations, call sites and kernel definitions joined\n"
           "per target, with platform, API version (and how it is known), file:line,\n"
-          "the line that wraps it with ccshim and the call-site change.\n"
-          "Exit status: 0; 1 when a file could not be scanned (one line each on\n"
-          "stderr, after the inventory); 2 when DIR is wrong.\n\n"
+          "the line that wraps it with ccshim and the call-site change.  Exported\n"
+          "JAX programs in the tree (jax.export artifacts, StableHLO bytecode, .mlir)\n"
+          "are read through ccshim.export in $CCSHIM_PYTHON (python3 when unset), and\n"
+          "their legacy calls listed with the `ccshim rewrite` line for each.\n"
+          "Exit status: 0; 1 when a file could not be scanned or an exported program\n"
+          "not read (one line each on stderr, after the inventory); 2 when DIR is\n"
+          "wrong.\n\n"
           "examples:\n"
           "  ccshim scan path/to/project\n"
           "  ccshim scan path/to/project --json > inventory.json\n");
@@ -239,10 +317,13 @@ int ccshim_scan_main(int argc, char** argv) {
     scan_walk(&s, dir);
   } else if (scan_source_lang(dir, &l, &cython)) {
     scan_file(&s, dir, dir, l, cython);
+  } else if (scan_maybe_artifact(&s, dir, dir), s.num_arts) {
+    /* an exported program, read through ccshim.export */
   } else {
     fprintf(stderr,
-            "ccshim scan: %s: neither a directory nor a C, C++, CUDA, HIP, Python or Cython "
-            "source file\n",
+            "ccshim scan: %s: neither a directory, nor a C, C++, CUDA, HIP, Python or Cython "
+            "source file, nor an exported JAX program (jax.export artifact or StableHLO "
+            "module)\n",
             dir);
     return 2;
   }

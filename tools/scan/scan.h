@@ -8,6 +8,8 @@
  *   walk.c     the directory walk and reading one file
  *   targets.c  findings joined per target name; the wrap line for each
  *   report.c   text and JSON output; the subcommand's entry points
+ *   artifacts.c exported programs (jax.export, StableHLO) found by their
+ *              bytes and read through ccshim.export
  */
 #ifndef CCSHIM_TOOLS_SCAN_H
 #define CCSHIM_TOOLS_SCAN_H
@@ -52,9 +54,32 @@ typedef struct finding {
   int cxx_linkage; /* definition: C++ name mangling likely */
 } finding;
 
+/* An exported program's legacy call, as ccshim.export read it. */
+typedef struct artifact_call {
+  char target[NAME_CAP];
+  int version;
+  long opaque_bytes;
+  char signature[TEXT_CAP];
+  char location[TEXT_CAP];
+} artifact_call;
+
+typedef struct artifact {
+  char* path;        /* as opened (owned) */
+  const char* shown; /* as reported (scan.paths) */
+  int read;          /* ccshim.export read it */
+  char kind[16];     /* export, portable, bytecode, text */
+  char platforms[64];
+  int typed, builtin, rewritten; /* calls left alone, by kind */
+  artifact_call* calls;          /* the legacy ones */
+  size_t num_calls, calls_cap;
+  char error[TEXT_CAP]; /* why it was not read */
+} artifact;
+
 typedef struct scan {
   finding* f;
   size_t n, cap;
+  artifact* arts; /* exported programs found */
+  size_t num_arts, arts_cap;
   char** paths; /* every file name a finding points at */
   size_t num_paths, paths_cap;
   size_t files, lines, errors;
@@ -140,9 +165,17 @@ void scan_source(scan* s, source* src);
 
 /* walk.c */
 void scan_walk(scan* s, const char* dir);
+int scan_open_any(const char* path, int flags);
 int scan_source_lang(const char* name, lang* l, int* cython);
 void scan_file(scan* s, const char* path, const char* shown, lang l, int cython);
 void scan_text(scan* s, const char* shown, lang l, int cython, char* code, size_t len);
+
+/* artifacts.c */
+int scan_is_artifact(const char* name, const char* head, size_t n, size_t size);
+void scan_maybe_artifact(scan* s, const char* path, const char* shown);
+void scan_read_artifacts(scan* s);
+void scan_rewrite_line(const char* shown, char* out, size_t cap);
+void scan_free_artifacts(scan* s);
 
 /* targets.c */
 void scan_wrap_line(const target* t, char* out, size_t cap);

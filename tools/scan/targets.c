@@ -104,11 +104,17 @@ static void resolve(target* t) {
     def_platform = PLAT_GPU;
   }
   if (t->platform == PLAT_UNKNOWN) t->platform = def_platform;
+  /* An exported program knows the platform it was lowered for. */
+  for (int i = 0; i < t->num_call && t->platform == PLAT_UNKNOWN; i++)
+    if (!strcmp(t->call[i]->what, "an exported program")) t->platform = t->call[i]->platform;
   int def_version = t->form == CPU_V1 || t->form == GPU_V1 ? 1
                     : t->form == CPU_V2                    ? 2
                     : t->form == CPU_V3                    ? 3
                                                            : 0;
-  if (explicit_call) {
+  if (explicit_call && explicit_call->line == 0) {
+    t->version = explicit_call->version;
+    set_how(t, "api_version=%d in the exported program %s", t->version, explicit_call->file);
+  } else if (explicit_call) {
     t->version = explicit_call->version;
     set_how(t, "api_version=%d at the call site %s:%d", t->version, explicit_call->file,
             explicit_call->line);
@@ -297,7 +303,14 @@ void scan_wrap_line_c(const target* t, char* out, size_t cap) {
 }
 
 void scan_call_change(const target* t, char* out, size_t cap) {
-  const finding* c = t->num_call ? t->call[0] : NULL;
+  /* A call in source code, else the exported program's rewrite. */
+  const finding* c = NULL;
+  for (int i = 0; i < t->num_call && c == NULL; i++)
+    if (t->call[i]->line != 0) c = t->call[i];
+  if (c == NULL && t->num_call) {
+    scan_rewrite_line(t->call[0]->file, out, cap);
+    return;
+  }
   char opaque[TEXT_CAP + 16] = "", name[TEXT_CAP + 2];
   name_code(t, name, sizeof name);
   if (c && c->opaque[0] && strcmp(c->opaque, "\"\"") != 0 && strcmp(c->opaque, "b\"\"") != 0)

@@ -102,7 +102,7 @@ done:
 /* Opens a path of any length: one open() below PATH_MAX, else component
  * by component with openat(), in pieces that each fit.  Returns an fd or
  * -1 with errno set. */
-static int open_any(const char* path, int flags) {
+int scan_open_any(const char* path, int flags) {
   size_t len = strlen(path);
   if (len < PATH_MAX) return open(path, flags);
   int dir = AT_FDCWD;
@@ -143,7 +143,7 @@ static int open_any(const char* path, int flags) {
  * FIFO or a device behind a name or a symbolic link is refused with a
  * line, not waited on). */
 void scan_file(scan* s, const char* path, const char* shown, lang l, int cython) {
-  int fd = open_any(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  int fd = scan_open_any(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     file_error(s, shown, "cannot read: %s", strerror(errno));
     return;
@@ -223,7 +223,7 @@ static char* join(const char* a, const char* b) {
 
 /* Lists a directory into `lv`, its entries sorted; 0, or -1 with a line. */
 static int list(scan* s, level* lv) {
-  int fd = open_any(lv->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = scan_open_any(lv->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR* d = fd >= 0 ? fdopendir(fd) : NULL;
   if (d == NULL) {
     file_error(s, lv->shown[0] ? lv->shown : lv->path, "cannot list: %s", strerror(errno));
@@ -303,7 +303,10 @@ void scan_walk(scan* s, const char* dir) {
         level_free(lv);
       continue;
     }
-    if (en->is_file && scan_source_lang(en->name, &l, &cython)) scan_file(s, path, rel, l, cython);
+    if (en->is_file && scan_source_lang(en->name, &l, &cython))
+      scan_file(s, path, rel, l, cython);
+    else if (en->is_file)
+      scan_maybe_artifact(s, path, rel);
     free(path);
     free(rel);
   }

@@ -1,0 +1,234 @@
+/*
+ * Exported programs in the tree: jax.export artifacts and StableHLO modules
+ * (portable artifacts, MLIR bytecode, .mlir text) whose custom calls may use
+ * the legacy convention.  Telling a legacy call from a typed one takes the
+ * module's attributes (JAX writes its typed calls as api_version 1 with a
+ * dictionary), so the files are not parsed here: they are recognised by
+ * their bytes, and read by JAX's own machinery through ccshim.export, run
+ * once for all of them in $CCSHIM_PYTHON.  A file it cannot read, or a
+ * Python that cannot read any, is reported with the reason, never dropped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../tools.h"
+#include "scan.h"
+
+static const char MAGIC[4] = {'M', 'L', '\xef', 'R'}; /* MLIR bytecode */
+enum { PROBE_BYTES = 64 << 10 };
+
+/* Whether a file's bytes (the first `n` of `size`) are an exported program:
+ * MLIR bytecode; a .mlir file that has custom calls; or a flatbuffer (a
+ * root offset inside the file) holding MLIR bytecode, as jax.export writes
+ * them.  `head` holds the whole file for .mlir. */
+int scan_is_artifact(const char* name, const char* head, size_t n, size_t size) {
+  if (n >= sizeof MAGIC && !memcmp(head, MAGIC, sizeof MAGIC)) return 1;
+  const char* dot = strrchr(name, '.');
+  if (dot && !strcmp(dot, ".mlir")) return memmem(head, n, "custom_call", 11) != NULL;
+  if (n < 8) return 0;
+  uint32_t root = (uint32_t)(unsigned char)head[0] | (uint32_t)(unsigned char)head[1] << 8 |
+                  (uint32_t)(unsigned char)head[2] << 16 | (uint32_t)(unsigned char)head[3] << 24;
+  return root >= 4 && root < size && root % 4 == 0 && memmem(head, n, MAGIC, sizeof MAGIC);
+}
+
+void scan_maybe_artifact(scan* s, const char* path, const char* shown) {
+  int fd = scan_open_any(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return; /* not a source file: not ours to report */
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_FILE_BYTES) {
+    close(fd);
+    return;
+  }
+  const char* dot = strrchr(shown, '.');
+  size_t want = dot && !strcmp(dot, ".mlir") ? (size_t)st.st_size : PROBE_BYTES;
+  char* head = malloc(want + 1);
+  ssize_t got = head ? read(fd, head, want) : -1;
+  close(fd);
+  if (got > 0 && scan_is_artifact(shown, head, (size_t)got, (size_t)st.st_size)) {
+    s->arts = scan_grow(s->arts, &s->arts_cap, sizeof *s->arts, s->num_arts + 1);
+    artifact* a = &s->arts[s->num_arts++];
+    memset(a, 0, sizeof *a);
+    a->path = scan_strdup(path);
+    a->shown = scan_keep_path(s, shown);
+  }
+  free(head);
+}
+
+/* --- Reading them, all at once, with ccshim.export ------------------------------------------- */
+
+/* The next tab-separated field of a line, in place. */
+static char* field(char** p) {
+  char* f = *p;
+  if (f == NULL) return "";
+  char* tab = strchr(f, '\t');
+  if (tab) {
+    *tab = '\0';
+    *p = tab + 1;
+  } else {
+    *p = NULL;
+  }
+  return f;
+}
+
+static void copy(char* out, size_t cap, const char* text) { snprintf(out, cap, "%s", text); }
+
+/* One line of `ccshim rewrite --list --tsv`: F (a file read), C (one of its
+ * legacy calls) or E (a file that did not read). */
+static void take_line(scan* s, char* line) {
+  char* p = line;
+  const char* tag = field(&p);
+  char* end;
+  unsigned long i = strtoul(field(&p), &end, 10);
+  if (*end || i >= s->num_arts) return;
+  artifact* a = &s->arts[i];
+  if (!strcmp(tag, "E")) {
+    copy(a->error, sizeof a->error, field(&p));
+  } else if (!strcmp(tag, "F")) {
+    a->read = 1;
+    copy(a->kind, sizeof a->kind, field(&p));
+    copy(a->platforms, sizeof a->platforms, field(&p));
+    a->typed = atoi(field(&p));
+    a->builtin = atoi(field(&p));
+    a->rewritten = atoi(field(&p));
+  } else if (!strcmp(tag, "C")) {
+    a->calls = scan_grow(a->calls, &a->calls_cap, sizeof *a->calls, a->num_calls + 1);
+    artifact_call* c = &a->calls[a->num_calls++];
+    copy(c->target, sizeof c->target, field(&p));
+    c->version = atoi(field(&p));
+    c->opaque_bytes = atol(field(&p));
+    copy(c->signature, sizeof c->signature, field(&p));
+    copy(c->location, sizeof c->location, field(&p));
+  }
+}
+
+/* The first line of a file, or "". */
+static void first_line(FILE* f, char* out, size_t cap) {
+  out[0] = '\0';
+  rewind(f);
+  if (fgets(out, (int)cap, f)) out[strcspn(out, "\n")] = '\0';
+}
+
+static void all_failed(scan* s, const char* why) {
+  for (size_t i = 0; i < s->num_arts; i++)
+    if (!s->arts[i].read && !s->arts[i].error[0])
+      snprintf(s->arts[i].error, sizeof s->arts[i].error, "%s", why);
+}
+
+/* Each legacy call of a program read becomes a call site of its target,
+ * joined with the target's definition and registrations in the sources. */
+static void add_call_sites(scan* s) {
+  for (size_t i = 0; i < s->num_arts; i++) {
+    const artifact* a = &s->arts[i];
+    char first[sizeof a->platforms];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(a->platforms, ","), a->platforms);
+    for (size_t k = 0; k < a->num_calls; k++) {
+      s->f = scan_grow(s->f, &s->cap, sizeof *s->f, s->n + 1);
+      finding* f = &s->f[s->n++];
+      memset(f, 0, sizeof *f);
+      f->kind = CALL_SITE;
+      f->file = a->shown;
+      f->lang = LANG_PY;
+      copy(f->what, sizeof f->what, "an exported program");
+      copy(f->name, sizeof f->name, a->calls[k].target);
+      f->version = a->calls[k].version;
+      f->platform = first[0] ? scan_plat_parse(first) : PLAT_UNKNOWN;
+    }
+  }
+}
+
+void scan_read_artifacts(scan* s) {
+  if (s->num_arts == 0) return;
+  FILE* paths = tmpfile();
+  FILE* errs = tmpfile();
+  int out[2] = {-1, -1};
+  if (paths == NULL || errs == NULL || pipe(out) != 0) {
+    all_failed(s, "could not start Python to read it (no temporary file or pipe)");
+    goto done;
+  }
+  for (size_t i = 0; i < s->num_arts; i++)
+    fwrite(s->arts[i].path, 1, strlen(s->arts[i].path) + 1, paths);
+  fflush(paths);
+  char paths_arg[64];
+  snprintf(paths_arg, sizeof paths_arg, "/dev/fd/%d", fileno(paths));
+  char* args[] = {"--list", "--tsv", "--paths-file", paths_arg, NULL};
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    all_failed(s, "could not start Python to read it (fork failed)");
+    goto done;
+  }
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(fileno(errs), 2);
+    close(out[0]);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    ccshim_python_main("scan", "ccshim.export", 4, args);
+    _exit(2);
+  }
+  close(out[1]);
+  out[1] = -1;
+  char* text = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    text = scan_grow(text, &cap, 1, len + 4097);
+    ssize_t n = read(out[0], text + len, 4096);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    len += (size_t)n;
+  }
+  text[len] = '\0';
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  for (char *line = text, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    take_line(s, line);
+  }
+  free(text);
+  char why[TEXT_CAP], said[TEXT_CAP - 64];
+  first_line(errs, said, sizeof said);
+  const char* own = "ccshim scan: "; /* the message of tools/python.c */
+  const char* text_said = strncmp(said, own, strlen(own)) ? said : said + strlen(own);
+  snprintf(why, sizeof why, "Python could not read it%s%s", said[0] ? ": " : "", text_said);
+  all_failed(s, why);
+  add_call_sites(s);
+done:
+  if (out[0] >= 0) close(out[0]);
+  if (out[1] >= 0) close(out[1]);
+  if (paths) fclose(paths);
+  if (errs) fclose(errs);
+  for (size_t i = 0; i < s->num_arts; i++)
+    if (s->arts[i].error[0]) {
+      fprintf(stderr, "ccshim scan: %s: an exported program, not read: %s\n", s->arts[i].shown,
+              s->arts[i].error);
+      s->errors++;
+    }
+}
+
+/* The command that rewrites one: OUT beside IN, ".ccshim" before the
+ * extension. */
+void scan_rewrite_line(const char* shown, char* out, size_t cap) {
+  const char* slash = strrchr(shown, '/');
+  const char* dot = strrchr(shown, '.');
+  if (dot && (slash == NULL || dot > slash + 1))
+    snprintf(out, cap, "ccshim rewrite %s %.*s.ccshim%s", shown, (int)(dot - shown), shown, dot);
+  else
+    snprintf(out, cap, "ccshim rewrite %s %s.ccshim", shown, shown);
+}
+
+void scan_free_artifacts(scan* s) {
+  for (size_t i = 0; i < s->num_arts; i++) {
+    free(s->arts[i].path);
+    free(s->arts[i].calls);
+  }
+  free(s->arts);
+}
