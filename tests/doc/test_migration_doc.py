@@ -32,7 +32,7 @@ lines = text.splitlines()
 TOPICS = ["The staged plan", "Registering", "Call sites in JAX", "Reading operands",
           "Tuples and temp buffers", "Opaque descriptors become typed attributes", "Errors",
           "GPU streams", "Command buffers (CUDA graphs) and traits", "Sharding",
-          "Which JAX accepts which FFI version"]
+          "Exported programs", "Which JAX accepts which FFI version"]
 headings = [l[3:].strip() for l in lines if l.startswith("## ")]
 check(headings == TOPICS, f"topics: {headings}")
 for topic in TOPICS[1:-1]:
