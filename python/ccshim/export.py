@@ -1043,6 +1043,15 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
         done = rewrite(src, prefix=opts.get("prefix", DEFAULT_PREFIX),
                        platform=opts.get("platform"), to=opts.get("to"),
                        keep=opts["keep"], only=opts["only"] or None)
+        kernels = None
+        if opts["check"]:  # every kernel found before anything is written
+            kernels = _load_python_kernels(opts["kernels"], opts.get("init"))
+            where = opts.get("platform") or (done.platforms[0] if done.platforms else "cpu")
+            missing = [t["legacy"] for t in done.targets
+                       if _kernel_for(kernels, t["legacy"], where) is None]
+            if missing:
+                raise ArtifactError(f"--kernels {opts['kernels']}: no kernel for the legacy "
+                                    f"target(s) {', '.join(missing)} of {src}")
         _write_whole(dst, done.data)
         manifest = dict(done.manifest(), input=str(src), output=str(dst))
         if opts.get("manifest"):
@@ -1050,7 +1059,6 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
                          (json.dumps(manifest, indent=2) + "\n").encode())
         report = None
         if opts["check"]:
-            kernels = _load_python_kernels(opts["kernels"], opts.get("init"))
             inputs = None
             if opts.get("inputs"):
                 import numpy as np

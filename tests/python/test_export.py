@@ -494,3 +494,20 @@ def test_scan_reports_programs_it_cannot_read(legacy_artifact, tmp_path):
     p = _ccshim("scan", tree, env={"CCSHIM_PYTHON": str(tmp_path / "no-python")})
     assert p.returncode == 1
     assert p.stderr.count("not read: Python could not read it: cannot run") == 2, p.stderr
+
+
+def test_check_names_the_targets_its_kernels_lack(legacy_artifact, tmp_path, build_dir):
+    module = tmp_path / "some_kernels.py"
+    module.write_text(
+        "import ctypes, jax\n"
+        f"lib = ctypes.CDLL({str(build_dir / 'tests' / 'libccshim_pytest_kernels.so')!r})\n"
+        "def registrations():\n"
+        "    return {'scale_v1': jax.ffi.pycapsule(lib.scale_v1)}\n")
+    out = tmp_path / "out.jax"
+    p = _ccshim("rewrite", legacy_artifact, out, "--check", "--kernels", module)
+    assert p.returncode == 2, p.stderr
+    assert "no kernel for the legacy target(s)" in p.stderr, p.stderr
+    for name in ("echo_v3", "sumdiff_v2", "accumulate_v1", "copy48_v1"):
+        assert name in p.stderr
+    assert "scale_v1" not in p.stderr.split("target(s)", 1)[1]
+    assert not out.exists()
