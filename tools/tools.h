@@ -8,6 +8,23 @@
 #include <stdio.h>
 
 int ccshim_conform_main(int argc, char** argv);
+
+/* A reference run of a legacy kernel, for `conform --reference` (ccshim.conform
+ * passes XLA's legacy path): runs `kernel` (form `api`, buffers as
+ * `signature` says) on args, writing rets; 0 ran, 1 the kernel failed,
+ * 2 the reference cannot run it; `message` says why. */
+typedef int (*ccshim_conform_reference_fn)(void* kernel, int api, const char* signature,
+                                           const unsigned char* opaque, size_t opaque_len,
+                                           void* const* args, size_t num_args, void* const* rets,
+                                           size_t num_rets, char* message, size_t cap);
+
+/* `ccshim conform ARGS` run inside a Python process (ccshim.conform, through
+ * ctypes): with `kernel` the legacy kernel at that address in this process
+ * (LIB SYMBOL then only name it in the report), and with `reference` the
+ * legacy side run by it, named `name` in the report.  The exit status. */
+__attribute__((visibility("default"))) int ccshim_conform_embedded(
+    void* kernel, ccshim_conform_reference_fn reference, const char* name, int argc, char** argv);
+
 int ccshim_scan_main(int argc, char** argv);
 
 /* Runs `main(argv)` of the Python module `module` (ccshim.export for

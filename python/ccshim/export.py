@@ -688,21 +688,14 @@ def _kernel_for(kernels: Any, legacy: str, platform: str):
     """The kernel ``kernels`` gives for a legacy target, or None: a mapping
     of name to kernel, a registrations() mapping in jaxlib's newer shape
     ({platform: [(name, capsule, api_version)]}), or a function of the name."""
+    from . import _modules
     if callable(kernels) and not isinstance(kernels, Mapping):
         return kernels(legacy)
     if not isinstance(kernels, Mapping):
         raise TypeError("kernels must be a mapping of legacy target name to kernel, a "
                         "registrations() mapping, or a function of the name; got "
                         f"{type(kernels).__name__}")
-    if legacy in kernels:
-        return kernels[legacy]
-    for key, value in kernels.items():
-        if isinstance(value, (list, tuple)) and key.lower() in (platform, _JAX_NAMES.get(
-                platform, platform)):
-            for entry in value:
-                if isinstance(entry, (list, tuple)) and len(entry) == 3 and entry[0] == legacy:
-                    return entry[1]
-    return None
+    return _modules.entry(kernels, legacy, _JAX_NAMES.get(platform, platform))
 
 
 def register(src: Any, kernels: Any, *, prefix: str = DEFAULT_PREFIX,
@@ -886,49 +879,12 @@ Examples:
 
 
 def _load_python_kernels(spec: str, init: str | None):
-    """A module's registrations() (or attribute) for --kernels MODULE[:ATTR]:
-    MODULE is an importable name or a path to a Python file or extension."""
-    import importlib
-    import importlib.machinery
-    import importlib.util
-    module_name, _, attr = spec.partition(":")
-    if not module_name:
-        raise ArtifactError(f"--kernels {spec!r}: expected MODULE[:ATTR]")
-    path = pathlib.Path(module_name)
+    """A module's registrations() (or attribute) for --kernels MODULE[:ATTR]."""
+    from . import _modules
     try:
-        if path.suffix in (".so", ".py", ".pyd") or os.sep in module_name:
-            if not path.exists():
-                raise ArtifactError(f"--kernels: {path} does not exist")
-            name = path.name.split(".")[0]
-            if path.suffix == ".py":
-                loader = importlib.machinery.SourceFileLoader(name, str(path))
-            else:
-                loader = importlib.machinery.ExtensionFileLoader(name, str(path))
-            module_spec = importlib.util.spec_from_file_location(name, path, loader=loader)
-            module = importlib.util.module_from_spec(module_spec)
-            loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_name)
-    except ArtifactError:
-        raise
-    except Exception as e:
-        raise ArtifactError(f"--kernels {spec!r}: cannot import {module_name}: "
-                            f"{_first_line(e)}") from None
-    if init:
-        fn = getattr(module, init, None)
-        if not callable(fn):
-            raise ArtifactError(f"--init {init!r}: {module_name} has no function of that name")
-        fn()
-    attr = attr or "registrations"
-    value = getattr(module, attr, None)
-    if value is None:
-        raise ArtifactError(f"--kernels {spec!r}: {module_name} has no attribute {attr!r}")
-    if callable(value) and not isinstance(value, Mapping):
-        value = value()
-    if not isinstance(value, Mapping):
-        raise ArtifactError(f"--kernels {spec!r}: {attr} gave {type(value).__name__}; expected "
-                            "a mapping of target name to capsule")
-    return value
+        return _modules.registrations(spec, init)
+    except _modules.ModuleError as e:
+        raise ArtifactError(f"--kernels: {e}") from None
 
 
 def _parse(argv: Sequence[str]) -> dict:

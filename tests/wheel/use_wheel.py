@@ -8,7 +8,8 @@ tree, with no CCSHIM_* variable and no build folder: the user's first steps.
    legacy headers) compiles against ccshim.include_dirs();
 3. the README's JAX lines run as printed, on that library, and give the
    kernel's result;
-4. the `ccshim` console script runs;
+4. the `ccshim` console script runs, and its subcommands that need Python
+   (rewrite, conform --reference xla) run in this one;
 5. find_package(ccshim) with ccshim.cmake_dir() builds and runs a consumer.
 """
 import os
@@ -57,7 +58,18 @@ script = pathlib.Path(sys.executable).parent / "ccshim"
 out = subprocess.run([str(script), "version"], capture_output=True, text=True, check=True)
 assert out.stdout.strip() == f"ccshim {ccshim.version()}", out.stdout
 subprocess.run([str(script), "scan", "--help"], capture_output=True, check=True)
-print(f"4. the console script: {out.stdout.strip()}")
+# The subcommands that run Python run this one (rewrite: JAX's machinery;
+# conform with a reference: the conform engine library loaded into it).
+out = subprocess.run([str(script), "rewrite", "--help"], capture_output=True, text=True,
+                     check=True)
+assert "ccshim rewrite IN OUT" in out.stdout, out.stdout
+out = subprocess.run([str(script), "conform", str(work / "libmy_kernels.so"), "add_v2", "--api",
+                      "2", "--signature", "(f32[128], f32[2048]) -> f32[2048]", "--reference",
+                      "xla", "--runs", "2"], capture_output=True, text=True)
+assert out.returncode == 0 and "reference: XLA's legacy custom-call path" in out.stdout, (
+    out.stdout + out.stderr)
+print(f"4. the console script: ccshim {ccshim.version()}; rewrite and conform --reference xla "
+      "run in this Python")
 
 build = work / "consumer"
 subprocess.run(["cmake", "-S", str(root / "tests" / "consumer"), "-B", str(build),

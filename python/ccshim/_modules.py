@@ -1,0 +1,94 @@
+"""Kernels as projects ship them: a Python module (by name, or by the path
+of its .py or extension .so) and what it offers, its registrations()
+mapping or a capsule attribute.  For ``ccshim rewrite --kernels`` and
+``ccshim conform --python``."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+
+class ModuleError(ValueError):
+    """A module or attribute that is not there, or not kernels."""
+
+
+def load_module(name_or_path: str):
+    """Imports a module by name, or loads it from a .py or extension path
+    (under its own file name, beside whatever else is imported)."""
+    path = pathlib.Path(name_or_path)
+    try:
+        if path.suffix in (".so", ".py", ".pyd") or os.sep in name_or_path:
+            if not path.exists():
+                raise ModuleError(f"{path} does not exist")
+            name = path.name.split(".")[0]
+            if path.suffix == ".py":
+                loader = importlib.machinery.SourceFileLoader(name, str(path))
+            else:
+                loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+            spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+            module = importlib.util.module_from_spec(spec)
+            loader.exec_module(module)
+            return module
+        return importlib.import_module(name_or_path)
+    except ModuleError:
+        raise
+    except Exception as e:  # ImportError, or whatever the module raised
+        first = (str(e).strip() or type(e).__name__).splitlines()[0][:300]
+        raise ModuleError(f"cannot import {name_or_path}: {first}") from None
+
+
+def offered(spec: str, init: str | None = None) -> tuple[Any, str]:
+    """What MODULE[:ATTR] offers, and the attribute's name: ATTR (default
+    registrations), called when it is a function, after MODULE.init()."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name:
+        raise ModuleError(f"{spec!r}: expected MODULE[:ATTR]")
+    module = load_module(module_name)
+    if init:
+        fn = getattr(module, init, None)
+        if not callable(fn):
+            raise ModuleError(f"--init {init}: {module_name} has no function of that name")
+        fn()
+    attr = attr or "registrations"
+    if not hasattr(module, attr):
+        raise ModuleError(f"{spec!r}: {module_name} has no attribute {attr!r}")
+    value = getattr(module, attr)
+    if callable(value) and not isinstance(value, Mapping) and not _is_kernel(value):
+        value = value()
+    return value, attr
+
+
+def _is_kernel(value: Any) -> bool:
+    import ctypes
+    return type(value).__name__ == "PyCapsule" or isinstance(value, ctypes._CFuncPtr)
+
+
+def registrations(spec: str, init: str | None = None) -> Mapping:
+    """A module's mapping of target name to kernel (MODULE[:ATTR])."""
+    value, attr = offered(spec, init)
+    if not isinstance(value, Mapping):
+        raise ModuleError(f"{spec!r}: {attr} gave {type(value).__name__}; expected a mapping "
+                          "of target name to capsule")
+    return value
+
+
+def entry(mapping: Mapping, name: str, platform: str = "cpu") -> Any:
+    """The kernel registered under ``name`` in a registrations() mapping of
+    either shape jaxlib has used ({name: capsule}, or {platform: [(name,
+    capsule, api_version)]}), or None."""
+    if name in mapping and not isinstance(mapping[name], (list, tuple)):
+        return mapping[name]
+    aliases = {"cpu": ("cpu", "host"), "host": ("cpu", "host"), "cuda": ("cuda", "gpu"),
+               "rocm": ("rocm", "gpu")}.get(platform.lower(), (platform.lower(),))
+    for key, value in mapping.items():
+        if isinstance(key, str) and key.lower() in aliases and isinstance(value, (list, tuple)):
+            for e in value:
+                if isinstance(e, (list, tuple)) and len(e) == 3 and e[0] == name:
+                    return e[1]
+    return None
