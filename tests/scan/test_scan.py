@@ -29,7 +29,11 @@ def scan(*args):
 rc, out, err = scan(FIXTURE, "--json")
 check(rc == 0 and err == "", f"scan --json: rc={rc} stderr={err!r}")
 report = json.loads(out)
-targets = {t["name"]: t for t in report["targets"]}
+# A name registered by a CPU and a GPU module has a target per platform:
+# the second under NAME@PLATFORM.
+targets = {}
+for t in report["targets"]:
+    targets[t["name"] if t["name"] not in targets else f"{t['name']}@{t['platform']}"] = t
 
 # --- What it finds ------------------------------------------------------------
 expected = {
@@ -44,6 +48,10 @@ expected = {
     "lapack_dpotrf": ("cpu", 2, "definition's parameters (CPU v2)", "csrc/solver_ext.cc:36"),
     # A function template registered by a snake_case helper, template arguments whole.
     "lapack_sgesv": ("cpu", 1, "definition's parameters (CPU v1)", "csrc/solver_ext.cc:38"),
+    # The same name in the GPU module's registrations(), which python/solver.py
+    # registers with platform="gpu": its own target, with the GPU definition.
+    "lapack_sgesv@gpu": ("gpu", 1, "definition's parameters (GPU v1)",
+                         "gpu/solver_gpu_ext.cu:22"),
     "blas_strsm": ("cpu", 1, "definition's parameters (CPU v1)", "cython/blas.pyx:15"),
     "gpu_axpy_v1": ("cuda", 1, "definition's parameters (GPU v1)", "gpu/kernels.cu:20"),
     "gpu_norm": ("cuda", 3, "call site python/ops.py:48", "gpu/kernels.cu:30"),
@@ -61,11 +69,12 @@ for name, (platform, version, how, where) in expected.items():
     check(t["api_version"] == version, f"{name}: version {t['api_version']}, expected {version}")
     check(how in t["api_version_from"], f"{name}: version from {t['api_version_from']!r}")
     check(f"{t['file']}:{t['line']}" == where, f"{name}: at {t['file']}:{t['line']}, not {where}")
-    check(t["wrap"].startswith(f'ccshim.jax.register_legacy("{name}", '), f"{name}: {t['wrap']}")
+    check(t["wrap"].startswith(f'ccshim.jax.register_legacy("{name.split("@")[0]}", '),
+          f"{name}: {t['wrap']}")
 
 computed = [t for t in report["targets"] if "(" not in t["name"] and t["name"] not in targets
-            or t["name"] in ("_name", "fn_name", "target")]
-check({t["name"] for t in computed} == {"_name", "fn_name", "target"},
+            or t["name"] in ("_name", "fn_name", "target", "name")]
+check({t["name"] for t in computed} == {"_name", "fn_name", "target", "name"},
       f"computed names: {[t['name'] for t in computed]}")
 check(targets["_name"]["wrap"].startswith("ccshim.jax.register_legacy(_ext.registrations(), "),
       targets["_name"]["wrap"])
@@ -74,7 +83,15 @@ check(targets["target"]["wrap"] == 'ccshim.jax.register_legacy(_solver.registrat
       'platform="cpu", api_version=<1, 2 or 3>)', targets["target"]["wrap"])
 check("registers every entry of _solver.registrations()" in targets["target"]["note"],
       targets["target"]["note"])
-check(len(report["targets"]) == len(expected) + 3, f"{len(report['targets'])} targets")
+check(targets["name"]["wrap"] == 'ccshim.jax.register_legacy(_solver_gpu.registrations(), '
+      'platform="gpu", api_version=<1, 2 or 3>)', targets["name"]["wrap"])
+t = targets["lapack_sgesv@gpu"]
+check(t["wrap"] == 'ccshim.jax.register_legacy("lapack_sgesv", '
+      '_solver_gpu.registrations()["lapack_sgesv"], platform="gpu", api_version=1)', t["wrap"])
+check("(ccshim_legacy_fn)gesv, 1, CCSHIM_PLATFORM_CUDA" in t["wrap_c"], t["wrap_c"])
+check(t["definition"]["file"] == "gpu/solver_gpu_ext.cu" and t["form"] == "GPU v1", t)
+check("also in" not in targets["lapack_sgesv"]["note"], targets["lapack_sgesv"]["note"])
+check(len(report["targets"]) == len(expected) + 4, f"{len(report['targets'])} targets")
 
 # --- What it must not find: comments, strings, docstrings, macro bodies, notes,
 # and typed handlers (counted apart) ---------------------------------------------
@@ -122,17 +139,18 @@ check(targets["legacy_zero"]["registrations"][0]["via"] == "register_ffi_target"
 check("_ext.old_cpu()" in targets["old_cpu"]["wrap"], targets["old_cpu"]["wrap"])
 
 s = report["summary"]
-check(s == {"files": 10, "lines": s["lines"], "legacy_targets": 18, "typed": 5,
+check(s == {"files": 11, "lines": s["lines"], "legacy_targets": 20, "typed": 5,
             "unscanned_files": 0, "artifacts": 0, "artifact_legacy_calls": 0}, f"summary: {s}")
 check(report["artifacts"] == [], "no exported programs in the fixture")
 
 # --- The table: one block per target, then the summary; the same every run ------
 rc, text, err = scan(FIXTURE)
 check(rc == 0, f"scan: rc={rc}")
-check("18 legacy targets in 10 files" in text and "5 legacy call sites" in text
+check("20 legacy targets in 11 files" in text and "5 legacy call sites" in text
       and "5 typed-FFI handlers or calls already" in text, text.splitlines()[-1])
 for name in expected:
-    check(any(line.startswith(name + "  ") for line in text.splitlines()), f"{name} in table")
+    head = name.replace("@", "  ") + " " if "@" in name else name + "  "
+    check(any(line.startswith(head) for line in text.splitlines()), f"{name} in table")
 check(scan(FIXTURE)[1] == text, "the same report twice")
 
 # A single file is accepted too.
@@ -149,7 +167,7 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = err.strip().splitlines()
     check(rc == 1 and len(lines) == 1 and "csrc/blob.cc" in lines[0] and "binary" in lines[0],
           f"binary file: rc={rc} stderr={err!r}")
-    check("18 legacy targets in 10 files" in out, "the rest is still reported")
+    check("20 legacy targets in 11 files" in out, "the rest is still reported")
     rc, out, err = scan(tree, "--json")
     check(rc == 1 and json.loads(out)["summary"]["unscanned_files"] == 1, "binary file, JSON")
 

@@ -120,6 +120,10 @@ typedef struct args {
 typedef struct target {
   char name[TEXT_CAP]; /* or, when computed, the expression */
   int computed;
+  /* The platform of the extension module that registers it, when one name
+   * is registered by modules of different platforms (a CPU and a GPU
+   * registrations() dict): a target per platform.  PLAT_UNKNOWN otherwise. */
+  plat module_platform;
   const finding* def;    /* the definition, if found */
   const finding* reg[8]; /* registrations, up to 8 shown */
   int num_reg;

@@ -11,10 +11,13 @@
 
 /* --- Targets ------------------------------------------------------------------------------ */
 
-/* The target of that name; a computed name is a target of its own. */
-static target* target_named(inventory* inv, const char* name, int computed) {
+/* The target of that name (and module platform); a computed name is a
+ * target of its own. */
+static target* target_on(inventory* inv, const char* name, int computed, plat module_platform) {
   for (size_t i = 0; i < inv->n && !computed; i++)
-    if (!inv->t[i].computed && !strcmp(inv->t[i].name, name)) return &inv->t[i];
+    if (!inv->t[i].computed && !strcmp(inv->t[i].name, name) &&
+        inv->t[i].module_platform == module_platform)
+      return &inv->t[i];
   if (inv->n == inv->cap) {
     inv->cap = inv->cap ? 2 * inv->cap : 32;
     inv->t = realloc(inv->t, inv->cap * sizeof *inv->t);
@@ -27,7 +30,43 @@ static target* target_named(inventory* inv, const char* name, int computed) {
   memset(t, 0, sizeof *t);
   snprintf(t->name, sizeof t->name, "%s", name);
   t->computed = computed;
+  t->module_platform = module_platform;
   return t;
+}
+
+/* The target of that name, whichever platform; a new one when none. */
+static target* target_named(inventory* inv, const char* name, int computed) {
+  for (size_t i = 0; i < inv->n && !computed; i++)
+    if (!inv->t[i].computed && !strcmp(inv->t[i].name, name)) return &inv->t[i];
+  return target_on(inv, name, computed, PLAT_UNKNOWN);
+}
+
+/* The platform an extension module's capsules are registered for: from a
+ * Python loop over its registrations() that names the platform
+ * (register_custom_call_target(name, capsule, platform="gpu")). */
+static plat module_platform_of(const scan* s, const char* module) {
+  if (module[0] == '\0') return PLAT_UNKNOWN;
+  for (size_t i = 0; i < s->n; i++) {
+    const finding* f = &s->f[i];
+    if (f->kind == REGISTRATION && f->lang == LANG_PY && !strcmp(f->module, module) &&
+        f->platform != PLAT_UNKNOWN)
+      return f->platform;
+  }
+  return PLAT_UNKNOWN;
+}
+
+/* Whether `name` is put in the registrations() of modules registered for
+ * different platforms, CPU and GPU: then each gets a target of its own. */
+static int split_by_module(const scan* s, const char* name) {
+  int cpu = 0, gpu = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const finding* f = &s->f[i];
+    if (f->kind != REGISTRATION || f->lang != LANG_C || strcmp(f->name, name)) continue;
+    plat p = module_platform_of(s, f->module);
+    cpu |= p == PLAT_CPU;
+    gpu |= scan_is_gpu(p);
+  }
+  return cpu && gpu;
 }
 
 /* The extension whose registrations() a computed registration loops over,
@@ -40,13 +79,20 @@ static const char* registrations_loop_of(const target* t) {
 
 /* The definition of a registered function: the one in the same scope
  * (Getrf<float>::Kernel is defined as Getrf<T>::Kernel), else one where
- * either side names no scope (a namespace written around the definition). */
-static const finding* definition_of(const scan* s, const char* function, const char* scope) {
+ * either side names no scope (a namespace written around the definition).
+ * For a registration of a known platform, only a definition of that
+ * platform's forms (a CPU and a GPU module may each have a `nufft2d1`). */
+static const finding* definition_of(const scan* s, const char* function, const char* scope,
+                                    plat platform) {
   if (function[0] == '\0') return NULL;
   const finding* loose = NULL;
   for (size_t i = 0; i < s->n; i++) {
     const finding* d = &s->f[i];
     if (d->kind != DEFINITION || strcmp(d->function, function)) continue;
+    int gpu_form = d->form == GPU_V1 || d->form == GPU_V23;
+    if ((platform == PLAT_CPU && gpu_form) ||
+        (scan_is_gpu(platform) && !gpu_form && d->form != CPU_V3)) /* CPU v3 = GPU v2/v3 */
+      continue;
     if (!strcmp(d->scope, scope)) return d;
     if (!loose && (!scope[0] || !d->scope[0])) loose = d;
   }
@@ -88,10 +134,12 @@ static void resolve(target* t) {
   }
   const finding* d = t->def;
   int gpu_registration = 0;
+  if (t->module_platform != PLAT_UNKNOWN) t->platform = t->module_platform;
   for (int i = 0; i < t->num_reg; i++) {
     if (t->platform == PLAT_UNKNOWN) t->platform = t->reg[i]->platform;
     gpu_registration |= scan_is_gpu(t->reg[i]->platform);
   }
+  gpu_registration |= scan_is_gpu(t->module_platform);
   /* (void*, void**, const char*, size_t, status*) is the CPU v3 form, and
    * also the GPU v2/v3 form with the stream taken as void*: a GPU
    * registration, or a call site saying 2, tells which. */
@@ -190,11 +238,14 @@ void scan_build(const scan* s, inventory* inv) {
   for (size_t i = 0; i < s->n; i++) {
     const finding* f = &s->f[i];
     if (f->kind != REGISTRATION) continue;
+    plat by_module = f->lang == LANG_C && f->name[0] && split_by_module(s, f->name)
+                         ? module_platform_of(s, f->module)
+                         : PLAT_UNKNOWN;
     target* t = f->name[0] || !f->name_expr[0]
-                    ? target_named(inv, f->name[0] ? f->name : f->function, 0)
+                    ? target_on(inv, f->name[0] ? f->name : f->function, 0, by_module)
                     : target_named(inv, f->name_expr, 1);
     if (t->num_reg < 8) t->reg[t->num_reg++] = f;
-    if (!t->def) t->def = definition_of(s, f->function, f->scope);
+    if (!t->def) t->def = definition_of(s, f->function, f->scope, by_module);
   }
   for (size_t i = 0; i < s->n; i++) {
     const finding* f = &s->f[i];
