@@ -228,13 +228,13 @@ class Artifact:
     def _exported(self, data, jax_export):
         from jax._src.export import _export, serialization
         try:
+            newest = getattr(serialization, "_SERIALIZATION_VERSION", None)
             root = serialization.ser_flatbuf.Exported.GetRootAsExported(bytearray(data), 0)
             version = root.SerializationVersion()
-            if version > serialization._SERIALIZATION_VERSION:
+            if newest is not None and version > newest:
                 raise ArtifactError(
                     f"{self.what}: a jax.export artifact of serialization version {version}, "
-                    f"from a newer JAX; this JAX {_jax_version()} reads up to "
-                    f"{serialization._SERIALIZATION_VERSION}")
+                    f"from a newer JAX; this JAX {_jax_version()} reads up to {newest}")
             exported = jax_export.deserialize(bytearray(data))
         except ArtifactError:
             raise

@@ -511,3 +511,24 @@ def test_check_names_the_targets_its_kernels_lack(legacy_artifact, tmp_path, bui
         assert name in p.stderr
     assert "scale_v1" not in p.stderr.split("target(s)", 1)[1]
     assert not out.exists()
+
+
+def test_a_2023_module_alone_becomes_an_exported_artifact(jax2023, old_lapack, tmp_path):
+    """The module of a 2023 artifact by itself (a StableHLO portable
+    artifact, as JAX's back-compatibility data records them, with the
+    platform beside it): rewritten into an exported artifact of today's
+    JAX, it gives the recorded outputs."""
+    case = jax2023["lu_batched_c128"]
+    module = export.deserialize(bytearray(
+        (CASES_2023 / "lu_batched_c128.jax").read_bytes())).mlir_module_serialized
+    src = tmp_path / "lu.mlirbc"
+    src.write_bytes(module)
+    assert ce.read(src).kind == "portable"
+    out = tmp_path / "lu.jax"
+    p = _ccshim("rewrite", src, out, "--platform", "cpu", "--to", "export")
+    assert p.returncode == 0, p.stderr
+    ce.register(out, old_lapack.registrations())
+    inputs, want = _recorded(case)
+    got = jax.tree_util.tree_leaves(ce.load(out).call(*inputs))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12 * np.abs(w).max())
