@@ -532,3 +532,20 @@ def test_a_2023_module_alone_becomes_an_exported_artifact(jax2023, old_lapack, t
     got = jax.tree_util.tree_leaves(ce.load(out).call(*inputs))
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12 * np.abs(w).max())
+
+
+def test_a_cuda_artifact_needs_its_kernels_on_cuda():
+    """Lowered for CUDA (no GPU needed to export or rewrite): the rewritten
+    target is wanted on CUDA, and the GPU form's opaque travels the same
+    way.  (Running it needs a GPU; none here.)"""
+    def fn(x):
+        return _legacy("gpu_kernel", S((8,), np.float32), 2, legacy_backend_config=b"\x01\x00")(x)
+
+    exp = export.export(jax.jit(fn), platforms=["cuda"], disabled_checks=[
+        export.DisabledSafetyCheck.custom_call("gpu_kernel")])(S((8,), np.float32))
+    done = ce.rewrite(exp)
+    assert done.platforms == ("cuda",)
+    assert ce.needed(done.data) == [{"typed": "ccshim.v2.gpu_kernel", "legacy": "gpu_kernel",
+                                     "api_version": 2, "platforms": ["cuda"]}]
+    with pytest.raises(ce.ArtifactError, match=r"ccshim\.v2\.gpu_kernel on cuda"):
+        ce.load(done.data)
