@@ -82,13 +82,20 @@ def entry(mapping: Mapping, name: str, platform: str = "cpu") -> Any:
     """The kernel registered under ``name`` in a registrations() mapping of
     either shape jaxlib has used ({name: capsule}, or {platform: [(name,
     capsule, api_version)]}), or None."""
-    if name in mapping and not isinstance(mapping[name], (list, tuple)):
-        return mapping[name]
+    if name in mapping and not _platform_entries(mapping[name]):
+        return mapping[name]  # a capsule, an address, a (library, symbol) pair...
     aliases = {"cpu": ("cpu", "host"), "host": ("cpu", "host"), "cuda": ("cuda", "gpu"),
                "rocm": ("rocm", "gpu")}.get(platform.lower(), (platform.lower(),))
     for key, value in mapping.items():
-        if isinstance(key, str) and key.lower() in aliases and isinstance(value, (list, tuple)):
+        if isinstance(key, str) and key.lower() in aliases and _platform_entries(value):
             for e in value:
                 if isinstance(e, (list, tuple)) and len(e) == 3 and e[0] == name:
                     return e[1]
     return None
+
+
+def _platform_entries(value: Any) -> bool:
+    """Whether a registrations() value is jaxlib's newer shape, a list of
+    (name, capsule, api_version) for one platform."""
+    return isinstance(value, (list, tuple)) and bool(value) and all(
+        isinstance(e, (list, tuple)) and len(e) == 3 for e in value)

@@ -549,3 +549,14 @@ def test_a_cuda_artifact_needs_its_kernels_on_cuda():
                                      "api_version": 2, "platforms": ["cuda"]}]
     with pytest.raises(ce.ArtifactError, match=r"ccshim\.v2\.gpu_kernel on cuda"):
         ce.load(done.data)
+
+
+def test_kernels_are_looked_up_in_every_shape_registrations_have():
+    from ccshim import _modules
+    pair = ("libk.so", "k")
+    assert _modules.entry({"k": pair}, "k") is pair  # a (library, symbol) pair
+    assert _modules.entry({"k": 1234}, "k") == 1234
+    new_shape = {"cpu": [("k", 42, 0), ("t_ffi", 43, 1)], "CUDA": [("k", 44, 0)]}
+    assert _modules.entry(new_shape, "k", "cpu") == 42
+    assert _modules.entry(new_shape, "k", "cuda") == 44
+    assert _modules.entry(new_shape, "missing", "cpu") is None
