@@ -18,10 +18,10 @@ out=docs/jax-matrix.md
 rows=()
 for v in "${versions[@]}"; do
   venv=.venv-matrix/$v
-  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import jax, pytest" 2>/dev/null; then
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import jax, pytest, flatbuffers" 2>/dev/null; then
     "$python" -m venv "$venv" &&
       "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-        "jax==$v" "jaxlib==$v" pytest >"$venv.log" 2>&1 ||
+        "jax==$v" "jaxlib==$v" pytest flatbuffers >"$venv.log" 2>&1 ||
       { rows+=("| $v | not installable here | $(tail -n 1 "$venv.log" 2>/dev/null) |"); continue; }
   fi
   site=$("$venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')
