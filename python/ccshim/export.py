@@ -150,6 +150,15 @@ class _NativeErrors:
         return ""
 
 
+def _deserialize_portable(jax_ext, ir, data: bytes):
+    """A StableHLO portable artifact as an ir.Module (older jaxlibs return
+    its text, newer ones the module)."""
+    module = jax_ext.mlir.deserialize_portable_artifact(data)
+    if isinstance(module, (str, bytes)):
+        module = ir.Module.parse(module)
+    return module
+
+
 def _describe_bytes(data: bytes) -> str:
     head = data[:16]
     return f"{len(data)} bytes beginning {head!r}"
@@ -205,8 +214,8 @@ class Artifact:
             self.exported = self._exported(data, jax_export)
             self.platforms = tuple(self.exported.platforms)
             try:
-                self.module = jax_ext.mlir.deserialize_portable_artifact(
-                    self.exported.mlir_module_serialized)
+                self.module = _deserialize_portable(jax_ext, ir,
+                                                    self.exported.mlir_module_serialized)
             except Exception as e:
                 raise ArtifactError(
                     f"{what}: the jax.export artifact's module does not deserialize "
@@ -215,7 +224,7 @@ class Artifact:
 
     def _bytecode(self, data, jax_ext, ir):
         try:
-            return "portable", jax_ext.mlir.deserialize_portable_artifact(data)
+            return "portable", _deserialize_portable(jax_ext, ir, data)
         except Exception as portable_error:
             try:
                 return "bytecode", ir.Module.parse(data)
@@ -238,6 +247,11 @@ class Artifact:
             exported = jax_export.deserialize(bytearray(data))
         except ArtifactError:
             raise
+        except NotImplementedError as e:  # a version this JAX no longer reads
+            raise ArtifactError(
+                f"{self.what}: a jax.export artifact this JAX {_jax_version()} does not read "
+                f"({_first_line(e)}); JAX 0.10 reads the serialization versions of 2023 on "
+                "(ccshim rewrite there writes today's)") from None
         except Exception as e:
             raise ArtifactError(
                 f"{self.what}: not a jax.export artifact, nor a StableHLO module "
@@ -322,7 +336,7 @@ class Artifact:
         def no_vjp(_):
             raise ArtifactError(f"{self.what}: no VJP was recorded with this module")
 
-        return _export.Exported(
+        fields = dict(
             fun_name="main", in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
             out_avals=out_avals, _has_named_shardings=True,
             _in_named_shardings=(None,) * len(in_avals),
@@ -333,6 +347,9 @@ class Artifact:
             calling_convention_version=_calling_convention(),
             module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=False,
             _get_vjp=no_vjp)
+        # The fields this JAX's Exported has (named shardings came in 2026).
+        known = {f.name for f in dataclasses.fields(_export.Exported)}
+        return _export.Exported(**{k: v for k, v in fields.items() if k in known})
 
     def as_exported(self):
         """A jax.export.Exported of this program, to call."""
@@ -408,7 +425,7 @@ def _with_module(exported, portable: bytes):
     them (an artifact from before named shardings gets them, where that
     changes nothing: one device, or no sharding given)."""
     fields = {"mlir_module_serialized": portable}
-    if not exported._has_named_shardings:
+    if not getattr(exported, "_has_named_shardings", True):
         given = [s for s in (*exported.in_shardings_hlo, *exported.out_shardings_hlo)
                  if s is not None and not s.is_replicated()]
         if given and exported.nr_devices != 1:
