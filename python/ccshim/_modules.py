@@ -78,24 +78,40 @@ def registrations(spec: str, init: str | None = None) -> Mapping:
     return value
 
 
+def entries(registrations: Mapping) -> list[tuple[str | None, str, Any, bool]]:
+    """(platform, name, kernel, is typed) for every entry of a legacy
+    extension's registrations(), in either shape jaxlib has used:
+
+    * {name: capsule}, old jaxlib and most third-party extensions (platform
+      None: the mapping does not say): an entry is typed when its value is a
+      dict of stage handlers or, by jaxlib's own convention (which its
+      lapack.py applied), when its name ends in "_ffi";
+    * {platform: [(name, capsule, api_version), ...]}, jaxlib from 0.4.31:
+      api_version 0 is legacy, 1 typed, as register_ffi_target reads it.
+    """
+    from . import _args
+    out = []
+    for key, value in registrations.items():
+        if isinstance(value, (list, tuple)) and all(
+                isinstance(e, (list, tuple)) and len(e) == 3 for e in value):
+            for name, kernel, version in value:
+                if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+                    raise ValueError(f"registrations()[{key!r}]: {name!r} has api_version "
+                                     f"{version!r}; expected 0 (legacy) or 1 (typed FFI)")
+                _args.text("registrations() name", name)
+                out.append((key, name, kernel, version >= 1 or isinstance(kernel, Mapping)))
+        else:
+            _args.text("registrations() name", key)
+            out.append((None, key, value, isinstance(value, Mapping) or key.endswith("_ffi")))
+    return out
+
+
 def entry(mapping: Mapping, name: str, platform: str = "cpu") -> Any:
-    """The kernel registered under ``name`` in a registrations() mapping of
-    either shape jaxlib has used ({name: capsule}, or {platform: [(name,
-    capsule, api_version)]}), or None."""
-    if name in mapping and not _platform_entries(mapping[name]):
-        return mapping[name]  # a capsule, an address, a (library, symbol) pair...
-    aliases = {"cpu": ("cpu", "host"), "host": ("cpu", "host"), "cuda": ("cuda", "gpu"),
-               "rocm": ("rocm", "gpu")}.get(platform.lower(), (platform.lower(),))
-    for key, value in mapping.items():
-        if isinstance(key, str) and key.lower() in aliases and _platform_entries(value):
-            for e in value:
-                if isinstance(e, (list, tuple)) and len(e) == 3 and e[0] == name:
-                    return e[1]
+    """The kernel registered under ``name`` for ``platform`` in a
+    registrations() mapping of either shape (``entries``), or None."""
+    from . import parse_platform
+    want = parse_platform(platform)[0]
+    for where, entry_name, kernel, _ in entries(mapping):
+        if entry_name == name and (where is None or parse_platform(where)[0] == want):
+            return kernel
     return None
-
-
-def _platform_entries(value: Any) -> bool:
-    """Whether a registrations() value is jaxlib's newer shape, a list of
-    (name, capsule, api_version) for one platform."""
-    return isinstance(value, (list, tuple)) and bool(value) and all(
-        isinstance(e, (list, tuple)) and len(e) == 3 for e in value)

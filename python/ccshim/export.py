@@ -695,9 +695,9 @@ def needed(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = Non
     out: dict[str, dict] = {}
     for call in art.calls(prefix):
         if call.kind == "ccshim":
-            out.setdefault(call.target, {"typed": call.target, "legacy": call.legacy_target,
-                                         "api_version": int(call.target[len(prefix) + 1]),
-                                         "platforms": list(art.platforms)})
+            legacy, form = _legacy_of(call.target, prefix)
+            out.setdefault(call.target, {"typed": call.target, "legacy": legacy,
+                                         "api_version": form, "platforms": list(art.platforms)})
     return sorted(out.values(), key=lambda t: t["typed"])
 
 
@@ -712,7 +712,7 @@ def _kernel_for(kernels: Any, legacy: str, platform: str):
         raise TypeError("kernels must be a mapping of legacy target name to kernel, a "
                         "registrations() mapping, or a function of the name; got "
                         f"{type(kernels).__name__}")
-    return _modules.entry(kernels, legacy, _JAX_NAMES.get(platform, platform))
+    return _modules.entry(kernels, legacy, platform)
 
 
 def register(src: Any, kernels: Any, *, prefix: str = DEFAULT_PREFIX,
@@ -1038,12 +1038,8 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
                 with np.load(opts["inputs"]) as z:
                     inputs = [z[f"arr_{i}"] for i in range(len(z.files))]
             seed = int(opts.get("seed", 0))
-            original = src
-            if done.kind == "export" and read(src).kind != "export":
-                # a plain module checked as the exported artifact it became
-                original = Artifact(read(src, platform=opts.get("platform")).to_bytes("export"),
-                                    what=str(src))
-            report = check(original, dst, kernels, inputs=inputs, seed=seed,
+            # (a plain module runs as the exported artifact it makes: as_exported)
+            report = check(src, dst, kernels, inputs=inputs, seed=seed,
                            prefix=opts.get("prefix", DEFAULT_PREFIX),
                            platform=opts.get("platform"))
         if opts["json"]:

@@ -29,7 +29,7 @@ import jax
 import numpy as np
 from jax import custom_batching
 
-from . import (Adapter, Signature, _args, answers_as_typed_handler, check_wrap_args,
+from . import (Adapter, Signature, _args, _modules, answers_as_typed_handler, check_wrap_args,
                parse_platform, resolve_kernel, wrap)
 
 __all__ = ["register_legacy", "legacy_call", "registered", "register_xla_legacy",
@@ -69,7 +69,7 @@ def register_legacy(name: Any, fn: Any = None, *, platform: str | None = None,
 
     ``register_legacy(registrations)`` takes a legacy extension's whole
     ``registrations()`` mapping instead (either shape jaxlib has used, see
-    _entries) and registers its legacy entries, each under ``prefix`` + its
+    _modules.entries) and registers its legacy entries, each under ``prefix`` + its
     name, with ``api_version`` (one form for all, or a mapping of name to
     form) and ``signatures`` (a mapping of name to signature); it returns a
     Registered, whose ``typed`` lists the typed-FFI entries it left alone.
@@ -192,45 +192,13 @@ class Registered(dict):
         self.typed: list[str] = []
 
 
-def _entries(registrations: Mapping) -> list[tuple[str, str, Any, bool]]:
-    """(platform, name, kernel, is typed) for every entry of a legacy
-    extension's registrations(), in either shape jaxlib has used:
-
-    * {name: capsule}, old jaxlib and most third-party extensions: an entry
-      is typed when its value is a dict of stage handlers or, by jaxlib's own
-      convention (which its lapack.py applied), when its name ends in "_ffi";
-    * {platform: [(name, capsule, api_version), ...]}, jaxlib from 0.4.31:
-      api_version 0 is legacy, 1 typed, as register_ffi_target reads it.
-    """
-    entries = []
-    for key, value in registrations.items():
-        if isinstance(value, (list, tuple)) and all(
-                isinstance(e, (list, tuple)) and len(e) == 3 for e in value):
-            for name, kernel, version in value:
-                if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-                    raise ValueError(f"registrations()[{key!r}]: {name!r} has api_version "
-                                     f"{version!r}; expected 0 (legacy) or 1 (typed FFI)")
-                entries.append((key, _args_name(name), kernel,
-                                version >= 1 or isinstance(kernel, Mapping)))
-        else:
-            name = _args_name(key)
-            entries.append((None, name, value,
-                            isinstance(value, Mapping) or name.endswith("_ffi")))
-    return entries
-
-
-def _args_name(name: Any) -> str:
-    _args.text("registrations() name", name)
-    return name
-
-
 def _register_all(registrations: Mapping, *, platform: str | None, api_version: Any,
                   signatures: Mapping[str, str] | None, prefix: str, probe: bool,
                   **options) -> Registered:
     _args.text("prefix", prefix)
     signatures = dict(signatures or {})
     out = Registered()
-    entries = _entries(registrations)
+    entries = _modules.entries(registrations)
     known = {name for _, name, _, _ in entries}
     unknown = sorted(set(signatures) - known)
     if unknown:

@@ -566,3 +566,23 @@ def test_kernels_are_looked_up_in_every_shape_registrations_have():
     assert _modules.entry(new_shape, "k", "cpu") == 42
     assert _modules.entry(new_shape, "k", "cuda") == 44
     assert _modules.entry(new_shape, "missing", "cpu") is None
+
+
+def test_check_runs_a_plain_module_as_the_artifact_it_makes(tmp_path, build_dir):
+    """`--check` on a plain module: the original runs, with its platform, as
+    the exported artifact it makes, against the rewrite in either kind."""
+    src = tmp_path / "tuples.mlir"
+    src.write_text(TUPLE_MODULE)
+    module = tmp_path / "tuple_kernels.py"
+    module.write_text(
+        "import ctypes\n"
+        f"lib = ctypes.CDLL({str(build_dir / 'tests' / 'libccshim_pytest_kernels.so')!r})\n"
+        "def registrations():\n"
+        "    return {'sumdiff_v2': (lib, 'sumdiff_v2')}\n")
+    for kind in ("export", "text"):
+        out = tmp_path / f"out.{kind}"
+        p = _ccshim("rewrite", src, out, "--platform", "cpu", "--to", kind, "--check",
+                    "--kernels", module, "--json")
+        assert p.returncode == 0, p.stderr
+        report = json.loads(p.stdout)["check"]
+        assert report["equal"] and len(report["outputs"]) == 2, report
