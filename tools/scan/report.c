@@ -177,7 +177,7 @@ static void print_text(const scan* s, const inventory* inv) {
     scan_call_change(t, cc, sizeof cc);
     char version[8] = "v?";
     if (t->version) snprintf(version, sizeof version, "v%d", t->version);
-    if (a->line == 0) /* only in exported programs */
+    if (scan_in_program(a)) /* only in exported programs */
       printf("%s  %s %s  %s\n", t->name, scan_plat_text(t->platform), version, a->file);
     else
       printf("%s%s  %s %s  %s:%d\n", t->name, t->computed ? " (name computed)" : "",
@@ -189,7 +189,7 @@ static void print_text(const scan* s, const inventory* inv) {
     for (int k = 0; k < t->num_reg; k++)
       printf("    registered %s:%d %s\n", t->reg[k]->file, t->reg[k]->line, t->reg[k]->what);
     for (int k = 0; k < t->num_call; k++)
-      if (t->call[k]->line == 0) /* in an exported program, listed below */
+      if (scan_in_program(t->call[k])) /* listed below with its program */
         printf("    called     %s, %s (api_version=%d)\n", t->call[k]->file, t->call[k]->what,
                t->call[k]->version);
       else if (t->call[k]->version)

@@ -86,6 +86,10 @@ typedef struct scan {
   int json;
 } scan;
 
+/* A call site read from an exported program (artifacts.c), which has no
+ * source line. */
+static inline int scan_in_program(const finding* f) { return f->kind == CALL_SITE && f->line == 0; }
+
 /* --- A source file, twice over ------------------------------------------------ */
 
 typedef struct source {

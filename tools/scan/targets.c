@@ -154,12 +154,12 @@ static void resolve(target* t) {
   if (t->platform == PLAT_UNKNOWN) t->platform = def_platform;
   /* An exported program knows the platform it was lowered for. */
   for (int i = 0; i < t->num_call && t->platform == PLAT_UNKNOWN; i++)
-    if (!strcmp(t->call[i]->what, "an exported program")) t->platform = t->call[i]->platform;
+    if (scan_in_program(t->call[i])) t->platform = t->call[i]->platform;
   int def_version = t->form == CPU_V1 || t->form == GPU_V1 ? 1
                     : t->form == CPU_V2                    ? 2
                     : t->form == CPU_V3                    ? 3
                                                            : 0;
-  if (explicit_call && explicit_call->line == 0) {
+  if (explicit_call && scan_in_program(explicit_call)) {
     t->version = explicit_call->version;
     set_how(t, "api_version=%d in the exported program %s", t->version, explicit_call->file);
   } else if (explicit_call) {
@@ -357,7 +357,7 @@ void scan_call_change(const target* t, char* out, size_t cap) {
   /* A call in source code, else the exported program's rewrite. */
   const finding* c = NULL;
   for (int i = 0; i < t->num_call && c == NULL; i++)
-    if (t->call[i]->line != 0) c = t->call[i];
+    if (!scan_in_program(t->call[i])) c = t->call[i];
   if (c == NULL && t->num_call) {
     scan_rewrite_line(t->call[0]->file, out, cap);
     return;
