@@ -2,7 +2,8 @@
  * Pins ccshim's XLA FFI ABI header to literal numbers (LP64): every struct's
  * required size and offsets, the sizes that differ from sizeof, and every
  * enum value.  The numbers are those of XLA's c_api.h at API 0.4
- * (reference/xla-ffi-abi.md section 1); a change to the header that moves
+ * (measured by compiling that header; test_abi_drift compares them with
+ * the header jaxlib ships); a change to the header that moves
  * any of them fails here.
  */
 #include <stddef.h>

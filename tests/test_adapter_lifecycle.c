@@ -1,9 +1,9 @@
 /*
  * Adapter lifetimes: 10^4 wrap/free cycles of every form and entry kind (the
  * sanitizer and valgrind runs prove them leak-free); a registered adapter
- * cannot be freed until unregistered; the prebuilt entries run out cleanly
- * and closures take over only where allowed; and adapters made with the
- * default options leave no writable-and-executable mapping behind.
+ * cannot be freed until unregistered; a second free is refused; the prebuilt entries run out
+ * cleanly and closures take over only where allowed; and adapters made with the default options
+ * leave no writable-and-executable mapping behind.
  */
 #include <stdint.h>
 
@@ -75,6 +75,23 @@ static void test_registered(ccshim_context* ctx) {
   CHECK_OK(ccshim_adapter_free(a));
 }
 
+/* A second free of the same adapter, or a pointer wrap never made, is an
+ * error that says so, never a double free (which glibc answers with abort). */
+static void test_double_free(void) {
+  ccshim_adapter* a;
+  CHECK_OK(
+      ccshim_wrap((ccshim_legacy_fn)k1, 1, CCSHIM_PLATFORM_HOST, "(s32[]) -> s32[]", NULL, &a));
+  ccshim_adapter* b;
+  CHECK_OK(ccshim_wrap((ccshim_legacy_fn)k1, 2, CCSHIM_PLATFORM_HOST, NULL, NULL, &b));
+  CHECK_OK(ccshim_adapter_free(a));
+  CHECK_STATUS(ccshim_adapter_free(a), CCSHIM_EINVAL);
+  CHECK_CONTAINS(ccshim_last_error(), "is not a live adapter (freed already");
+  int not_an_adapter = 0;
+  CHECK_STATUS(ccshim_adapter_free((ccshim_adapter*)&not_an_adapter), CCSHIM_EINVAL);
+  CHECK_OK(ccshim_adapter_free(b)); /* the other one is untouched */
+  CHECK_STATUS(ccshim_adapter_free(b), CCSHIM_EINVAL);
+}
+
 static void test_exhaustion(ccshim_context* ctx) {
   size_t n = CCSHIM_PREBUILT_ENTRIES;
   ccshim_adapter** all = calloc(n, sizeof *all);
@@ -139,6 +156,7 @@ int main(void) {
   test_no_wx_by_default(); /* first: before any closure exists */
   test_cycles(ctx);
   test_registered(ctx);
+  test_double_free();
   test_exhaustion(ctx);
   ccshim_context_free(ctx);
   printf("adapter lifecycle: ok\n");

@@ -23,6 +23,10 @@ int main(void) {
 }
 #else
 
+/* Exported, so that libccshim's calls come here: the tests build with
+ * hidden visibility, and a hidden malloc would count only this file's. */
+#define INTERPOSE __attribute__((visibility("default")))
+
 extern void* __libc_malloc(size_t);
 extern void* __libc_calloc(size_t, size_t);
 extern void* __libc_realloc(void*, size_t);
@@ -36,24 +40,24 @@ static void count(void) {
     atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
 }
 
-void* malloc(size_t n) {
+INTERPOSE void* malloc(size_t n) {
   count();
   return __libc_malloc(n);
 }
-void* calloc(size_t n, size_t m) {
+INTERPOSE void* calloc(size_t n, size_t m) {
   count();
   return __libc_calloc(n, m);
 }
-void* realloc(void* p, size_t n) {
+INTERPOSE void* realloc(void* p, size_t n) {
   count();
   return __libc_realloc(p, n);
 }
-int posix_memalign(void** p, size_t align, size_t n) {
+INTERPOSE int posix_memalign(void** p, size_t align, size_t n) {
   count();
   *p = __libc_memalign(align, n);
   return *p ? 0 : 12;
 }
-void* aligned_alloc(size_t align, size_t n) {
+INTERPOSE void* aligned_alloc(size_t align, size_t n) {
   count();
   return __libc_memalign(align, n);
 }

@@ -158,6 +158,20 @@ static void test_refused(void) {
           "signature column 2: dimension 'm' names operand 0, m: f32[], which holds no size");
   refused("(m: s32[], m: s32[]) -> f32[]", CCSHIM_ESIGNATURE,
           "signature column 12: operand name 'm' is used twice");
+  /* A size operand no dim uses beside a dim no operand binds: a typo whose
+   * check would silently not be made (a kernel trusting m overruns a). */
+  refused("(m: s32[], a: f32[n]) -> f32[n]", CCSHIM_ESIGNATURE,
+          "signature column 2: operand 0 is named 'm' but no dimension uses it, and "
+          "dimension 'n' is tied to no operand: a misspelling?");
+  {
+    /* Either alone is fine: a named operand for the reader, a shared dim. */
+    ccshim_signature* s1 = parse("(m: s32[], a: f32[4]) -> f32[4]");
+    ccshim_signature* s2 = parse("(a: f32[n], b: f32[n]) -> f32[n]");
+    ccshim_signature* s3 = parse("(x: f32[2], a: f32[n]) -> f32[n]");
+    ccshim_signature_free(s1);
+    ccshim_signature_free(s2);
+    ccshim_signature_free(s3);
+  }
   refused("(f32[...]{0}) -> f32[]", CCSHIM_ESIGNATURE,
           "signature column 10: a layout needs the dims it orders, not [...]");
   refused("(f32[..]) -> f32[]", CCSHIM_ESIGNATURE, "expected a dimension size or name, found '.'");

@@ -28,6 +28,20 @@ int main(void) {
   CHECK_STATUS(ccshim_platform_parse("cudaaaaaaaaaaaaaaaaaaa", &p), CCSHIM_EINVAL);
   CHECK_STATUS(ccshim_platform_parse(NULL, &p), CCSHIM_EINVAL);
   CHECK_STR_EQ(ccshim_platform_name((ccshim_platform)7), "unknown");
+  /* The three spellings of a platform, each for its reader. */
+  CHECK_STR_EQ(ccshim_platform_xla_name(CCSHIM_PLATFORM_HOST), "Host");
+  CHECK_STR_EQ(ccshim_platform_xla_name(CCSHIM_PLATFORM_CUDA), "CUDA");
+  CHECK_STR_EQ(ccshim_platform_xla_name(CCSHIM_PLATFORM_ROCM), "ROCM");
+  CHECK_STR_EQ(ccshim_platform_export_name(CCSHIM_PLATFORM_HOST), "cpu");
+  CHECK_STR_EQ(ccshim_platform_export_name(CCSHIM_PLATFORM_ROCM), "rocm");
+  CHECK_STR_EQ(ccshim_platform_xla_name((ccshim_platform)7), "unknown");
+  /* XLA's canonical form of any registry key; parse goes through it. */
+  char canon[32];
+  ccshim_canonical_platform("oneAPI", canon, sizeof canon);
+  CHECK_STR_EQ(canon, "sycl");
+  ccshim_canonical_platform("CPU", canon, sizeof canon);
+  CHECK_STR_EQ(canon, "host");
+  CHECK_STATUS(ccshim_platform_parse("oneapi", &p), CCSHIM_EINVAL);
 
   CHECK_STR_EQ(ccshim_legacy_form_name(1, CCSHIM_PLATFORM_HOST), "CPU v1");
   CHECK_STR_EQ(ccshim_legacy_form_name(3, CCSHIM_PLATFORM_HOST), "CPU v3");
@@ -36,6 +50,6 @@ int main(void) {
   CHECK(ccshim_legacy_form_name(0, CCSHIM_PLATFORM_HOST) == NULL);
   CHECK(ccshim_legacy_form_name(4, CCSHIM_PLATFORM_HOST) == NULL);
   CHECK(ccshim_legacy_form_name(2, (ccshim_platform)9) == NULL);
-  printf("vocabulary: 5 spellings, 3 refusals, 7 form names\n");
+  printf("vocabulary: 5 spellings, 4 refusals, 3 names each, 7 form names\n");
   return 0;
 }

@@ -228,6 +228,11 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version, ccshim_platform 
     free(a);
     return st;
   }
+  if (ccshim__live_add(a) != 0) {
+    ccshim__entry_release(a);
+    free(a);
+    return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
+  }
   *out = a;
   return CCSHIM_OK;
 }
@@ -260,8 +265,18 @@ ccshim_entry_kind ccshim_adapter_entry(const ccshim_adapter* a) {
 
 size_t ccshim_adapter_footprint(const ccshim_adapter* a) { return a ? a->footprint : 0; }
 
+static ccshim_status not_live(const ccshim_adapter* a) {
+  return ccshim__fail(CCSHIM_EINVAL,
+                      "adapter_free: %p is not a live adapter (freed already, or not made by "
+                      "ccshim_wrap)",
+                      (const void*)a);
+}
+
 ccshim_status ccshim_adapter_free(ccshim_adapter* a) {
   if (a == NULL) return CCSHIM_OK;
+  /* Nothing of *a is read before it is known to be live: a second free
+   * must not touch freed memory. */
+  if (!ccshim__live_has(a)) return not_live(a);
   if (atomic_load(&a->pinned))
     return ccshim__fail(CCSHIM_EBUSY,
                         "adapter_free: the adapter answered the metadata query "
@@ -272,6 +287,7 @@ ccshim_status ccshim_adapter_free(ccshim_adapter* a) {
     return ccshim__fail(CCSHIM_EBUSY,
                         "adapter_free: the handler is registered in ccshim's "
                         "embedded runtime; ccshim_unregister it first");
+  if (!ccshim__live_remove(a)) return not_live(a); /* freed by another thread meanwhile */
   ccshim__entry_release(a);
   free(a);
   return CCSHIM_OK;

@@ -84,11 +84,36 @@ ccshim__call_fn ccshim__select_call(const ccshim_adapter* a);
 XLA_FFI_Error* ccshim__kernel_failed(const ccshim_adapter* a, const XLA_FFI_Api* api,
                                      XlaCustomCallStatus* status);
 
+/* The kernel called in its form's convention: `in` is in[] on CPU and
+ * buffers[] on GPU (stream unused on CPU, `out` unused on GPU); v1 forms
+ * take no status.  Inline, so that a path whose form is a constant keeps
+ * only its own call. */
+static inline void ccshim__run_kernel(ccshim_legacy_fn fn, form form, void* out, void** in,
+                                      void* stream, const char* opaque, size_t opaque_len,
+                                      XlaCustomCallStatus* status) {
+  switch (form) {
+    case FORM_CPU_V1: ((ccshim_cpu_v1_fn)fn)(out, (const void**)in); break;
+    case FORM_CPU_V2: ((ccshim_cpu_v2_fn)fn)(out, (const void**)in, status); break;
+    case FORM_CPU_V3:
+      ((ccshim_cpu_v3_fn)fn)(out, (const void**)in, opaque, opaque_len, status);
+      break;
+    case FORM_GPU_V1: ((ccshim_gpu_v1_fn)fn)(stream, in, opaque, opaque_len); break;
+    case FORM_GPU_V2: ((ccshim_gpu_v2_fn)fn)(stream, in, opaque, opaque_len, status); break;
+  }
+}
+
 /* What a freed prebuilt entry points at: answers with an error. */
 extern const ccshim_adapter ccshim__freed_adapter;
 
 /* entry.c: binds an adapter to a code address, or lets it go. */
 ccshim_status ccshim__entry_bind(ccshim_adapter* a, ccshim_entry_kind kind, int allow_wx);
 void ccshim__entry_release(ccshim_adapter* a);
+
+/* The set of live adapters (live.c): added at wrap, removed at free.  add
+ * returns -1 when out of memory; has and remove return 0 when a is not
+ * there. */
+int ccshim__live_add(const ccshim_adapter* a);
+int ccshim__live_has(const ccshim_adapter* a);
+int ccshim__live_remove(const ccshim_adapter* a);
 
 #endif /* CCSHIM_ADAPTER_INTERNAL_H */

@@ -485,40 +485,24 @@ XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a, XLA_FFI_CallFrame* 
 
   struct XlaCustomCallStatus_ status;
   ccshim__status_init(&status);
-  switch ((form)a->form) {
-    case FORM_CPU_V1:
-    case FORM_CPU_V2:
-    case FORM_CPU_V3: {
-      void** in = ptrs;
-      if (a->nested != NULL) {
-        in = ptrs + na + nr;
-        ccshim__nested_fill(a->nested, (size_t)a->nested_len, ptrs, in);
-      }
-      int tuple = a->count_checked ? a->tuple_result : nr != 1;
-      void* out = tuple ? (void*)results : results[0];
-      if (a->form == FORM_CPU_V1)
-        ((ccshim_cpu_v1_fn)a->fn)(out, (const void**)in);
-      else if (a->form == FORM_CPU_V2)
-        ((ccshim_cpu_v2_fn)a->fn)(out, (const void**)in, &status);
-      else
-        ((ccshim_cpu_v3_fn)a->fn)(out, (const void**)in, opaque, opaque_len, &status);
-      break;
+  if (a->form <= FORM_CPU_V3) {
+    void** in = ptrs;
+    if (a->nested != NULL) {
+      in = ptrs + na + nr;
+      ccshim__nested_fill(a->nested, (size_t)a->nested_len, ptrs, in);
     }
-    case FORM_GPU_V1:
-    case FORM_GPU_V2: {
-      /* Stream_Get is table entry 4, stable in every release. */
-      XLA_FFI_Stream_Get_Args sargs;
-      memset(&sargs, 0, sizeof sargs);
-      sargs.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
-      sargs.ctx = f->ctx;
-      XLA_FFI_Error* err = api->XLA_FFI_Stream_Get(&sargs);
-      if (CCSHIM__UNLIKELY(err != NULL)) return err;
-      if (a->form == FORM_GPU_V1)
-        ((ccshim_gpu_v1_fn)a->fn)(sargs.stream, ptrs, opaque, opaque_len);
-      else
-        ((ccshim_gpu_v2_fn)a->fn)(sargs.stream, ptrs, opaque, opaque_len, &status);
-      break;
-    }
+    int tuple = a->count_checked ? a->tuple_result : nr != 1;
+    void* out = tuple ? (void*)results : results[0];
+    ccshim__run_kernel(a->fn, (form)a->form, out, in, NULL, opaque, opaque_len, &status);
+  } else {
+    /* Stream_Get is table entry 4, stable in every release. */
+    XLA_FFI_Stream_Get_Args sargs;
+    memset(&sargs, 0, sizeof sargs);
+    sargs.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
+    sargs.ctx = f->ctx;
+    XLA_FFI_Error* err = api->XLA_FFI_Stream_Get(&sargs);
+    if (CCSHIM__UNLIKELY(err != NULL)) return err;
+    ccshim__run_kernel(a->fn, (form)a->form, NULL, ptrs, sargs.stream, opaque, opaque_len, &status);
   }
   if (CCSHIM__UNLIKELY(status.engaged)) return ccshim__kernel_failed(a, api, &status);
   return NULL;

@@ -212,12 +212,7 @@ FAST XLA_FFI_Error* finish_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, v
     void** results = ptrs + na;
     const int tuple = checked ? a->tuple_result : nr != 1;
     void* out = tuple ? (void*)results : results[0];
-    if (form == FORM_CPU_V1)
-      ((ccshim_cpu_v1_fn)a->fn)(out, (const void**)ptrs);
-    else if (form == FORM_CPU_V2)
-      ((ccshim_cpu_v2_fn)a->fn)(out, (const void**)ptrs, &status);
-    else
-      ((ccshim_cpu_v3_fn)a->fn)(out, (const void**)ptrs, opaque, opaque_len, &status);
+    ccshim__run_kernel(a->fn, form, out, ptrs, NULL, opaque, opaque_len, &status);
   } else {
     XLA_FFI_Stream_Get_Args sargs;
     sargs.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
@@ -226,10 +221,7 @@ FAST XLA_FFI_Error* finish_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, v
     sargs.stream = NULL;
     XLA_FFI_Error* err = f->api->XLA_FFI_Stream_Get(&sargs);
     if (CCSHIM__UNLIKELY(err != NULL)) return err;
-    if (form == FORM_GPU_V1)
-      ((ccshim_gpu_v1_fn)a->fn)(sargs.stream, ptrs, opaque, opaque_len);
-    else
-      ((ccshim_gpu_v2_fn)a->fn)(sargs.stream, ptrs, opaque, opaque_len, &status);
+    ccshim__run_kernel(a->fn, form, NULL, ptrs, sargs.stream, opaque, opaque_len, &status);
   }
   if (has_status && CCSHIM__UNLIKELY(status.engaged))
     return ccshim__kernel_failed(a, f->api, &status);

@@ -21,14 +21,21 @@
 #define CCSHIM__UNUSED
 #endif
 
+/* The XLA_FFI_DataType numbers base/ reads by name (base/ is below the ABI
+ * header, so it does not include it; test_vocabulary pins them). */
+enum {
+  CCSHIM__DTYPE_INVALID = 0,
+  CCSHIM__DTYPE_S8 = 2,
+  CCSHIM__DTYPE_S64 = 5,
+  CCSHIM__DTYPE_U8 = 6,
+  CCSHIM__DTYPE_U64 = 9,
+  CCSHIM__DTYPE_TOKEN = 17,
+};
+
 /* Records the thread's last-error message and returns `status`, so that a
  * failing path reads `return ccshim__fail(CCSHIM_EINVAL, "...", ...);`. */
 ccshim_status ccshim__fail(ccshim_status status, const char* fmt, ...) CCSHIM__PRINTF(2, 3);
 ccshim_status ccshim__vfail(ccshim_status status, const char* fmt, va_list ap);
-
-/* Clears the thread's last-error message (called on entry by public calls
- * whose success must not leave a stale message behind). */
-void ccshim__clear_error(void);
 
 /* A malloc'd copy of `len` bytes with a NUL after them, or NULL. */
 char* ccshim__strndup(const char* s, size_t len);

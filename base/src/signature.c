@@ -279,7 +279,7 @@ static int parse_array(parser* p, ccshim_shape* out) {
   while (is_ident(p->text[p->pos])) p->pos++;
   if (p->pos == start) return expected(p, "an element type such as f32 or '('");
   int dtype = ccshim_dtype_from_name(p->text + start, p->pos - start);
-  if (dtype == 0) {
+  if (dtype == CCSHIM__DTYPE_INVALID) {
     char msg[160];
     ccshim__format(msg, sizeof msg,
                    "unknown element type '%.*s' (expected an HLO name such as "
@@ -293,10 +293,10 @@ static int parse_array(parser* p, ccshim_shape* out) {
   if (p->text[p->pos] == '[') {
     p->pos++;
     if (!parse_dims(p, out)) return 0;
-  } else if (dtype != 17 /* TOKEN */) {
+  } else if (dtype != CCSHIM__DTYPE_TOKEN) {
     return expected(p, "'[' after the element type");
   }
-  if (dtype == 17 && (out->rank != 0 || out->any_dims))
+  if (dtype == CCSHIM__DTYPE_TOKEN && (out->rank != 0 || out->any_dims))
     return fail_at(p, start, CCSHIM_ESIGNATURE, "a token has no dimensions");
   if (!out->any_dims && out->dim_names == NULL) {
     int64_t elements = ccshim_shape_elements(out);
@@ -406,9 +406,26 @@ static int parse_shape(parser* p, ccshim_shape* out, int depth) {
   return 1;
 }
 
+static int is_size_operand(const ccshim_shape* s) {
+  int d = s->dtype;
+  return !s->is_tuple && !s->any_dims && s->rank == 0 &&
+         ((d >= CCSHIM__DTYPE_S8 && d <= CCSHIM__DTYPE_S64) ||
+          (d >= CCSHIM__DTYPE_U8 && d <= CCSHIM__DTYPE_U64));
+}
+
+static int names_dim(const parser* p, const char* name) {
+  for (size_t v = 0; v < p->num_names; v++)
+    if (!strcmp(p->names[v], name)) return 1;
+  return 0;
+}
+
 /* Operand names: distinct, and one that a dimension uses must be an
- * integer scalar (its value is the dimension). */
+ * integer scalar (its value is the dimension).  A size operand that no
+ * dimension uses beside a dimension that no operand binds is almost surely
+ * a misspelling, and the check it was meant for would silently not be
+ * made: refused, naming both. */
 static int tie_names(parser* p, const ccshim_shape* operands, size_t n) {
+  size_t unused = n;
   for (size_t i = 0; i < n; i++) {
     if (operands[i].name == NULL) continue;
     for (size_t j = 0; j < i; j++)
@@ -417,15 +434,12 @@ static int tie_names(parser* p, const ccshim_shape* operands, size_t n) {
         ccshim__format(msg, sizeof msg, "operand name '%.40s' is used twice", operands[i].name);
         return fail_at(p, p->operand_pos[i], CCSHIM_ESIGNATURE, msg);
       }
-    int used = 0;
-    for (size_t v = 0; v < p->num_names && !used; v++)
-      used = !strcmp(p->names[v], operands[i].name);
-    if (!used) continue;
     const ccshim_shape* s = &operands[i];
-    int dtype = s->dtype;
-    int integer = !s->is_tuple && !s->any_dims && s->rank == 0 &&
-                  ((dtype >= 2 && dtype <= 5) || (dtype >= 6 && dtype <= 9));
-    if (!integer) {
+    if (!names_dim(p, s->name)) {
+      if (unused == n && is_size_operand(s)) unused = i;
+      continue;
+    }
+    if (!is_size_operand(s)) {
       char shape[256], msg[400];
       ccshim_shape_format(s, shape, sizeof shape);
       ccshim__format(msg, sizeof msg,
@@ -434,6 +448,20 @@ static int tie_names(parser* p, const ccshim_shape* operands, size_t n) {
                      s->name, i, shape);
       return fail_at(p, p->operand_pos[i], CCSHIM_ESIGNATURE, msg);
     }
+  }
+  if (unused == n) return 1;
+  for (size_t v = 0; v < p->num_names; v++) {
+    int bound = 0;
+    for (size_t i = 0; i < n && !bound; i++)
+      bound = operands[i].name && !strcmp(operands[i].name, p->names[v]);
+    if (bound) continue;
+    char msg[400];
+    ccshim__format(msg, sizeof msg,
+                   "operand %zu is named '%.40s' but no dimension uses it, and dimension "
+                   "'%.40s' is tied to no operand: a misspelling? (a size operand's name is "
+                   "written in the dimensions it sizes)",
+                   unused, operands[unused].name, p->names[v]);
+    return fail_at(p, p->operand_pos[unused], CCSHIM_ESIGNATURE, msg);
   }
   return 1;
 }

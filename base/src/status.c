@@ -48,8 +48,6 @@ ccshim_status ccshim__fail(ccshim_status status, const char* fmt, ...) {
   return status;
 }
 
-void ccshim__clear_error(void) { last_error[0] = '\0'; }
-
 char* ccshim__strndup(const char* s, size_t len) {
   char* copy = malloc(len + 1);
   if (copy == NULL) return NULL;
@@ -75,7 +73,7 @@ size_t ccshim__format_shape(char* buf, size_t cap, int dtype, int64_t rank, cons
   const char* name = ccshim_dtype_name(dtype);
   size_t n =
       name ? ccshim__format(buf, cap, "%s", name) : ccshim__format(buf, cap, "dtype(%d)", dtype);
-  if (dtype == 17 /* TOKEN */) return n + ccshim__format(buf + n, cap - n, "[]");
+  if (dtype == CCSHIM__DTYPE_TOKEN) return n + ccshim__format(buf + n, cap - n, "[]");
   n += ccshim__format(buf + n, cap - n, "[");
   for (int64_t i = 0; i < rank && dims != NULL && n + 1 < cap; i++)
     n += ccshim__format(buf + n, cap - n, i ? ",%lld" : "%lld", (long long)dims[i]);

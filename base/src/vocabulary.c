@@ -17,24 +17,47 @@ const char* ccshim_platform_name(ccshim_platform platform) {
   return "unknown";
 }
 
-ccshim_status ccshim_platform_parse(const char* name, ccshim_platform* out) {
-  char low[16];
+const char* ccshim_platform_xla_name(ccshim_platform platform) {
+  switch (platform) {
+    case CCSHIM_PLATFORM_HOST: return "Host";
+    case CCSHIM_PLATFORM_CUDA: return "CUDA";
+    case CCSHIM_PLATFORM_ROCM: return "ROCM";
+  }
+  return "unknown";
+}
+
+const char* ccshim_platform_export_name(ccshim_platform platform) {
+  switch (platform) {
+    case CCSHIM_PLATFORM_HOST: return "cpu";
+    case CCSHIM_PLATFORM_CUDA: return "cuda";
+    case CCSHIM_PLATFORM_ROCM: return "rocm";
+  }
+  return "unknown";
+}
+
+void ccshim_canonical_platform(const char* platform, char* buf, size_t cap) {
+  if (cap == 0) return;
   size_t n = 0;
-  for (; name && name[n] && n + 1 < sizeof low; n++) low[n] = (char)tolower((unsigned char)name[n]);
-  low[n] = '\0';
-  if (name && name[n] == '\0') {
-    if (!strcmp(low, "host") || !strcmp(low, "cpu")) {
-      *out = CCSHIM_PLATFORM_HOST;
-      return CCSHIM_OK;
-    }
-    if (!strcmp(low, "cuda") || !strcmp(low, "gpu")) {
-      *out = CCSHIM_PLATFORM_CUDA;
-      return CCSHIM_OK;
-    }
-    if (!strcmp(low, "rocm")) {
-      *out = CCSHIM_PLATFORM_ROCM;
-      return CCSHIM_OK;
-    }
+  for (; platform && platform[n] && n + 1 < cap; n++)
+    buf[n] = (char)tolower((unsigned char)platform[n]);
+  buf[n] = '\0';
+  if (strcmp(buf, "cpu") == 0)
+    ccshim__format(buf, cap, "host");
+  else if (strcmp(buf, "gpu") == 0)
+    ccshim__format(buf, cap, "cuda");
+  else if (strcmp(buf, "oneapi") == 0)
+    ccshim__format(buf, cap, "sycl");
+}
+
+ccshim_status ccshim_platform_parse(const char* name, ccshim_platform* out) {
+  char canonical[16];
+  if (name != NULL && strlen(name) < sizeof canonical) {
+    ccshim_canonical_platform(name, canonical, sizeof canonical);
+    for (ccshim_platform p = CCSHIM_PLATFORM_HOST; p <= CCSHIM_PLATFORM_ROCM; p++)
+      if (!strcmp(canonical, ccshim_platform_name(p))) {
+        *out = p;
+        return CCSHIM_OK;
+      }
   }
   return ccshim__fail(CCSHIM_EINVAL,
                       "unknown platform '%s'; expected cpu (or host), cuda "

@@ -19,6 +19,39 @@
  * Errors
  * ------------------------------------------------------------------------ */
 
+/* base/ names the element types it reads; they must be XLA's numbers. */
+_Static_assert((int)CCSHIM__DTYPE_INVALID == (int)XLA_FFI_DataType_INVALID, "dtype INVALID");
+_Static_assert((int)CCSHIM__DTYPE_S8 == (int)XLA_FFI_DataType_S8, "dtype S8");
+_Static_assert((int)CCSHIM__DTYPE_S64 == (int)XLA_FFI_DataType_S64, "dtype S64");
+_Static_assert((int)CCSHIM__DTYPE_U8 == (int)XLA_FFI_DataType_U8, "dtype U8");
+_Static_assert((int)CCSHIM__DTYPE_U64 == (int)XLA_FFI_DataType_U64, "dtype U64");
+_Static_assert((int)CCSHIM__DTYPE_TOKEN == (int)XLA_FFI_DataType_TOKEN, "dtype TOKEN");
+
+/* The error handed out when there is no memory for one: a NULL error reads
+ * as success, so a failure must never become NULL.  It lives for the
+ * process; destroying it does nothing. */
+static union {
+  XLA_FFI_Error error;
+  char bytes[sizeof(XLA_FFI_Error) + 64];
+} oom;
+static pthread_once_t oom_once = PTHREAD_ONCE_INIT;
+static const char oom_message[] = "out of memory (for an error's message)";
+_Static_assert(sizeof oom_message <= 64, "oom message fits");
+
+static void oom_init(void) {
+  oom.error.code = XLA_FFI_Error_Code_RESOURCE_EXHAUSTED;
+  memcpy(oom.error.message, oom_message, sizeof oom_message);
+}
+
+XLA_FFI_Error* ccshim__oom_error(void) {
+  pthread_once(&oom_once, oom_init);
+  return &oom.error;
+}
+
+void ccshim__error_destroy(XLA_FFI_Error* e) {
+  if (e != &oom.error) free(e);
+}
+
 static XLA_FFI_Error* error_vnew(XLA_FFI_Error_Code code, const char* fmt, va_list ap) {
   va_list copy;
   va_copy(copy, ap);
@@ -26,7 +59,7 @@ static XLA_FFI_Error* error_vnew(XLA_FFI_Error_Code code, const char* fmt, va_li
   va_end(copy);
   if (n < 0) n = 0;
   XLA_FFI_Error* e = malloc(sizeof *e + (size_t)n + 1);
-  if (e == NULL) return NULL; /* reads as success; nothing better exists */
+  if (e == NULL) return ccshim__oom_error();
   e->code = code;
   vsnprintf(e->message, (size_t)n + 1, fmt, ap);
   return e;
@@ -104,7 +137,7 @@ static void Error_Destroy(XLA_FFI_Error_Destroy_Args* args) {
             "ccshim: Unexpected XLA_FFI_Error_Destroy size: "
             "expected %d, got %zu\n",
             (int)XLA_FFI_Error_Destroy_Args_STRUCT_SIZE, args->struct_size);
-  free(args->error); /* XLA destroys it whatever the size says */
+  ccshim__error_destroy(args->error); /* XLA destroys it whatever the size says */
 }
 
 /* ---------------------------------------------------------------------------
@@ -536,10 +569,11 @@ static XLA_FFI_Error* Future_Create(XLA_FFI_Future_Create_Args* args) {
   return NULL;
 }
 
-static XLA_FFI_Error* future_complete(XLA_FFI_Future* f, int state, XLA_FFI_Error* error) {
+static XLA_FFI_Error* future_complete(XLA_FFI_Future* f, ccshim__future_state state,
+                                      XLA_FFI_Error* error) {
   XLA_FFI_Error* err = NULL;
   pthread_mutex_lock(&f->mu);
-  if (f->state != 0) {
+  if (f->state != CCSHIM__FUTURE_PENDING) {
     err = ccshim__error_new(XLA_FFI_Error_Code_FAILED_PRECONDITION,
                             "The future is already completed");
   } else {
@@ -554,7 +588,7 @@ static XLA_FFI_Error* future_complete(XLA_FFI_Future* f, int state, XLA_FFI_Erro
 static XLA_FFI_Error* Future_SetAvailable(XLA_FFI_Future_SetAvailable_Args* args) {
   CHECK_ARGS(args, XLA_FFI_Future_SetAvailable);
   if (args->future == NULL) return null_error("XLA_FFI_Future_SetAvailable", "future");
-  return future_complete(args->future, 1, NULL);
+  return future_complete(args->future, CCSHIM__FUTURE_AVAILABLE, NULL);
 }
 
 static XLA_FFI_Error* Future_SetError(XLA_FFI_Future_SetError_Args* args) {
@@ -562,8 +596,8 @@ static XLA_FFI_Error* Future_SetError(XLA_FFI_Future_SetError_Args* args) {
   if (args->future == NULL) return null_error("XLA_FFI_Future_SetError", "future");
   if (args->error == NULL || args->error->code == XLA_FFI_Error_Code_OK)
     return ccshim__error_new(XLA_FFI_Error_Code_INVALID_ARGUMENT, "Error must not be null or OK");
-  XLA_FFI_Error* err = future_complete(args->future, 2, args->error);
-  if (err) free(args->error); /* ownership passed to us either way */
+  XLA_FFI_Error* err = future_complete(args->future, CCSHIM__FUTURE_ERROR, args->error);
+  if (err) ccshim__error_destroy(args->error); /* ownership passed to us either way */
   return err;
 }
 
@@ -605,7 +639,7 @@ XLA_FFI_Error_Code ccshim_error_code(const XLA_FFI_Error* error) {
 
 const char* ccshim_error_message(const XLA_FFI_Error* error) { return error ? error->message : ""; }
 
-void ccshim_error_free(XLA_FFI_Error* error) { free(error); }
+void ccshim_error_free(XLA_FFI_Error* error) { ccshim__error_destroy(error); }
 
 const char* ccshim_error_code_name(XLA_FFI_Error_Code code) {
   static const char* const names[] = {"OK",

@@ -16,10 +16,17 @@ struct XLA_FFI_Error {
   char message[]; /* NUL-terminated */
 };
 
+/* A future's states. */
+typedef enum ccshim__future_state {
+  CCSHIM__FUTURE_PENDING = 0,
+  CCSHIM__FUTURE_AVAILABLE = 1,
+  CCSHIM__FUTURE_ERROR = 2,
+} ccshim__future_state;
+
 struct XLA_FFI_Future {
   pthread_mutex_t mu;
   pthread_cond_t done;
-  int state; /* 0 pending, 1 available, 2 error */
+  ccshim__future_state state;
   XLA_FFI_Error* error;
 };
 
@@ -73,6 +80,12 @@ struct XLA_FFI_InvokeContext {
 };
 
 /* api.c */
+/* The process-lifetime error returned when there is no memory for one
+ * (never NULL, which would read as success), and the one way to destroy an
+ * error of this runtime (which leaves that one alone). */
+XLA_FFI_Error* ccshim__oom_error(void);
+void ccshim__error_destroy(XLA_FFI_Error* e);
+
 XLA_FFI_Error* ccshim__error_new(XLA_FFI_Error_Code code, const char* fmt, ...)
     CCSHIM__PRINTF(2, 3);
 ccshim_status ccshim__type_deleter(int64_t type_id, void (**deleter)(void*));

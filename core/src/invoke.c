@@ -9,7 +9,7 @@
 
 void ccshim__future_wait(XLA_FFI_Future* f) {
   pthread_mutex_lock(&f->mu);
-  while (f->state == 0) pthread_cond_wait(&f->done, &f->mu);
+  while (f->state == CCSHIM__FUTURE_PENDING) pthread_cond_wait(&f->done, &f->mu);
   pthread_mutex_unlock(&f->mu);
 }
 
@@ -48,7 +48,7 @@ ccshim_status ccshim_call_frame(XLA_FFI_Handler* handler, XLA_FFI_CallFrame* fra
      * error wins, but the future is still awaited so that no task is left
      * writing into freed memory. */
     ccshim__future_wait(future);
-    if (err == NULL && future->state == 2) {
+    if (err == NULL && future->state == CCSHIM__FUTURE_ERROR) {
       err = future->error;
       future->error = NULL;
     }

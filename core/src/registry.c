@@ -20,20 +20,6 @@ static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static entry* entries;
 static size_t num_entries, cap_entries;
 
-void ccshim_canonical_platform(const char* platform, char* buf, size_t cap) {
-  if (cap == 0) return;
-  size_t n = 0;
-  for (; platform && platform[n] && n + 1 < cap; n++)
-    buf[n] = (char)tolower((unsigned char)platform[n]);
-  buf[n] = '\0';
-  if (strcmp(buf, "cpu") == 0)
-    ccshim__format(buf, cap, "host");
-  else if (strcmp(buf, "gpu") == 0)
-    ccshim__format(buf, cap, "cuda");
-  else if (strcmp(buf, "oneapi") == 0)
-    ccshim__format(buf, cap, "sycl");
-}
-
 void ccshim__metadata_frame(const XLA_FFI_Api* api, ccshim__metadata_call* call) {
   /* Field for field what XLA's invoke.cc sends: the metadata reads 0.0 until
    * the handler writes it, ctx is NULL and every list is empty. */

@@ -26,7 +26,7 @@ __all__ = [
     "CcshimError", "Signature", "Adapter", "wrap", "resolve_kernel",
     "load_legacy_library", "legacy_targets", "version", "dtype_name",
     "numpy_dtype", "include_dir", "include_dirs", "cmake_dir", "library_path",
-    "parse_platform", "legacy_form_name",
+    "parse_platform", "legacy_form_name", "xla_platform_name", "export_platform_name",
 ]
 
 
@@ -227,8 +227,6 @@ _PyCapsule_IsValid = ctypes.pythonapi.PyCapsule_IsValid
 _PyCapsule_IsValid.restype = ctypes.c_int
 _PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
-_XLA_PLATFORM = {"host": "Host", "cuda": "CUDA", "rocm": "ROCM"}
-
 # The names a custom-call target's capsule carries: jaxlib's and legacy
 # extensions' registrations() name theirs "xla._CUSTOM_CALL_TARGET", and
 # jax.ffi.pycapsule makes unnamed ones.  A capsule of any other name holds
@@ -279,7 +277,7 @@ def resolve_kernel(fn: Any, platform: str = "host") -> int:
         return fn
     if isinstance(fn, str):
         _args.text("a kernel's name", fn)
-        xla_platform = _XLA_PLATFORM.get(platform, platform)
+        xla_platform = xla_platform_name(platform)
         address = lib.ccshim_legacy_lookup(fn.encode(), xla_platform.encode())
         if address:
             return address
@@ -342,6 +340,18 @@ def parse_platform(platform: str) -> tuple[str, int]:
     return lib.ccshim_platform_name(value.value).decode(), value.value
 
 
+def xla_platform_name(platform: str) -> str:
+    """"Host", "CUDA" or "ROCM": the legacy registry's key for a platform,
+    which jax.ffi.register_ffi_target takes too (ccshim_platform_xla_name)."""
+    return lib.ccshim_platform_xla_name(parse_platform(platform)[1]).decode()
+
+
+def export_platform_name(platform: str) -> str:
+    """"cpu", "cuda" or "rocm": jax.export's name for a platform
+    (ccshim_platform_export_name)."""
+    return lib.ccshim_platform_export_name(parse_platform(platform)[1]).decode()
+
+
 def answers_as_typed_handler(kernel: int) -> bool:
     """Whether the function at ``kernel`` answers as a typed-FFI handler
     (ccshim_probe_typed_handler: called in a forked child with XLA's metadata
@@ -391,13 +401,24 @@ _TUPLES = {"flat": 0, "nested": 1}
 _LAYOUTS = {"refuse": 0, "caller_checks": 1}
 
 
-def check_wrap_args(api_version: Any, platform: Any, signature: Any, opaque_attr: Any,
-                    tuple_operands: Any, traits: Any, ffi_version: Any,
-                    layouts: Any = "refuse") -> dict:
-    """Validates what wrap() and ccshim.jax.register_legacy() take; returns
-    the options as they will be used.  Raises TypeError or ValueError with
-    the argument's name."""
-    parse_platform(platform)
+class WrapSpec(NamedTuple):
+    """Everything wrap() takes but the kernel, checked once (wrap_spec):
+    the form, the platform (canonical name and ccshim_platform), the parsed
+    signature (or None) and the options as they will be used."""
+    api_version: int
+    platform: str
+    platform_id: int
+    signature: Signature | None
+    options: dict
+
+
+def wrap_spec(api_version: Any, platform: Any = "cpu", signature: Any = None,
+              opaque_attr: Any = "opaque", tuple_operands: Any = "flat", traits: Any = 0,
+              ffi_version: Any = (0, 1), layouts: Any = "refuse") -> WrapSpec:
+    """Validates what wrap() and ccshim.jax.register_legacy() take, each
+    argument once.  Raises TypeError or ValueError with the argument's
+    name."""
+    canonical, platform_id = parse_platform(platform)
     if isinstance(api_version, bool) or not isinstance(api_version, int):
         raise TypeError(f"api_version must be int, got {type(api_version).__name__}")
     if api_version not in (1, 2, 3):
@@ -409,9 +430,30 @@ def check_wrap_args(api_version: Any, platform: Any, signature: Any, opaque_attr
         raise ValueError("opaque_attr is empty; expected a name such as 'opaque'")
     _args.choice("tuple_operands", tuple_operands, tuple(_TUPLES))
     _args.choice("layouts", layouts, tuple(_LAYOUTS))
-    return dict(opaque_attr=opaque_attr, tuple_operands=tuple_operands, layouts=layouts,
-                traits=_args.integer("traits", traits, 0, _args.UINT32_MAX),
-                ffi_version=_args.version_pair("ffi_version", ffi_version))
+    options = dict(opaque_attr=opaque_attr, tuple_operands=tuple_operands, layouts=layouts,
+                   traits=_args.integer("traits", traits, 0, _args.UINT32_MAX),
+                   ffi_version=tuple(_args.version_pair("ffi_version", ffi_version)))
+    sig = Signature(signature) if signature is not None else None
+    return WrapSpec(api_version, canonical, platform_id, sig, options)
+
+
+def wrap_kernel(kernel: int, spec: WrapSpec) -> Adapter:
+    """Wraps the kernel at ``kernel`` (resolve_kernel's address) as ``spec``
+    says (ccshim_wrap)."""
+    o = spec.options
+    opts = _native.WrapOptions()
+    opts.opaque_attr = o["opaque_attr"].encode()
+    opts.tuple_operands = _TUPLES[o["tuple_operands"]]
+    opts.ffi_major, opts.ffi_minor = o["ffi_version"]
+    opts.traits = o["traits"]
+    opts.layouts = _LAYOUTS[o["layouts"]]
+    address = ctypes.c_void_p()
+    text = spec.signature.text.encode() if spec.signature is not None else None
+    _check(lib.ccshim_wrap(kernel, spec.api_version, spec.platform_id, text, ctypes.byref(opts),
+                           ctypes.byref(address)),
+           "wrap")
+    return Adapter(address.value, kernel, spec.api_version, spec.platform, spec.signature,
+                   dict(o))
 
 
 def wrap(fn: Any, *, api_version: int, platform: str = "cpu",
@@ -423,22 +465,6 @@ def wrap(fn: Any, *, api_version: int, platform: str = "cpu",
     ``layouts``: a signature's layout other than row-major is refused
     (``"refuse"``: the adapter cannot see a buffer's layout) or taken as
     checked by the caller (``"caller_checks"``, what ccshim.jax does)."""
-    check_wrap_args(api_version, platform, signature, opaque_attr, tuple_operands, traits,
-                    ffi_version, layouts)
-    canonical, platform_id = parse_platform(platform)
-    sig = Signature(signature) if signature is not None else None
-    kernel = resolve_kernel(fn, canonical)
-    opts = _native.WrapOptions()
-    opts.opaque_attr = opaque_attr.encode()
-    opts.tuple_operands = _TUPLES[tuple_operands]
-    opts.ffi_major, opts.ffi_minor = ffi_version
-    opts.traits = traits
-    opts.layouts = _LAYOUTS[layouts]
-    address = ctypes.c_void_p()
-    _check(lib.ccshim_wrap(kernel, api_version, platform_id,
-                           signature.encode() if signature is not None else None,
-                           ctypes.byref(opts), ctypes.byref(address)),
-           "wrap")
-    options = dict(opaque_attr=opaque_attr, tuple_operands=tuple_operands, layouts=layouts,
-                   traits=traits, ffi_version=tuple(ffi_version))
-    return Adapter(address.value, kernel, api_version, canonical, sig, options)
+    spec = wrap_spec(api_version, platform, signature, opaque_attr, tuple_operands, traits,
+                     ffi_version, layouts)
+    return wrap_kernel(resolve_kernel(fn, spec.platform), spec)

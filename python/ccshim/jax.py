@@ -29,14 +29,12 @@ import jax
 import numpy as np
 from jax import custom_batching
 
-from . import (Adapter, Signature, _args, _modules, answers_as_typed_handler, check_wrap_args,
-               parse_platform, resolve_kernel, wrap)
+from . import (Adapter, Signature, WrapSpec, _args, _modules, answers_as_typed_handler,
+               export_platform_name, parse_platform, resolve_kernel, wrap_kernel, wrap_spec,
+               xla_platform_name)
 
 __all__ = ["register_legacy", "legacy_call", "registered", "register_xla_legacy",
            "xla_legacy_call", "Registered"]
-
-# Platform names as jax.ffi.register_ffi_target spells them ("cpu" -> Host).
-_JAX_PLATFORM = {"host": "cpu", "cuda": "CUDA", "rocm": "ROCM"}
 
 _lock = threading.Lock()
 # (name, canonical platform) -> Adapter.  Never emptied: XLA has no
@@ -54,7 +52,7 @@ def _start_backend(platform: str) -> None:
     it first makes XLA's checks (the metadata handshake, duplicate names)
     happen now, at registration, where errors belong."""
     try:
-        jax.devices(_JAX_PLATFORM[platform].lower())
+        jax.devices(export_platform_name(platform))
     except RuntimeError:
         pass  # no such backend in this process: JAX queues the registration
 
@@ -106,55 +104,84 @@ def register_legacy(name: Any, fn: Any = None, *, platform: str | None = None,
         raise TypeError("signatures= and prefix= are for register_legacy(registrations)")
     if fn is None:
         raise TypeError("register_legacy(name, fn, ...): the kernel is missing")
-    platform = "cpu" if platform is None else platform
+    spec = _spec(api_version, platform, signature, opaque_attr, tuple_operands, traits,
+                 ffi_version)
+    plan = _plan(name, fn, spec, probe)
+    with _lock:
+        return plan if isinstance(plan, Adapter) else _commit(*plan)
+
+
+def _spec(api_version, platform, signature, opaque_attr, tuple_operands, traits,
+          ffi_version) -> WrapSpec:
+    """register_legacy's arguments checked once; layouts are checked by
+    legacy_call against each call site."""
     if api_version is None:
         raise TypeError("register_legacy: api_version is required: the kernel's legacy "
                         "form, 1 (original), 2 (status returning) or 3 (unified)")
+    return wrap_spec(api_version, "cpu" if platform is None else platform, signature,
+                     opaque_attr, tuple_operands, traits, ffi_version, "caller_checks")
+
+
+def _plan(name: Any, fn: Any, spec: WrapSpec, probe: bool):
+    """Everything register_legacy checks before it registers: the name, the
+    kernel, what JAX never does, the name's other registrations, and (for a
+    new registration) the typed-handler probe.  Returns the adapter already
+    registered the same way, or (name, kernel, spec) to commit.  Registers
+    nothing."""
     _args.text("name", name)
-    options = check_wrap_args(api_version, platform, signature, opaque_attr,
-                              tuple_operands, traits, ffi_version, "caller_checks")
-    canonical, _ = parse_platform(platform)
-    sig = Signature(signature) if signature is not None else None
-    _refuse_what_jax_never_does(name, sig, tuple_operands)
-    kernel = resolve_kernel(fn, canonical)
-    key = (name, canonical)
+    if name == "":
+        raise ValueError("name is empty; a custom-call target needs a name")
+    _refuse_what_jax_never_does(name, spec.signature, spec.options["tuple_operands"])
+    kernel = resolve_kernel(fn, spec.platform)
+    key = (name, spec.platform)
     with _lock:
         if key in _xla_legacy:
             raise ValueError(
                 f"{name!r} is registered on XLA's legacy path (register_xla_legacy) for "
-                f"{canonical}; XLA keeps one target per name, so register the ccshim side "
+                f"{spec.platform}; XLA keeps one target per name, so register the ccshim side "
                 "under another name")
         existing = _registered.get(key)
-        if existing is not None:
-            same_sig = (existing.signature.text if existing.signature else None) == (
-                sig.text if sig is not None else None)
-            if (existing.kernel == kernel and existing.api_version == api_version
-                    and existing.options == options and same_sig):
-                return existing
-            raise ValueError(
-                f"{name!r} is already registered for {canonical} with a different "
-                "kernel, form, signature or options; XLA cannot replace a "
-                "registered handler, so choose another name")
-        # Only a new registration pays for the probe (a fork).
-        if probe and answers_as_typed_handler(kernel):
-            raise ValueError(
-                f"{name}: the kernel at {kernel:#x} is a typed-FFI handler, not a legacy "
-                "kernel: called in a child process with XLA's metadata query, it answered as "
-                "one (or reported an error through the FFI API table), which no legacy kernel "
-                "does; register it with jax.ffi.register_ffi_target(name, capsule, "
-                "api_version=1)")
-        adapter = wrap(kernel, api_version=api_version, platform=canonical,
-                       signature=signature, **options)  # layouts: legacy_call checks them
-        _start_backend(canonical)
-        try:
-            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(adapter.handler),
-                                        platform=_JAX_PLATFORM[canonical],
-                                        api_version=1)
-        except Exception:
-            _refused.append(adapter)
-            raise
-        _registered[key] = adapter
-        return adapter
+    if existing is not None:
+        same_sig = (existing.signature.text if existing.signature else None) == (
+            spec.signature.text if spec.signature is not None else None)
+        if (existing.kernel == kernel and existing.api_version == spec.api_version
+                and existing.options == spec.options and same_sig):
+            return existing
+        raise ValueError(
+            f"{name!r} is already registered for {spec.platform} with a different "
+            "kernel, form, signature or options; XLA cannot replace a "
+            "registered handler, so choose another name")
+    # Only a new registration pays for the probe (a fork).
+    if probe and answers_as_typed_handler(kernel):
+        raise ValueError(
+            f"{name}: the kernel at {kernel:#x} is a typed-FFI handler, not a legacy "
+            "kernel: called in a child process with XLA's metadata query, it answered as "
+            "one (or reported an error through the FFI API table), which no legacy kernel "
+            "does; register it with jax.ffi.register_ffi_target(name, capsule, "
+            "api_version=1)")
+    return name, kernel, spec
+
+
+def _commit(name: str, kernel: int, spec: WrapSpec) -> Adapter:
+    """Wraps and registers a planned registration; under _lock.  Another
+    thread may have registered the name since it was planned: the same
+    registration is that adapter, another one is refused."""
+    existing = _registered.get((name, spec.platform))
+    if existing is not None:
+        if existing.kernel == kernel and existing.api_version == spec.api_version:
+            return existing
+        raise ValueError(f"{name!r} was registered for {spec.platform} meanwhile, with "
+                         "another kernel; XLA cannot replace a registered handler")
+    adapter = wrap_kernel(kernel, spec)
+    _start_backend(spec.platform)
+    try:
+        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(adapter.handler),
+                                    platform=xla_platform_name(spec.platform), api_version=1)
+    except Exception:
+        _refused.append(adapter)
+        raise
+    _registered[(name, spec.platform)] = adapter
+    return adapter
 
 
 def _refuse_what_jax_never_does(name: str, sig: Signature | None, tuple_operands: str) -> None:
@@ -213,8 +240,11 @@ def _register_all(registrations: Mapping, *, platform: str | None, api_version: 
                       (isinstance(api_version, Mapping) and name in api_version)):
             raise ValueError(f"{name!r} is a typed-FFI entry of registrations(), not a "
                              "legacy kernel; register it with jax.ffi.register_ffi_target")
-    plan = []
+    todo = []
     for entry_platform, name, kernel, typed in entries:
+        if not isinstance(name, str) or kernel is None:
+            raise ValueError(f"registrations() entry {name!r}: expected a name and a kernel, "
+                             f"got {type(name).__name__} and {type(kernel).__name__}")
         if not typed and probe:
             # Unmarked but typed: a third party's mapping without jaxlib's marks.
             typed = answers_as_typed_handler(resolve_kernel(kernel, "host"))
@@ -229,10 +259,17 @@ def _register_all(registrations: Mapping, *, platform: str | None, api_version: 
             raise ValueError(f"no api_version for the legacy entry {name!r}: registrations() "
                              "does not say which legacy form a kernel has (1, 2 or 3); pass "
                              "api_version=N, or a mapping of name to N")
-        plan.append((name, kernel, entry_platform or platform or "cpu", version))
-    for name, kernel, where, version in plan:
-        out[name] = register_legacy(prefix + name, kernel, platform=where, api_version=version,
-                                    signature=signatures.get(name), probe=False, **options)
+        try:
+            spec = _spec(version, entry_platform or platform or "cpu", signatures.get(name),
+                         **options)
+            todo.append((name, _plan(prefix + name, kernel, spec, probe=False)))
+        except (TypeError, ValueError) as e:  # CcshimError is a ValueError
+            kind = TypeError if isinstance(e, TypeError) else ValueError
+            raise kind(f"registrations() entry {name!r}: {e}") from None
+    # Everything was checked above; only now is anything registered.
+    with _lock:
+        for name, plan in todo:
+            out[name] = plan if isinstance(plan, Adapter) else _commit(*plan)
     return out
 
 
@@ -532,7 +569,7 @@ def register_xla_legacy(name: str, fn: Any, *, platform: str = "cpu") -> int:
                              "with another kernel; choose another name")
         _start_backend(canonical)
         jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(kernel),
-                                    platform=_JAX_PLATFORM[canonical], api_version=0)
+                                    platform=xla_platform_name(canonical), api_version=0)
         _xla_legacy[key] = kernel
     return kernel
 

@@ -126,8 +126,10 @@ CCSHIM_API size_t ccshim_adapter_footprint(const ccshim_adapter* a);
 /* Frees an adapter, or refuses with CCSHIM_EBUSY when its handler may still
  * be called: it is registered in the embedded runtime (ccshim_unregister it
  * first), or it answered the metadata query of another runtime, i.e. it was
- * registered with XLA, which has no unregister.  Never free an adapter
- * another thread may be calling.  NULL is accepted. */
+ * registered with XLA, which has no unregister.  A pointer that is not a
+ * live adapter (freed already, or never made by ccshim_wrap) is refused with
+ * CCSHIM_EINVAL, never freed twice.  Never free an adapter another thread
+ * may be calling.  NULL is accepted. */
 CCSHIM_API ccshim_status ccshim_adapter_free(ccshim_adapter* a);
 
 /* Whether libffi closures on this system need a page that is writable and

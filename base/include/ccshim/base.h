@@ -114,11 +114,24 @@ typedef enum ccshim_platform {
   CCSHIM_PLATFORM_ROCM = 2,
 } ccshim_platform;
 
-/* "host", "cuda", "rocm"; "unknown" for any other value. */
+/* A platform has three spellings, each for one reader; "unknown" for a
+ * value that is not a ccshim_platform:
+ *   ccshim_platform_name:        "host", "cuda", "rocm" -- XLA's canonical
+ *                                FFI key, and ccshim's own;
+ *   ccshim_platform_xla_name:    "Host", "CUDA", "ROCM" -- the legacy
+ *                                registry's key, and what jax.ffi's
+ *                                register_ffi_target takes;
+ *   ccshim_platform_export_name: "cpu", "cuda", "rocm" -- jax.export's. */
 CCSHIM_API const char* ccshim_platform_name(ccshim_platform platform);
+CCSHIM_API const char* ccshim_platform_xla_name(ccshim_platform platform);
+CCSHIM_API const char* ccshim_platform_export_name(ccshim_platform platform);
 /* Parses cpu/host and gpu/cuda/rocm in any case; CCSHIM_EINVAL otherwise,
  * with a message that lists them. */
 CCSHIM_API ccshim_status ccshim_platform_parse(const char* name, ccshim_platform* out);
+/* Writes into buf (always NUL-ended) the canonical form XLA's FFI registry
+ * gives any platform name: lower case, cpu -> host, gpu -> cuda, oneapi ->
+ * sycl; other names pass through lower-cased. */
+CCSHIM_API void ccshim_canonical_platform(const char* platform, char* buf, size_t cap);
 /* A legacy form's name, as the tools and messages print it: "CPU v1",
  * "CPU v2", "CPU v3", "GPU v1", "GPU v2", "GPU v3"; NULL for an API version
  * that is not 1, 2 or 3, or an unknown platform.  (On GPU, v2 and v3 are one

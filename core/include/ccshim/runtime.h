@@ -190,8 +190,8 @@ CCSHIM_API ccshim_status ccshim_lookup(const char* name, const char* platform,
 CCSHIM_API ccshim_status ccshim_unregister(const char* name, const char* platform);
 /* 1 if `handler` is any stage of any registered bundle, else 0. */
 CCSHIM_API int ccshim_is_registered_handler(XLA_FFI_Handler* handler);
-/* Writes the canonical form of a platform name into buf (always NUL-ended). */
-CCSHIM_API void ccshim_canonical_platform(const char* platform, char* buf, size_t cap);
+/* ccshim_canonical_platform (XLA's rule for a registry's platform key) is
+ * declared in ccshim/base.h, with the rest of the platform vocabulary. */
 
 /* ---------------------------------------------------------------------------
  * Invoke.  Builds the frame from `fb` (which may be NULL for an empty frame),

@@ -2,7 +2,8 @@
  * ccshim/xla_ffi.h -- ccshim's own declaration of the XLA FFI C ABI, API 0.4.
  *
  * Written from the documented facts of openxla/xla `xla/ffi/api/c_api.h`
- * (XLA commit 753e5e56, API 0.4; see docs/abi.md for the sources) and kept
+ * (XLA commit 753e5e56, API 0.4; older layouts from the c_api.h each JAX
+ * release pinned, and xla/ffi/ffi_api.cc for what XLA accepts) and kept
  * binary-compatible with it: every struct, enum and function type carries
  * upstream's exact spelling, and tests/test_abi_layout.c pins every size,
  * offset and enum value to literal numbers while tests/test_abi_drift.c
@@ -11,7 +12,7 @@
  * Plain C11; compiles alone with -std=c11 -Wpedantic and as C++17.  Include
  * either this header or upstream's c_api.h in one translation unit, not both.
  *
- * Conventions that hold throughout (reference/xla-ffi-abi.md section 1.1):
+ * Conventions that hold throughout (c_api.h's own header comment):
  *  - every versioned struct starts with `size_t struct_size`, and the size a
  *    caller must write is XLA_FFI_STRUCT_SIZE(type, last field): the offset of
  *    the last field plus its size, which excludes trailing padding;
@@ -539,7 +540,8 @@ XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_DeviceOrdinal_Get_Args, device_ordinal); /*
 typedef XLA_FFI_Error* XLA_FFI_DeviceOrdinal_Get(XLA_FFI_DeviceOrdinal_Get_Args* args);
 
 /* ---------------------------------------------------------------------------
- * The metadata query (reference section 2.2).  At registration the runtime
+ * The metadata query (XLA's xla/ffi/invoke.cc, api.h's Ffi::Call).  At
+ * registration the runtime
  * calls the execute handler once with extension_start pointing at an
  * XLA_FFI_Metadata_Extension, ctx NULL, no buffers and (JAX <= 0.8) api NULL.
  * The handler fills api_version and traits and returns NULL, touching nothing
@@ -605,9 +607,9 @@ struct XLA_FFI_Api {
 XLA_FFI_DEFINE_STRUCT_TRAITS(XLA_FFI_Api, XLA_FFI_InvokeContext_FindExtension); /* 200 */
 
 /* ---------------------------------------------------------------------------
- * Sizes of older layouts that XLA still accepts (reference sections 1.4 and
- * 1.6).  These are ccshim's names; upstream spells them only inside
- * ffi_api.cc.
+ * Sizes of older layouts that XLA still accepts (the 0.1-0.3 structs of
+ * c_api.h, read back by xla/ffi/ffi_api.cc).  These are ccshim's names;
+ * upstream spells them only inside ffi_api.cc.
  * ------------------------------------------------------------------------ */
 
 /* XLA_FFI_Handler_Register_Args of API 0.1-0.3: read as that layout when
