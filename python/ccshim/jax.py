@@ -461,7 +461,12 @@ def _call_site(name: str, result_shape_dtypes: Any, vmap_method: str | None,
 
         @call.def_vmap
         def rule(axis_size, in_batched, *operands):
-            full = list(widen(axis_size, list(operands), list(in_batched)))
+            given = widen(axis_size, list(operands), list(in_batched))
+            if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+                raise TypeError(f"{name}: batch_operands returned {type(given).__name__}; "
+                                f"expected a list of the {len(operands)} operand(s), each "
+                                "with the batch axis in front")
+            full = list(given)
             if len(full) != len(operands):
                 raise ValueError(f"{name}: batch_operands returned {len(full)} operand(s) "
                                  f"for {len(operands)}")

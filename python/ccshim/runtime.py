@@ -119,6 +119,12 @@ def call(handler: int, operands: Sequence[np.ndarray], result_shape_dtypes: Any,
     :class:`HandlerError`."""
     multiple = isinstance(result_shape_dtypes, Sequence)
     results = list(result_shape_dtypes) if multiple else [result_shape_dtypes]
+    for i, r in enumerate(results):
+        if not (hasattr(r, "shape") and hasattr(r, "dtype")):
+            raise TypeError(
+                f"result_shape_dtypes{f'[{i}]' if multiple else ''} is "
+                f"{type(r).__name__} ({r!r}); expected something with .shape and .dtype "
+                "(a jax.ShapeDtypeStruct or an array), or a sequence of them")
     own = context is None
     ctx = Context() if own else context
     fb = ctypes.c_void_p()

@@ -189,3 +189,57 @@ def test_platforms_and_forms_come_from_the_library():
         ccshim.parse_platform("tpu")
     with pytest.raises(ValueError, match="api_version 4 is out of range"):
         ccshim.legacy_form_name(4, "cpu")
+
+
+# --- Issue 22: the newer surfaces ------------------------------------------------
+
+
+def test_a_mapping_with_one_bad_entry_registers_nothing(kernels):
+    """XLA has no unregister: a registrations() mapping is checked whole
+    before its first entry is registered."""
+    good = ccshim.resolve_kernel((kernels, "scale_v1"))
+    regs = {"h22_first": jax_capsule(good), "h22_second": jax_capsule(good)}
+    with pytest.raises(ValueError, match=r"registrations\(\) entry 'h22_second': api_version 7 "
+                                         "is not a legacy form"):
+        cj.register_legacy(regs, api_version={"h22_first": 1, "h22_second": 7}, probe=False)
+    assert cj.registered("h22_first") is None
+    with pytest.raises(ValueError, match=r"registrations\(\) entry 'h22_second': signature "
+                                         "column 1"):
+        cj.register_legacy(regs, api_version=1, probe=False,
+                           signatures={"h22_second": "f32[4] -> f32[4]"})
+    assert cj.registered("h22_first") is None
+    out = cj.register_legacy(regs, api_version=1, probe=False)
+    assert set(out) == {"h22_first", "h22_second"}
+
+
+def test_an_empty_name_and_a_none_entry_are_refused(kernels):
+    with pytest.raises(ValueError, match="name is empty"):
+        cj.register_legacy("", (kernels, "scale_v1"), api_version=1)
+    with pytest.raises(ValueError, match=r"registrations\(\) entry 'h22_none': expected a name "
+                                         "and a kernel, got str and NoneType"):
+        cj.register_legacy({"h22_none": None}, api_version=1, probe=False)
+
+
+def jax_capsule(address):
+    import jax
+    return jax.ffi.pycapsule(ctypes.cast(address, ctypes.c_void_p).value)
+
+
+@pytest.mark.parametrize("returned", [None, 3])
+def test_batch_operands_returning_no_list_is_named(kernels, returned):
+    import jax
+    cj.register_legacy("h22_batched", (kernels, "batched_double_v1"), api_version=1)
+    call = cj.legacy_call("h22_batched", jax.ShapeDtypeStruct((16,), np.float32),
+                          vmap_method="broadcast", batch_operands=lambda *a: returned)
+    rows = np.ones((3, 16), np.float32)
+    with pytest.raises(TypeError, match=f"h22_batched: batch_operands returned "
+                                        f"{type(returned).__name__}; expected a list of the 2"):
+        jax.vmap(lambda x: call(np.int32(1), x))(rows)
+
+
+def test_runtime_call_with_a_shape_for_results_says_what_it_wants(kernels):
+    a = ccshim.wrap((kernels, "scale_v1"), api_version=1)
+    x = np.ones(4, np.float32)
+    with pytest.raises(TypeError, match=r"result_shape_dtypes\[0\] is int \(4\); expected "
+                                        "something with .shape and .dtype"):
+        rt.call(a.handler, [x, x], (4,))
