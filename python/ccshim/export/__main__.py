@@ -1,0 +1,7 @@
+"""``python -m ccshim.export``: the same as ``ccshim rewrite``."""
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())

@@ -1,0 +1,107 @@
+"""`ccshim rewrite` under hostile input (issue 22): OUT that is not a
+regular file, IN that would block or never end, a file past the size cap,
+and a legacy call nested deeper than Python's recursion limit.  Each runs
+the command (python -m ccshim.export, what `ccshim rewrite` execs) under a
+timeout of its own, so a hang fails the case instead of the suite."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("jax")
+
+GOOD = """module {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.custom_call @h22_kernel(%arg0) {api_version = 2 : i32, backend_config = "ab"} : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+def rewrite(*args, timeout=60):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    try:
+        p = subprocess.run([sys.executable, "-m", "ccshim.export", *map(str, args)],
+                           capture_output=True, text=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"ccshim rewrite {' '.join(map(str, args))} did not end in {timeout} s")
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.fixture
+def good(tmp_path):
+    path = tmp_path / "good.mlir"
+    path.write_text(GOOD)
+    return path
+
+
+def test_out_that_is_a_fifo_or_a_directory_is_refused_and_left_alone(tmp_path, good):
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    rc, _, err = rewrite(good, fifo, "--platform", "cpu")
+    assert rc == 2 and "out.fifo: is a FIFO; OUT must be a regular file or not exist" in err
+    assert fifo.is_fifo()
+    folder = tmp_path / "out.d"
+    folder.mkdir()
+    rc, _, err = rewrite(good, folder, "--platform", "cpu")
+    assert rc == 2 and "is a directory; OUT must be a regular file" in err
+    manifest_fifo = tmp_path / "manifest.fifo"
+    os.mkfifo(manifest_fifo)
+    rc, _, err = rewrite(good, tmp_path / "out.mlir", "--manifest", manifest_fifo)
+    assert rc == 2 and "manifest.fifo: is a FIFO" in err
+    assert not (tmp_path / "out.mlir").exists()  # refused before anything was written
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
+def test_out_that_is_a_device_is_refused_and_left_alone(tmp_path, good):
+    dev = tmp_path / "null"
+    os.mknod(dev, 0o666 | 0o020000, os.makedev(1, 3))  # a character device, as /dev/null
+    rc, _, err = rewrite(good, dev, "--platform", "cpu")
+    assert rc == 2 and "null: is a device; OUT must be a regular file" in err
+    assert not dev.is_file()
+
+
+def test_in_that_is_a_fifo_or_dev_zero_is_refused_at_once(tmp_path, good):
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)  # no writer: reading it would block forever
+    rc, _, err = rewrite(fifo, tmp_path / "o.mlir", timeout=30)
+    assert rc == 2 and "in.fifo: is a FIFO; expected a regular file" in err
+    rc, _, err = rewrite("/dev/zero", tmp_path / "o.mlir", timeout=30)
+    assert rc == 2 and "/dev/zero: is a device; expected a regular file" in err
+    rc, out, err = rewrite("--list", good, fifo, "/dev/zero", timeout=30)
+    assert rc == 2
+    assert "good.mlir: text, 1 custom call(s), 1 legacy" in out
+    assert "in.fifo: not read: " in out and "/dev/zero: not read: " in out
+
+
+def test_a_file_past_the_cap_is_refused_unread(tmp_path):
+    big = tmp_path / "big.jax"
+    with open(big, "wb") as f:
+        f.truncate((64 << 20) + 1)  # sparse: costs no disk
+    rc, _, err = rewrite(big, tmp_path / "o.jax", timeout=60)
+    assert rc == 2 and "big.jax: larger than 64 MiB" in err
+
+
+def test_a_call_nested_1500_regions_deep_is_rewritten(tmp_path):
+    depth = 1500
+    lines = ["module {",
+             "  func.func public @main(%x: tensor<f32>, %i: tensor<i32>) -> tensor<f32> {"]
+    for d in range(depth):
+        lines.append(f'    %v{d} = "stablehlo.case"(%i) ({{')
+    lines.append('    %c = stablehlo.custom_call @h22_deep(%x) {api_version = 2 : i32, '
+                 'backend_config = ""} : (tensor<f32>) -> tensor<f32>')
+    lines.append("    stablehlo.return %c : tensor<f32>")
+    for d in reversed(range(depth)):
+        lines.append("    }) : (tensor<i32>) -> tensor<f32>")
+        lines.append(f"    {'stablehlo.return' if d else 'return'} %v{d} : tensor<f32>")
+    lines += ["  }", "}"]
+    src = tmp_path / "deep.mlir"
+    src.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "deep.out.mlir"
+    rc, stdout, err = rewrite(src, out, "--platform", "cpu", timeout=300)
+    assert rc == 0, err
+    assert "1 legacy call(s) to 1 target(s) rewritten" in stdout
+    assert "@ccshim.v2.h22_deep" in out.read_text()
