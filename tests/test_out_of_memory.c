@@ -33,8 +33,12 @@ extern void* __libc_realloc(void*, size_t);
 static atomic_int failing;
 
 INTERPOSE void* malloc(size_t n) { return atomic_load(&failing) ? NULL : __libc_malloc(n); }
-INTERPOSE void* calloc(size_t n, size_t m) { return atomic_load(&failing) ? NULL : __libc_calloc(n, m); }
-INTERPOSE void* realloc(void* p, size_t n) { return atomic_load(&failing) ? NULL : __libc_realloc(p, n); }
+INTERPOSE void* calloc(size_t n, size_t m) {
+  return atomic_load(&failing) ? NULL : __libc_calloc(n, m);
+}
+INTERPOSE void* realloc(void* p, size_t n) {
+  return atomic_load(&failing) ? NULL : __libc_realloc(p, n);
+}
 
 static XLA_FFI_Error* create(const XLA_FFI_Api* api, const char* message) {
   XLA_FFI_Error_Create_Args args;

@@ -16,7 +16,7 @@
 
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
 static const ccshim_adapter** live; /* NULL = empty slot */
-static size_t live_cap, live_count;  /* live_cap: 0 or a power of two */
+static size_t live_cap, live_count; /* live_cap: 0 or a power of two */
 
 static size_t home(const ccshim_adapter* a, size_t cap) {
   uint64_t h = (uint64_t)(uintptr_t)a;

@@ -105,3 +105,27 @@ def test_a_call_nested_1500_regions_deep_is_rewritten(tmp_path):
     assert rc == 0, err
     assert "1 legacy call(s) to 1 target(s) rewritten" in stdout
     assert "@ccshim.v2.h22_deep" in out.read_text()
+
+
+def test_scan_keeps_a_long_signature_whole(tmp_path):
+    """scan reads `rewrite --list --tsv` records of any length: a 40-operand
+    call's signature came out cut at 511 characters, with exit 0."""
+    from conftest import BUILD
+    t = "tensor<12x34x56xf32>"
+    operands = ", ".join(f"%arg{i}" for i in range(40))
+    params = ", ".join(f"%arg{i}: {t}" for i in range(40))
+    (tmp_path / "wide.mlir").write_text(f"""module {{
+  func.func public @main({params}) -> {t} {{
+    %0 = stablehlo.custom_call @h22_wide({operands}) {{api_version = 2 : i32, backend_config = ""}} : ({", ".join([t] * 40)}) -> {t}
+    return %0 : {t}
+  }}
+}}
+""")
+    p = subprocess.run([str(BUILD / "tools" / "ccshim"), "scan", str(tmp_path), "--json"],
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, CCSHIM_PYTHON=sys.executable))
+    import json
+    report = json.loads(p.stdout)
+    sig = report["artifacts"][0]["legacy_calls"][0]["signature"]
+    want = "(" + ", ".join(["f32[12,34,56]"] * 40) + ") -> f32[12,34,56]"
+    assert len(want) > 600 and sig == want

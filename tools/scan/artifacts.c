@@ -77,7 +77,18 @@ static char* field(char** p) {
   return f;
 }
 
-static void copy(char* out, size_t cap, const char* text) { snprintf(out, cap, "%s", text); }
+/* Into a finding's fixed field: text that does not fit ends in "...",
+ * said, never cut unseen. */
+void scan_copy_marked(char* out, size_t cap, const char* text) {
+  int n = snprintf(out, cap, "%s", text);
+  if (n >= 0 && (size_t)n >= cap && cap >= 4) memcpy(out + cap - 4, "...", 4);
+}
+
+/* A field kept whole: an owned copy, replacing *to. */
+static void keep(char** to, const char* text) {
+  free(*to);
+  *to = scan_strdup(text);
+}
 
 /* One line of `ccshim rewrite --list --tsv`: F (a file read), C (one of its
  * legacy calls) or E (a file that did not read). */
@@ -89,22 +100,23 @@ static void take_line(scan* s, char* line) {
   if (*end || i >= s->num_arts) return;
   artifact* a = &s->arts[i];
   if (!strcmp(tag, "E")) {
-    copy(a->error, sizeof a->error, field(&p));
+    keep(&a->error, field(&p));
   } else if (!strcmp(tag, "F")) {
     a->read = 1;
-    copy(a->kind, sizeof a->kind, field(&p));
-    copy(a->platforms, sizeof a->platforms, field(&p));
+    keep(&a->kind, field(&p));
+    keep(&a->platforms, field(&p));
     a->typed = atoi(field(&p));
     a->builtin = atoi(field(&p));
     a->rewritten = atoi(field(&p));
   } else if (!strcmp(tag, "C")) {
     a->calls = scan_grow(a->calls, &a->calls_cap, sizeof *a->calls, a->num_calls + 1);
     artifact_call* c = &a->calls[a->num_calls++];
-    copy(c->target, sizeof c->target, field(&p));
+    memset(c, 0, sizeof *c);
+    keep(&c->target, field(&p));
     c->version = atoi(field(&p));
     c->opaque_bytes = atol(field(&p));
-    copy(c->signature, sizeof c->signature, field(&p));
-    copy(c->location, sizeof c->location, field(&p));
+    keep(&c->signature, field(&p));
+    keep(&c->location, field(&p));
   }
 }
 
@@ -117,8 +129,7 @@ static void first_line(FILE* f, char* out, size_t cap) {
 
 static void all_failed(scan* s, const char* why) {
   for (size_t i = 0; i < s->num_arts; i++)
-    if (!s->arts[i].read && !s->arts[i].error[0])
-      snprintf(s->arts[i].error, sizeof s->arts[i].error, "%s", why);
+    if (!s->arts[i].read && s->arts[i].error == NULL) keep(&s->arts[i].error, why);
 }
 
 /* Each legacy call of a program read becomes a call site of its target,
@@ -126,8 +137,9 @@ static void all_failed(scan* s, const char* why) {
 static void add_call_sites(scan* s) {
   for (size_t i = 0; i < s->num_arts; i++) {
     const artifact* a = &s->arts[i];
-    char first[sizeof a->platforms];
-    snprintf(first, sizeof first, "%.*s", (int)strcspn(a->platforms, ","), a->platforms);
+    char first[64];
+    const char* platforms = a->platforms ? a->platforms : "";
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(platforms, ","), platforms);
     for (size_t k = 0; k < a->num_calls; k++) {
       s->f = scan_grow(s->f, &s->cap, sizeof *s->f, s->n + 1);
       finding* f = &s->f[s->n++];
@@ -135,8 +147,8 @@ static void add_call_sites(scan* s) {
       f->kind = CALL_SITE;
       f->file = a->shown;
       f->lang = LANG_PY;
-      copy(f->what, sizeof f->what, "an exported program");
-      copy(f->name, sizeof f->name, a->calls[k].target);
+      scan_copy_marked(f->what, sizeof f->what, "an exported program");
+      scan_copy_marked(f->name, sizeof f->name, a->calls[k].target);
       f->version = a->calls[k].version;
       f->platform = first[0] ? scan_plat_parse(first) : PLAT_UNKNOWN;
     }
@@ -207,7 +219,7 @@ done:
   if (paths) fclose(paths);
   if (errs) fclose(errs);
   for (size_t i = 0; i < s->num_arts; i++)
-    if (s->arts[i].error[0]) {
+    if (s->arts[i].error != NULL) {
       fprintf(stderr, "ccshim scan: %s: an exported program, not read: %s\n", s->arts[i].shown,
               s->arts[i].error);
       s->errors++;
@@ -215,20 +227,32 @@ done:
 }
 
 /* The command that rewrites one: OUT beside IN, ".ccshim" before the
- * extension. */
-void scan_rewrite_line(const char* shown, char* out, size_t cap) {
+ * extension.  An owned string, whole however long the path. */
+char* scan_rewrite_line(const char* shown) {
   const char* slash = strrchr(shown, '/');
   const char* dot = strrchr(shown, '.');
+  size_t cap = 2 * strlen(shown) + 32;
+  char* out = scan_grow(NULL, &(size_t){0}, 1, cap);
   if (dot && (slash == NULL || dot > slash + 1))
     snprintf(out, cap, "ccshim rewrite %s %.*s.ccshim%s", shown, (int)(dot - shown), shown, dot);
   else
     snprintf(out, cap, "ccshim rewrite %s %s.ccshim", shown, shown);
+  return out;
 }
 
 void scan_free_artifacts(scan* s) {
   for (size_t i = 0; i < s->num_arts; i++) {
-    free(s->arts[i].path);
-    free(s->arts[i].calls);
+    artifact* a = &s->arts[i];
+    for (size_t k = 0; k < a->num_calls; k++) {
+      free(a->calls[k].target);
+      free(a->calls[k].signature);
+      free(a->calls[k].location);
+    }
+    free(a->path);
+    free(a->kind);
+    free(a->platforms);
+    free(a->error);
+    free(a->calls);
   }
   free(s->arts);
 }

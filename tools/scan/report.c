@@ -124,21 +124,19 @@ static void print_json(const scan* s, const inventory* inv) {
   size_t art_calls = 0;
   for (size_t i = 0; i < s->num_arts; i++) {
     const artifact* a = &s->arts[i];
-    char rw[LINE_CAP];
-    scan_rewrite_line(a->shown, rw, sizeof rw);
     art_calls += a->num_calls;
     printf("%s\n    {\"file\": ", i ? "," : "");
     json_str(a->shown);
     if (!a->read) {
       printf(", \"error\": ");
-      json_str(a->error);
+      json_str(a->error ? a->error : "");
       printf("}");
       continue;
     }
     printf(", \"kind\": ");
-    json_str(a->kind);
+    json_str(a->kind ? a->kind : "");
     printf(", \"platforms\": ");
-    json_str(a->platforms);
+    json_str(a->platforms ? a->platforms : "");
     printf(
         ", \"typed_calls\": %d, \"builtin_calls\": %d, \"rewritten_calls\": %d,\n"
         "     \"legacy_calls\": [",
@@ -155,7 +153,9 @@ static void print_json(const scan* s, const inventory* inv) {
       printf("}");
     }
     printf("],\n     \"rewrite\": ");
+    char* rw = scan_rewrite_line(a->shown);
     json_str(a->num_calls ? rw : "");
+    free(rw);
     printf("}");
   }
   printf(
@@ -215,22 +215,23 @@ static void print_text(const scan* s, const inventory* inv) {
   for (size_t i = 0; i < s->num_arts; i++) {
     const artifact* a = &s->arts[i];
     if (!a->read) {
-      printf("%s  exported program, not read: %s\n\n", a->shown, a->error);
+      printf("%s  exported program, not read: %s\n\n", a->shown, a->error ? a->error : "");
       continue;
     }
     art_calls += a->num_calls;
     printf("%s  %s%s%s: %zu legacy call%s; %d typed, %d built-in, %d already rewritten\n", a->shown,
-           a->kind, a->platforms[0] ? " for " : "", a->platforms, a->num_calls,
-           a->num_calls == 1 ? "" : "s", a->typed, a->builtin, a->rewritten);
+           a->kind ? a->kind : "", a->platforms && a->platforms[0] ? " for " : "",
+           a->platforms ? a->platforms : "", a->num_calls, a->num_calls == 1 ? "" : "s", a->typed,
+           a->builtin, a->rewritten);
     for (size_t k = 0; k < a->num_calls; k++) {
       const artifact_call* c = &a->calls[k];
       printf("    called     %s (api_version=%d, opaque %ld bytes) %s  %s\n", c->target, c->version,
              c->opaque_bytes, c->signature, c->location);
     }
     if (a->num_calls) {
-      char rw[LINE_CAP];
-      scan_rewrite_line(a->shown, rw, sizeof rw);
+      char* rw = scan_rewrite_line(a->shown);
       printf("    rewrite    %s\n", rw);
+      free(rw);
     }
     printf("\n");
   }

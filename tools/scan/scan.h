@@ -55,24 +55,26 @@ typedef struct finding {
 } finding;
 
 /* An exported program's legacy call, as ccshim.export read it. */
+/* What `ccshim rewrite --list --tsv` said of a program: every string owned
+ * and whole, however long (a 40-operand signature is 658 characters). */
 typedef struct artifact_call {
-  char target[NAME_CAP];
+  char* target;
   int version;
   long opaque_bytes;
-  char signature[TEXT_CAP];
-  char location[TEXT_CAP];
+  char* signature;
+  char* location;
 } artifact_call;
 
 typedef struct artifact {
-  char* path;        /* as opened (owned) */
-  const char* shown; /* as reported (scan.paths) */
-  int read;          /* ccshim.export read it */
-  char kind[16];     /* export, portable, bytecode, text */
-  char platforms[64];
+  char* path;                    /* as opened (owned) */
+  const char* shown;             /* as reported (scan.paths) */
+  int read;                      /* ccshim.export read it */
+  char* kind;                    /* export, portable, bytecode, text (owned) */
+  char* platforms;               /* comma-separated (owned) */
   int typed, builtin, rewritten; /* calls left alone, by kind */
   artifact_call* calls;          /* the legacy ones */
   size_t num_calls, calls_cap;
-  char error[TEXT_CAP]; /* why it was not read */
+  char* error; /* why it was not read (owned), or NULL */
 } artifact;
 
 typedef struct scan {
@@ -182,7 +184,8 @@ void scan_text(scan* s, const char* shown, lang l, int cython, char* code, size_
 int scan_is_artifact(const char* name, const char* head, size_t n, size_t size);
 void scan_maybe_artifact(scan* s, const char* path, const char* shown);
 void scan_read_artifacts(scan* s);
-void scan_rewrite_line(const char* shown, char* out, size_t cap);
+char* scan_rewrite_line(const char* shown); /* owned */
+void scan_copy_marked(char* out, size_t cap, const char* text);
 void scan_free_artifacts(scan* s);
 
 /* targets.c */

@@ -359,7 +359,9 @@ void scan_call_change(const target* t, char* out, size_t cap) {
   for (int i = 0; i < t->num_call && c == NULL; i++)
     if (!scan_in_program(t->call[i])) c = t->call[i];
   if (c == NULL && t->num_call) {
-    scan_rewrite_line(t->call[0]->file, out, cap);
+    char* line = scan_rewrite_line(t->call[0]->file);
+    scan_copy_marked(out, cap, line);
+    free(line);
     return;
   }
   char opaque[TEXT_CAP + 16] = "", name[TEXT_CAP + 2];
