@@ -1,11 +1,11 @@
 /*
- * The ccshim command:
+ * The ccshim command, one subcommand a file:
  *
- *   ccshim conform LIB SYMBOL --api N --signature SIG ...   legacy vs typed, side by side
- *   ccshim conform --manifest FILE                          a whole codebase at once
- *   ccshim scan DIR                                         the legacy inventory
- *   ccshim rewrite IN OUT                                   exported programs, legacy calls made
- * typed ccshim bench                                            the adapter's cost ccshim version
+ *   conform   legacy vs typed, side by side (tools/conform/)
+ *   scan      the legacy inventory of a tree (tools/scan/)
+ *   rewrite   exported programs, their legacy calls made typed (ccshim.export)
+ *   bench     the adapter's cost (bench/bench.c)
+ *   version   the library's version
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,14 +18,11 @@
 static void usage(FILE* to) {
   fprintf(to,
           "usage: ccshim COMMAND [ARGS]\n\n"
-          "  conform LIB SYMBOL --api N --signature SIG [--platform cpu] [--opaque-hex HEX |\n"
-          "          --opaque-file F] [--arg-hex I=HEX]... [--seed S] [--runs K] [--rtol R]\n"
-          "          [--timeout SECONDS] [--against LIB2:HANDLER [--attr NAME=TYPE:VALUE]...]\n"
-          "          [--json]\n"
+          "  conform LIB SYMBOL --api N --signature SIG [options]\n"
           "  conform --manifest FILE [--json]\n"
           "                 run legacy kernels through the legacy invoker and through an\n"
           "                 adapter in the embedded typed runtime (or a native port), and\n"
-          "                 compare\n"
+          "                 compare; `ccshim conform --help` lists every option\n"
           "  scan DIR [--json]\n"
           "                 find legacy custom calls in C, C++, CUDA, HIP, Python, Cython,\n"
           "                 and in exported JAX programs\n"

@@ -25,6 +25,13 @@ typedef int (*ccshim_conform_reference_fn)(void* kernel, int api, const char* si
 __attribute__((visibility("default"))) int ccshim_conform_embedded(
     void* kernel, ccshim_conform_reference_fn reference, const char* name, int argc, char** argv);
 
+/* conform's options, for ccshim.conform (through ctypes): the i-th
+ * option's name, its value's placeholder (NULL for a flag) and where it is
+ * handled (0 the command, 1 Python, 2 a target's words); 0 past the last.
+ * The strings are static. */
+__attribute__((visibility("default"))) int ccshim_conform_option(size_t i, const char** name,
+                                                                 const char** value, int* where);
+
 int ccshim_scan_main(int argc, char** argv);
 
 /* Runs `main(argv)` of the Python module `module` (ccshim.export for

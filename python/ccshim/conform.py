@@ -28,12 +28,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# conform's options that take a value (tools/conform.c), to tell them from
-# the positional words.
-_VALUED = {"--api", "--platform", "--signature", "--opaque-hex", "--arg-hex", "--opaque-file",
-           "--seed", "--runs", "--rtol", "--against", "--attr", "--timeout",
-           "--tuple-operands", "--manifest"}
 _REFERENCE_NAME = "xla_legacy_reference"
+# Where conform's options table (tools/conform/options.c) says an option
+# is handled.
+_PYTHON = 1
 
 
 class UsageError(ValueError):
@@ -50,7 +48,25 @@ def _engine() -> ctypes.CDLL:
     engine.ccshim_conform_embedded.argtypes = [ctypes.c_void_p, _REFERENCE_FN, ctypes.c_char_p,
                                                ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
     engine.ccshim_conform_embedded.restype = ctypes.c_int
+    engine.ccshim_conform_option.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
+                                             ctypes.POINTER(ctypes.c_char_p),
+                                             ctypes.POINTER(ctypes.c_int)]
+    engine.ccshim_conform_option.restype = ctypes.c_int
     return engine
+
+
+def options(engine: ctypes.CDLL) -> dict[str, tuple[bool, int]]:
+    """conform's options, read from its one table in the engine: name ->
+    (takes a value, where it is handled: 0 the command, 1 here, 2 a
+    target's words)."""
+    out = {}
+    name, value, where = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_int()
+    i = 0
+    while engine.ccshim_conform_option(i, ctypes.byref(name), ctypes.byref(value),
+                                       ctypes.byref(where)):
+        out[name.value.decode()] = (value.value is not None, where.value)
+        i += 1
+    return out
 
 
 _REFERENCE_FN = ctypes.CFUNCTYPE(
@@ -133,43 +149,45 @@ def _xla_cannot(sig) -> str | None:
     return None
 
 
-def _split(argv: Sequence[str]) -> tuple[dict, list[str]]:
+def _split(argv: Sequence[str], table: dict) -> tuple[dict, list[str]]:
     """ccshim.conform's own options, and the words for conform's engine."""
     own: dict[str, str] = {}
     rest: list[str] = []
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--python", "--init", "--reference"):
+        valued, where = table.get(a, (False, None))
+        if where == _PYTHON:
             if i + 1 >= len(argv):
                 raise UsageError(f"{a} needs a value")
             own[a[2:]] = argv[i + 1]
             i += 2
             continue
         rest.append(a)
-        if a in _VALUED and i + 1 < len(argv):
+        if valued and i + 1 < len(argv):
             rest.append(argv[i + 1])
             i += 1
         i += 1
     return own, rest
 
 
-def _positionals(words: Sequence[str]) -> list[int]:
+def _positionals(words: Sequence[str], table: dict) -> list[int]:
     at, i = [], 0
     while i < len(words):
         if words[i].startswith("--"):
-            i += 2 if words[i] in _VALUED else 1
+            i += 2 if table.get(words[i], (False, None))[0] else 1
             continue
         at.append(i)
         i += 1
     return at
 
 
-def _python_kernel(spec: str, init: str | None, words: list[str]) -> tuple[int, list[str]]:
+def _python_kernel(spec: str, init: str | None, words: list[str],
+                   table: dict) -> tuple[int, list[str]]:
     """The kernel's address from --python MODULE[:ATTR] [NAME], and the
     words for the engine, MODULE[:ATTR] NAME standing where LIB SYMBOL do."""
     from . import _modules, resolve_kernel
-    at = _positionals(words)
+    at = _positionals(words, table)
     if len(at) > 1:
         raise UsageError(f"--python {spec}: one NAME expected after it, got "
                          f"{', '.join(words[i] for i in at)}")
@@ -206,7 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     status of conform (0 equal, 1 a difference, 2 the command is wrong)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        own, words = _split(argv)
+        engine = _engine()
+        table = options(engine)
+        own, words = _split(argv, table)
         reference = own.get("reference", "invoker")
         if reference not in ("invoker", "xla"):
             raise UsageError(f"--reference {reference}: expected xla or invoker")
@@ -219,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "python" in own:
             if "--manifest" in words:
                 raise UsageError("--python is for one target; a manifest names libraries")
-            kernel, words = _python_kernel(own["python"], own.get("init"), words)
+            kernel, words = _python_kernel(own["python"], own.get("init"), words, table)
         ref, name = _REFERENCE_FN(), None
         if reference == "xla":
             from importlib import metadata
@@ -229,7 +249,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError("--reference xla needs jaxlib (pip install jax)") from None
             ref = _REFERENCE_FN(_xla_reference)
             name = f"XLA's legacy custom-call path (jaxlib {jaxlib})"
-        engine = _engine()
     except (UsageError, TypeError, ValueError) as e:
         print(f"ccshim conform: {e}", file=sys.stderr)
         return 2

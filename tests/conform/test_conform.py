@@ -103,6 +103,12 @@ check(rc == 0 and t["status"] == "equal", f"rounding_v1 within rtol: {rc} {t}")
 rc, t = one_json(KERNELS, "refuse_v2", "--api", "2", "--signature", "(f32[4]) -> f32[4]")
 check(rc == 0 and t["status"] == "equal" and t["both_failed"] == t["runs"],
       f"refuse_v2 fails alike: {rc} {t}")
+# ... and the report keeps what the kernel said (it was dropped).
+check(t.get("failure_message") == "refuse_v2: this kernel always refuses",
+      f"refuse_v2's message kept in --json: {t}")
+rc, out, _ = conform(KERNELS, "refuse_v2", "--api", "2", "--signature", "(f32[4]) -> f32[4]")
+check(rc == 0 and "(both failed alike: refuse_v2: this kernel always refuses)" in out,
+      f"refuse_v2's message kept in the table: {out!r}")
 rc, t = one_json(KERNELS, "refuse_differently_v2", "--api", "2", "--signature",
                  "(f32[4]) -> f32[4]")
 check(rc == 1 and t["status"] == "differ" and "refused in process" in t["detail"],
