@@ -258,6 +258,31 @@ static void name_arg(const source* src, const args* a, int pos, const char* kw, 
 }
 
 /* The C family's registration macros and calls. */
+/* dict["name"] = EncapsulateFunction(kernel), a registrations() dict
+ * (jaxlib's helper; nanobind projects often spell it snake_case). */
+static void match_encapsulate(scan* s, const source* src, const args* a, size_t at, int line) {
+  size_t b = at;
+  while (b > 0 && src->code[b - 1] != ';' && src->code[b - 1] != '{' && src->code[b - 1] != '}')
+    b--;
+  const char* lb = memchr(src->code + b, '[', at - b);
+  if (lb == NULL) return;
+  size_t lo = (size_t)(lb - src->code) + 1, hi = lo;
+  while (hi < at && src->code[hi] != ']') hi++;
+  finding* f = scan_add(s, REGISTRATION, src, line, "EncapsulateFunction");
+  scan_literal(src, scan_skip_space(src->code, lo, hi), hi, f->name, sizeof f->name);
+  /* jaxlib's convention, which its Python side applies when registering
+   * the dict: a name ending in _ffi is a typed-FFI handler. */
+  size_t len = strlen(f->name);
+  if (len > 4 && !strcmp(f->name + len - 4, "_ffi")) f->kind = TYPED;
+  if (a->n > 0) {
+    /* Its one argument whole: template arguments hold commas (f<1, float>). */
+    scan_function_of(src, a->begin[0], a->end[a->n - 1], f->function, sizeof f->function);
+    scan_text_of(src, a->begin[0], a->end[a->n - 1], f->expr, sizeof f->expr);
+    scan_scope_of(f->expr, f->scope, sizeof f->scope);
+  }
+  extension_module(src, f->module, sizeof f->module);
+}
+
 static void match_c(scan* s, const source* src, const char* word, size_t at, size_t open,
                     size_t close) {
   args a;
@@ -301,28 +326,7 @@ static void match_c(scan* s, const source* src, const char* word, size_t at, siz
     return;
   }
   if (!strcmp(word, "EncapsulateFunction") || !strcmp(word, "encapsulate_function")) {
-    /* dict["name"] = EncapsulateFunction(kernel), a registrations() dict
-     * (jaxlib's helper; nanobind projects often spell it snake_case). */
-    size_t b = at;
-    while (b > 0 && src->code[b - 1] != ';' && src->code[b - 1] != '{' && src->code[b - 1] != '}')
-      b--;
-    const char* lb = memchr(src->code + b, '[', at - b);
-    if (lb == NULL) return;
-    size_t lo = (size_t)(lb - src->code) + 1, hi = lo;
-    while (hi < at && src->code[hi] != ']') hi++;
-    finding* f = scan_add(s, REGISTRATION, src, line, "EncapsulateFunction");
-    scan_literal(src, scan_skip_space(src->code, lo, hi), hi, f->name, sizeof f->name);
-    /* jaxlib's convention, which its Python side applies when registering
-     * the dict: a name ending in _ffi is a typed-FFI handler. */
-    size_t len = strlen(f->name);
-    if (len > 4 && !strcmp(f->name + len - 4, "_ffi")) f->kind = TYPED;
-    if (a.n > 0) {
-      /* Its one argument whole: template arguments hold commas (f<1, float>). */
-      scan_function_of(src, a.begin[0], a.end[a.n - 1], f->function, sizeof f->function);
-      scan_text_of(src, a.begin[0], a.end[a.n - 1], f->expr, sizeof f->expr);
-      scan_scope_of(f->expr, f->scope, sizeof f->scope);
-    }
-    extension_module(src, f->module, sizeof f->module);
+    match_encapsulate(s, src, &a, at, line);
     return;
   }
   if (!strcmp(word, "CustomCall") || !strcmp(word, "CustomCallWithLayout")) {

@@ -62,6 +62,48 @@ static const finding* anchor(const target* t) {
   return t->num_reg ? t->reg[0] : t->def ? t->def : t->call[0];
 }
 
+/* The exported programs, as JSON array elements; returns their legacy calls. */
+static size_t print_json_artifacts(const scan* s) {
+  size_t art_calls = 0;
+  for (size_t i = 0; i < s->num_arts; i++) {
+    const artifact* a = &s->arts[i];
+    art_calls += a->num_calls;
+    printf("%s\n    {\"file\": ", i ? "," : "");
+    json_str(a->shown);
+    if (!a->read) {
+      printf(", \"error\": ");
+      json_str(a->error ? a->error : "");
+      printf("}");
+      continue;
+    }
+    printf(", \"kind\": ");
+    json_str(a->kind ? a->kind : "");
+    printf(", \"platforms\": ");
+    json_str(a->platforms ? a->platforms : "");
+    printf(
+        ", \"typed_calls\": %d, \"builtin_calls\": %d, \"rewritten_calls\": %d,\n"
+        "     \"legacy_calls\": [",
+        a->typed, a->builtin, a->rewritten);
+    for (size_t k = 0; k < a->num_calls; k++) {
+      const artifact_call* c = &a->calls[k];
+      printf("%s{\"target\": ", k ? ", " : "");
+      json_str(c->target);
+      printf(", \"api_version\": %d, \"opaque_bytes\": %ld, \"signature\": ", c->version,
+             c->opaque_bytes);
+      json_str(c->signature);
+      printf(", \"location\": ");
+      json_str(c->location);
+      printf("}");
+    }
+    printf("],\n     \"rewrite\": ");
+    char* rw = scan_rewrite_line(a->shown);
+    json_str(a->num_calls ? rw : "");
+    free(rw);
+    printf("}");
+  }
+  return art_calls;
+}
+
 static void print_json(const scan* s, const inventory* inv) {
   size_t typed = 0;
   for (size_t i = 0; i < s->n; i++) typed += s->f[i].kind == TYPED;
@@ -121,43 +163,7 @@ static void print_json(const scan* s, const inventory* inv) {
     first = 0;
   }
   printf("\n  ],\n  \"artifacts\": [");
-  size_t art_calls = 0;
-  for (size_t i = 0; i < s->num_arts; i++) {
-    const artifact* a = &s->arts[i];
-    art_calls += a->num_calls;
-    printf("%s\n    {\"file\": ", i ? "," : "");
-    json_str(a->shown);
-    if (!a->read) {
-      printf(", \"error\": ");
-      json_str(a->error ? a->error : "");
-      printf("}");
-      continue;
-    }
-    printf(", \"kind\": ");
-    json_str(a->kind ? a->kind : "");
-    printf(", \"platforms\": ");
-    json_str(a->platforms ? a->platforms : "");
-    printf(
-        ", \"typed_calls\": %d, \"builtin_calls\": %d, \"rewritten_calls\": %d,\n"
-        "     \"legacy_calls\": [",
-        a->typed, a->builtin, a->rewritten);
-    for (size_t k = 0; k < a->num_calls; k++) {
-      const artifact_call* c = &a->calls[k];
-      printf("%s{\"target\": ", k ? ", " : "");
-      json_str(c->target);
-      printf(", \"api_version\": %d, \"opaque_bytes\": %ld, \"signature\": ", c->version,
-             c->opaque_bytes);
-      json_str(c->signature);
-      printf(", \"location\": ");
-      json_str(c->location);
-      printf("}");
-    }
-    printf("],\n     \"rewrite\": ");
-    char* rw = scan_rewrite_line(a->shown);
-    json_str(a->num_calls ? rw : "");
-    free(rw);
-    printf("}");
-  }
+  size_t art_calls = print_json_artifacts(s);
   printf(
       "\n  ],\n  \"summary\": {\"files\": %zu, \"lines\": %zu, \"legacy_targets\": %zu, "
       "\"typed\": %zu, \"unscanned_files\": %zu, \"artifacts\": %zu, "

@@ -124,6 +124,56 @@ static void set_how(target* t, const char* fmt, ...) {
 }
 
 /* Decides a target's platform and version from what was found, and says how. */
+/* The notes a target's report carries: conflicts worth a person's look,
+ * and what was not found. */
+static void add_notes(target* t, const finding* d, int def_version, plat def_platform) {
+  /* Conflicts worth a person's look. */
+  if (d && t->version) {
+    int fits = t->form == GPU_V23 ? t->version >= 2 : def_version == t->version;
+    if (!fits)
+      appendf(t->note, sizeof t->note,
+              "the call says version %d but %s:%d has %s parameters; XLA would pass the "
+              "wrong arguments. ",
+              t->version, d->file, d->line, scan_form_text(t->form));
+    if (t->platform != PLAT_UNKNOWN && scan_is_gpu(t->platform) != scan_is_gpu(def_platform))
+      appendf(t->note, sizeof t->note, "registered for %s but %s:%d has %s parameters. ",
+              scan_plat_text(t->platform), d->file, d->line, scan_form_text(t->form));
+  }
+  /* One name in two extensions' registrations() (a CPU and a GPU module,
+   * say): one entry here, but two kernels to wrap. */
+  for (int i = 1; i < t->num_reg; i++)
+    for (int j = 0; j < i; j++)
+      if (!strcmp(t->reg[i]->what, "EncapsulateFunction") &&
+          !strcmp(t->reg[j]->what, "EncapsulateFunction") && t->reg[i]->module[0] &&
+          t->reg[j]->module[0] && strcmp(t->reg[i]->module, t->reg[j]->module)) {
+        appendf(t->note, sizeof t->note,
+                "also in %s.registrations() (%s:%d) under the same name: a second kernel, "
+                "for that extension's platform; wrap it with its own registrations(). ",
+                t->reg[i]->module, t->reg[i]->file, t->reg[i]->line);
+        j = i; /* once per registration */
+      }
+  const char* loop = registrations_loop_of(t);
+  if (t->computed && loop)
+    appendf(t->note, sizeof t->note,
+            "registers every entry of %s.registrations(): the entries are listed where the "
+            "extension fills that dict; the wrap line takes the whole mapping and leaves its "
+            "typed-FFI entries out. ",
+            loop);
+  else if (t->computed)
+    appendf(t->note, sizeof t->note,
+            "the name is computed at run time, so no definition or call site is matched "
+            "to it. ");
+  else if (t->num_reg == 0 && t->num_call == 0)
+    appendf(t->note, sizeof t->note,
+            "a function with legacy parameters, but no registration or call site found; "
+            "perhaps not a custom call. ");
+  else if (t->num_reg == 0)
+    appendf(t->note, sizeof t->note, "no registration found in the tree. ");
+  if (d && d->cxx_linkage)
+    appendf(t->note, sizeof t->note,
+            "C++ linkage: give it extern \"C\" to load it by name, or pass its capsule. ");
+}
+
 static void resolve(target* t) {
   const finding* explicit_call = NULL;
   const finding* default_call = NULL;
@@ -185,51 +235,7 @@ static void resolve(target* t) {
     set_how(t, "%s; its first parameter, a void*, is the GPU stream", base);
     free(base);
   }
-  /* Conflicts worth a person's look. */
-  if (d && t->version) {
-    int fits = t->form == GPU_V23 ? t->version >= 2 : def_version == t->version;
-    if (!fits)
-      appendf(t->note, sizeof t->note,
-              "the call says version %d but %s:%d has %s parameters; XLA would pass the "
-              "wrong arguments. ",
-              t->version, d->file, d->line, scan_form_text(t->form));
-    if (t->platform != PLAT_UNKNOWN && scan_is_gpu(t->platform) != scan_is_gpu(def_platform))
-      appendf(t->note, sizeof t->note, "registered for %s but %s:%d has %s parameters. ",
-              scan_plat_text(t->platform), d->file, d->line, scan_form_text(t->form));
-  }
-  /* One name in two extensions' registrations() (a CPU and a GPU module,
-   * say): one entry here, but two kernels to wrap. */
-  for (int i = 1; i < t->num_reg; i++)
-    for (int j = 0; j < i; j++)
-      if (!strcmp(t->reg[i]->what, "EncapsulateFunction") &&
-          !strcmp(t->reg[j]->what, "EncapsulateFunction") && t->reg[i]->module[0] &&
-          t->reg[j]->module[0] && strcmp(t->reg[i]->module, t->reg[j]->module)) {
-        appendf(t->note, sizeof t->note,
-                "also in %s.registrations() (%s:%d) under the same name: a second kernel, "
-                "for that extension's platform; wrap it with its own registrations(). ",
-                t->reg[i]->module, t->reg[i]->file, t->reg[i]->line);
-        j = i; /* once per registration */
-      }
-  const char* loop = registrations_loop_of(t);
-  if (t->computed && loop)
-    appendf(t->note, sizeof t->note,
-            "registers every entry of %s.registrations(): the entries are listed where the "
-            "extension fills that dict; the wrap line takes the whole mapping and leaves its "
-            "typed-FFI entries out. ",
-            loop);
-  else if (t->computed)
-    appendf(t->note, sizeof t->note,
-            "the name is computed at run time, so no definition or call site is matched "
-            "to it. ");
-  else if (t->num_reg == 0 && t->num_call == 0)
-    appendf(t->note, sizeof t->note,
-            "a function with legacy parameters, but no registration or call site found; "
-            "perhaps not a custom call. ");
-  else if (t->num_reg == 0)
-    appendf(t->note, sizeof t->note, "no registration found in the tree. ");
-  if (d && d->cxx_linkage)
-    appendf(t->note, sizeof t->note,
-            "C++ linkage: give it extern \"C\" to load it by name, or pass its capsule. ");
+  add_notes(t, d, def_version, def_platform);
   size_t len = strlen(t->note);
   if (len && t->note[len - 1] == ' ') t->note[len - 1] = '\0';
 }
