@@ -34,7 +34,8 @@ setup:
 
 build: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCCSHIM_WERROR=ON \
-	  -DCCSHIM_JAXLIB_INCLUDE="$(JAXLIB_INCLUDE)" $(CMAKE_FLAGS) >/dev/null
+	  -DCCSHIM_JAXLIB_INCLUDE="$(JAXLIB_INCLUDE)" -DCCSHIM_PYTHON_DEFAULT="$(abspath $(PYTHON))" \
+	  $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
 
 demo: build

@@ -2,7 +2,8 @@
  * The subcommands that are JAX's machinery driven from Python: `ccshim
  * rewrite` reads and writes jax.export artifacts with jax.export and
  * jaxlib's MLIR bindings, which only exist in Python.  The command runs
- * the ccshim package's entry point in $CCSHIM_PYTHON (python3 when unset),
+ * the ccshim package's entry point in $CCSHIM_PYTHON (when unset: the Python
+ * the build was configured with, CCSHIM_PYTHON_DEFAULT, else python3),
  * with the arguments as given; a Python without JAX or ccshim gets a
  * message saying so, and exit status 2.
  */
@@ -30,6 +31,10 @@ static const char boot[] =
 
 int ccshim_python_main(const char* command, const char* module, int argc, char** argv) {
   const char* python = getenv("CCSHIM_PYTHON");
+#ifdef CCSHIM_DEFAULT_PYTHON
+  /* The Python this build was configured with (the Makefile's venv). */
+  if (python == NULL || python[0] == '\0') python = CCSHIM_DEFAULT_PYTHON;
+#endif
   if (python == NULL || python[0] == '\0') python = "python3";
   char** args = calloc((size_t)argc + 6, sizeof *args);
   if (args == NULL) {

@@ -129,3 +129,18 @@ def test_scan_keeps_a_long_signature_whole(tmp_path):
     sig = report["artifacts"][0]["legacy_calls"][0]["signature"]
     want = "(" + ", ".join(["f32[12,34,56]"] * 40) + ") -> f32[12,34,56]"
     assert len(want) > 600 and sig == want
+
+
+def test_the_build_trees_command_uses_the_builds_python(good):
+    """`build/tools/ccshim rewrite` after `make demo` runs with the venv the
+    build was configured with, CCSHIM_PYTHON unset (it needed setting)."""
+    from conftest import BUILD
+    env = {k: v for k, v in os.environ.items() if k != "CCSHIM_PYTHON"}
+    env["PATH"] = "/usr/bin:/bin"  # no venv on PATH either
+    p = subprocess.run([str(BUILD / "tools" / "ccshim"), "rewrite", "--list", str(good)],
+                       capture_output=True, text=True, timeout=120, env=env)
+    if "CCSHIM_PYTHON_DEFAULT" not in (BUILD / "CMakeCache.txt").read_text() or \
+            "CCSHIM_PYTHON_DEFAULT:FILEPATH=\n" in (BUILD / "CMakeCache.txt").read_text():
+        pytest.skip("this build was configured without CCSHIM_PYTHON_DEFAULT (plain CMake)")
+    assert p.returncode == 0, p.stderr
+    assert "good.mlir: text, 1 custom call(s), 1 legacy" in p.stdout
