@@ -81,10 +81,10 @@ test-sanitize: setup
 	@cd build-tsan && ctest --output-on-failure -R '$(THREADED_RE)'
 
 test-fuzz: setup
-	@echo "== the fuzzers, $(FUZZ_SECONDS)s each (libFuzzer, ASan, UBSan; clang)"
+	@echo "== the fuzzers, $(FUZZ_SECONDS)s each (libFuzzer, ASan, UBSan; clang; Atheris for ccshim.export)"
 	@cmake -S . -B build-fuzz $(CLANG_FLAGS) -DCCSHIM_FUZZ=ON -DCCSHIM_SANITIZE=address,undefined >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan fuzz_scan_tree fuzz_manifest -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
-	@bash tools/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+	@bash tools/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS) $(abspath $(PYTHON))
 
 # The Python suite against a spread of JAX releases, each in its own venv
 # (.venv-matrix/): the table in docs/jax-matrix.md and the README.  By hand:

@@ -5,10 +5,14 @@
 # fails the run and says where the input is: once the bug is fixed, copy it
 # into tests/fuzz/corpus/<harness>/ as a regression.
 #
-# usage: tools/run_fuzzers.sh BUILD_DIR SECONDS_EACH
+# usage: tools/run_fuzzers.sh BUILD_DIR SECONDS_EACH [PYTHON]
+# PYTHON (with JAX and atheris) runs fuzz_export_reader, the Atheris harness
+# of ccshim.export's reader; without it, or without atheris, that one skips
+# with the reason.
 set -u
 build=$1
 seconds=$2
+python=${3:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work="$build/fuzz-runs"
 mkdir -p "$work"
@@ -29,6 +33,8 @@ for h in fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan fuzz_sc
   # signatures, 8191-byte manifest lines).
   max_len=()
   case $h in fuzz_signature | fuzz_manifest) max_len=(-max_len=65536) ;; esac
+  # The signature syntax's tokens (names, layouts, [...]) spliced in.
+  [ $h = fuzz_signature ] && max_len+=(-dict="$root/tests/fuzz/signature.dict")
   # -timeout: an input that takes 25 s is a finding (a hang), not a stall.
   "$build/tests/fuzz/$h" -max_total_time="$seconds" -timeout=25 -print_final_stats=1 "${max_len[@]}" \
     -artifact_prefix="$work/$h/findings/" "$work/$h/corpus" >"$log" 2>&1
@@ -42,4 +48,29 @@ for h in fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan fuzz_sc
     status=1
   fi
 done
+
+# ccshim.export's reader (Python, Atheris): a crash or hang of MLIR's native
+# reader must come back as ArtifactError, never take the process down.
+h=fuzz_export_reader
+if [ -z "$python" ] || ! "$python" -c 'import atheris, jax' 2>/dev/null; then
+  echo "fuzz $h: skipped (no Python with atheris and JAX: ${python:-none given})"
+else
+  rm -rf "$work/$h" && mkdir -p "$work/$h/corpus" "$work/$h/findings"
+  cp "$root/tests/fuzz/corpus/$h/"* "$work/$h/corpus/"
+  log="$work/$h/log"
+  # A regression input that MLIR's reader does not finish costs the read's
+  # limit each time it is replayed: 5 s here.
+  CCSHIM_READ_TIMEOUT=5 PYTHONPATH="$root/python" "$python" "$root/tests/fuzz/$h.py" \
+    -max_total_time="$seconds" -timeout=25 -print_final_stats=1 -max_len=8192 \
+    -artifact_prefix="$work/$h/findings/" "$work/$h/corpus" >"$log" 2>&1
+  rc=$?
+  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}')
+  found=$(ls "$work/$h/findings" | wc -l)
+  printf 'fuzz %-22s %9s executions in %ss, %s findings\n' "$h" "${execs:-?}" "$seconds" "$found"
+  if [ "$rc" != 0 ] || [ "$found" != 0 ]; then
+    grep -E 'ERROR|SUMMARY|Error|Traceback' "$log" | head -n 5
+    echo "  input: $work/$h/findings/"
+    status=1
+  fi
+fi
 exit $status

@@ -17,8 +17,9 @@ optional_debs=(clang libclang-rt-14-dev clang-format-14 valgrind libopenblas-dev
 # release for this machine's Python 3.11 (FFI API 0.3).
 # flatbuffers: jax.export's serialization (ccshim rewrite reads and writes
 # exported artifacts with it).
+# atheris: the fuzz harness of ccshim.export's reader (tests/fuzz/).
 python_pkgs=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6 pytest==9.2.0
-             matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19)
+             matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19 atheris==3.0.0)
 # Real legacy kernels for the tests: jaxlib 0.4.30's CPU LAPACK/BLAS
 # capsules (legacy v2 kernels, with its first typed-FFI ones mixed in), run
 # unchanged through XLA's legacy path and through ccshim.  Only the module

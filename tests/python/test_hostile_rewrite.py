@@ -144,3 +144,20 @@ def test_the_build_trees_command_uses_the_builds_python(good):
         pytest.skip("this build was configured without CCSHIM_PYTHON_DEFAULT (plain CMake)")
     assert p.returncode == 0, p.stderr
     assert "good.mlir: text, 1 custom call(s), 1 legacy" in p.stdout
+
+
+@pytest.mark.parametrize("name, said", [
+    ("regress-abort-bad-version", "MLIR's reader crashed on it (signal 6, SIGABRT)"),
+    ("regress-hang", "reading it did not finish in 5 s"),
+])
+def test_what_makes_mlirs_reader_crash_or_hang_is_refused(tmp_path, name, said):
+    """Found by fuzz_export_reader: bytecode that aborts jaxlib's StableHLO
+    reader, and bytecode it does not finish.  Read in a child first, so the
+    process that asked gets one line and exit 2."""
+    from conftest import ROOT
+    src = ROOT / "tests" / "fuzz" / "corpus" / "fuzz_export_reader" / name
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CCSHIM_READ_TIMEOUT="5")
+    p = subprocess.run([sys.executable, "-m", "ccshim.export", str(src), str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 2 and said in p.stderr, (p.returncode, p.stderr)
+    assert "this process was kept out of it" in p.stderr or "did not finish" in p.stderr

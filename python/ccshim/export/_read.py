@@ -72,6 +72,8 @@ class Artifact:
         if not data:
             raise ArtifactError(f"{what}: empty; expected a jax.export artifact or a "
                                 "StableHLO module (bytecode or text)")
+        from . import _guard
+        _guard.survives_reading(data, what)
         native = _NativeErrors()
         try:
             with self.context, native:
