@@ -11,24 +11,14 @@
 #include "ccshim/ccshim.h"
 #include "check.h"
 
-#if !defined(__has_feature)
-#define __has_feature(x) 0
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#include "malloc_interpose.h"
+
+#if !CCSHIM_TEST_OWNS_MALLOC
 int main(void) {
   printf("skipped: the sanitizers own malloc in this build\n");
   return CHECK_SKIP_CODE;
 }
 #else
-
-/* Exported, so that libccshim's calls come here: the tests build with
- * hidden visibility, and a hidden malloc would count only this file's. */
-#define INTERPOSE __attribute__((visibility("default")))
-
-extern void* __libc_malloc(size_t);
-extern void* __libc_calloc(size_t, size_t);
-extern void* __libc_realloc(void*, size_t);
 
 static atomic_int failing;
 

@@ -24,6 +24,21 @@ CCSHIM_FUZZ_TREE_BASE=$(mktemp -d "$shm/ccshim-fuzz.XXXXXX")
 export CCSHIM_FUZZ_TREE_BASE
 trap 'rm -rf "$CCSHIM_FUZZ_TREE_BASE"' EXIT
 status=0
+
+# One harness's line: executions and findings; a finding, or a run that
+# ended otherwise than by its time limit, fails the whole run.
+report() {
+  local h=$1 rc=$2 log="$work/$1/log" execs found
+  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}')
+  found=$(ls "$work/$h/findings" | wc -l)
+  printf 'fuzz %-22s %9s executions in %ss, %s findings\n' "$h" "${execs:-?}" "$seconds" "$found"
+  if [ "$rc" != 0 ] || [ "$found" != 0 ]; then
+    grep -E 'ERROR|SUMMARY|Error|Traceback' "$log" | head -n 5
+    echo "  input: $work/$h/findings/"
+    status=1
+  fi
+}
+
 for h in fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan fuzz_scan_tree \
          fuzz_manifest; do
   rm -rf "$work/$h" && mkdir -p "$work/$h/corpus" "$work/$h/findings"
@@ -38,15 +53,7 @@ for h in fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan fuzz_sc
   # -timeout: an input that takes 25 s is a finding (a hang), not a stall.
   "$build/tests/fuzz/$h" -max_total_time="$seconds" -timeout=25 -print_final_stats=1 "${max_len[@]}" \
     -artifact_prefix="$work/$h/findings/" "$work/$h/corpus" >"$log" 2>&1
-  rc=$?
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}')
-  found=$(ls "$work/$h/findings" | wc -l)
-  printf 'fuzz %-22s %9s executions in %ss, %s findings\n' "$h" "${execs:-?}" "$seconds" "$found"
-  if [ "$rc" != 0 ] || [ "$found" != 0 ]; then
-    grep -E 'ERROR|SUMMARY' "$log" | head -n 5
-    echo "  input: $work/$h/findings/"
-    status=1
-  fi
+  report $h $?
 done
 
 # ccshim.export's reader (Python, Atheris): a crash or hang of MLIR's native
@@ -63,14 +70,6 @@ else
   CCSHIM_READ_TIMEOUT=5 PYTHONPATH="$root/python" "$python" "$root/tests/fuzz/$h.py" \
     -max_total_time="$seconds" -timeout=25 -print_final_stats=1 -max_len=8192 \
     -artifact_prefix="$work/$h/findings/" "$work/$h/corpus" >"$log" 2>&1
-  rc=$?
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}')
-  found=$(ls "$work/$h/findings" | wc -l)
-  printf 'fuzz %-22s %9s executions in %ss, %s findings\n' "$h" "${execs:-?}" "$seconds" "$found"
-  if [ "$rc" != 0 ] || [ "$found" != 0 ]; then
-    grep -E 'ERROR|SUMMARY|Error|Traceback' "$log" | head -n 5
-    echo "  input: $work/$h/findings/"
-    status=1
-  fi
+  report $h $?
 fi
 exit $status

@@ -16,12 +16,13 @@ versions=("$@")
   versions=(0.4.35 0.5.3 0.6.2 0.7.2 0.8.3 0.9.2 0.10.2 0.11.2@3.12 0.12.0.1@3.12)
 out=docs/jax-matrix.md
 
-# A Python of version $1 (3.12), or nothing.
+# A Python of version $1 (3.12) that runs, or nothing: pyenv's install of
+# it first (its shim on PATH may name a version that is not selected).
 python_of() {
   local want=$1 p
-  for p in "$(command -v "python$want" 2>/dev/null)" \
-           "$(pyenv root 2>/dev/null)"/versions/"$want"*/bin/python"$want"; do
-    [ -n "$p" ] && [ -x "$p" ] && { echo "$p"; return; }
+  for p in "$(pyenv root 2>/dev/null)"/versions/"$want"*/bin/python"$want" \
+           "$(command -v "python$want" 2>/dev/null)"; do
+    [ -n "$p" ] && [ -x "$p" ] && "$p" -c 'import venv' 2>/dev/null && { echo "$p"; return; }
   done
 }
 
@@ -37,8 +38,9 @@ for spec in "${versions[@]}"; do
     continue
   fi
   venv=.venv-matrix/$spec
+  mkdir -p .venv-matrix
   if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import jax, pytest, flatbuffers" 2>/dev/null; then
-    "$py" -m venv "$venv" &&
+    "$py" -m venv "$venv" >"$venv.log" 2>&1 &&
       "$venv/bin/python" -m pip install -q --disable-pip-version-check \
         "jax==$v" "jaxlib==$v" pytest flatbuffers scipy >"$venv.log" 2>&1 ||
       { rows+=("| $label | not installable here | $(tail -n 1 "$venv.log" 2>/dev/null) |"); continue; }
