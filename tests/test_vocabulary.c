@@ -50,6 +50,15 @@ int main(void) {
   CHECK(ccshim_legacy_form_name(0, CCSHIM_PLATFORM_HOST) == NULL);
   CHECK(ccshim_legacy_form_name(4, CCSHIM_PLATFORM_HOST) == NULL);
   CHECK(ccshim_legacy_form_name(2, (ccshim_platform)9) == NULL);
+  /* The forms as the adapters and scan use them. */
+  CHECK_EQ(ccshim_legacy_form_of(1, CCSHIM_PLATFORM_HOST), CCSHIM_FORM_CPU_V1);
+  CHECK_EQ(ccshim_legacy_form_of(3, CCSHIM_PLATFORM_HOST), CCSHIM_FORM_CPU_V3);
+  CHECK_EQ(ccshim_legacy_form_of(1, CCSHIM_PLATFORM_ROCM), CCSHIM_FORM_GPU_V1);
+  CHECK_EQ(ccshim_legacy_form_of(2, CCSHIM_PLATFORM_CUDA), CCSHIM_FORM_GPU_V23);
+  CHECK_EQ(ccshim_legacy_form_of(3, CCSHIM_PLATFORM_CUDA), CCSHIM_FORM_GPU_V23);
+  CHECK_EQ(ccshim_legacy_form_of(4, CCSHIM_PLATFORM_HOST), CCSHIM_FORM_NONE);
+  CHECK_STR_EQ(ccshim_legacy_form_text(CCSHIM_FORM_GPU_V23), "GPU v2/v3");
+  CHECK_STR_EQ(ccshim_legacy_form_text(CCSHIM_FORM_NONE), "");
   printf("vocabulary: 5 spellings, 4 refusals, 3 names each, 7 form names\n");
   return 0;
 }

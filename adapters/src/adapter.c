@@ -78,11 +78,6 @@ static ccshim_status refuse_layouts(const ccshim_signature* sig) {
   return CCSHIM_OK;
 }
 
-static form form_of(int api_version, ccshim_platform platform) {
-  if (platform != CCSHIM_PLATFORM_HOST) return api_version == 1 ? FORM_GPU_V1 : FORM_GPU_V2;
-  return api_version == 1 ? FORM_CPU_V1 : api_version == 2 ? FORM_CPU_V2 : FORM_CPU_V3;
-}
-
 /* Bump allocation inside the adapter's single block. */
 static void* carve(unsigned char** at, size_t size, size_t align) {
   uintptr_t p = ((uintptr_t)*at + align - 1) & ~(uintptr_t)(align - 1);
@@ -161,7 +156,7 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version, ccshim_platform 
   }
   unsigned char* at = (unsigned char*)(a + 1);
   a->fn = fn;
-  a->form = (uint8_t)form_of(api_version, platform);
+  a->form = (uint8_t)ccshim_legacy_form_of(api_version, platform);
   a->is_gpu = platform != CCSHIM_PLATFORM_HOST;
   a->slot = -1;
   a->footprint = size;

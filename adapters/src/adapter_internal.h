@@ -12,14 +12,8 @@
 #include "base_internal.h"
 #include "ccshim/ccshim.h"
 
-/* The five distinct calling conventions (GPU v2 and v3 are one). */
-typedef enum form {
-  FORM_CPU_V1,
-  FORM_CPU_V2,
-  FORM_CPU_V3,
-  FORM_GPU_V1,
-  FORM_GPU_V2,
-} form;
+/* The five distinct calling conventions (base.h's ccshim_legacy_form). */
+typedef ccshim_legacy_form form;
 
 /* What a signature says of one buffer.  In a shape-polymorphic signature
  * rank is -1 for `[...]` (dtype only), and a named dim is -(1 + v), v its
@@ -92,13 +86,14 @@ static inline void ccshim__run_kernel(ccshim_legacy_fn fn, form form, void* out,
                                       void* stream, const char* opaque, size_t opaque_len,
                                       XlaCustomCallStatus* status) {
   switch (form) {
-    case FORM_CPU_V1: ((ccshim_cpu_v1_fn)fn)(out, (const void**)in); break;
-    case FORM_CPU_V2: ((ccshim_cpu_v2_fn)fn)(out, (const void**)in, status); break;
-    case FORM_CPU_V3:
+    case CCSHIM_FORM_CPU_V1: ((ccshim_cpu_v1_fn)fn)(out, (const void**)in); break;
+    case CCSHIM_FORM_CPU_V2: ((ccshim_cpu_v2_fn)fn)(out, (const void**)in, status); break;
+    case CCSHIM_FORM_CPU_V3:
       ((ccshim_cpu_v3_fn)fn)(out, (const void**)in, opaque, opaque_len, status);
       break;
-    case FORM_GPU_V1: ((ccshim_gpu_v1_fn)fn)(stream, in, opaque, opaque_len); break;
-    case FORM_GPU_V2: ((ccshim_gpu_v2_fn)fn)(stream, in, opaque, opaque_len, status); break;
+    case CCSHIM_FORM_GPU_V1: ((ccshim_gpu_v1_fn)fn)(stream, in, opaque, opaque_len); break;
+    case CCSHIM_FORM_GPU_V23: ((ccshim_gpu_v2_fn)fn)(stream, in, opaque, opaque_len, status); break;
+    case CCSHIM_FORM_NONE: break; /* an adapter always has a form */
   }
 }
 

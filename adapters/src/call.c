@@ -465,7 +465,7 @@ XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a, XLA_FFI_CallFrame* 
   const char* opaque = NULL;
   size_t opaque_len = 0;
   char obuf[LOCAL_BYTES];
-  if (a->form >= FORM_CPU_V3) {
+  if (a->form >= CCSHIM_FORM_CPU_V3) {
     const char* bytes;
     XLA_FFI_Error* err = find_opaque(a, api, &f->attrs, &bytes, &opaque_len);
     if (CCSHIM__UNLIKELY(err != NULL)) return err;
@@ -485,7 +485,7 @@ XLA_FFI_Error* ccshim__adapter_call(const ccshim_adapter* a, XLA_FFI_CallFrame* 
 
   struct XlaCustomCallStatus_ status;
   ccshim__status_init(&status);
-  if (a->form <= FORM_CPU_V3) {
+  if (a->form <= CCSHIM_FORM_CPU_V3) {
     void** in = ptrs;
     if (a->nested != NULL) {
       in = ptrs + na + nr;

@@ -203,12 +203,12 @@ FAST XLA_FFI_Error* finish_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, v
                                 const int checked) {
   char opaque[FAST_OPAQUE];
   size_t opaque_len = 0;
-  if (form >= FORM_CPU_V3 && CCSHIM__UNLIKELY(!opaque_of(a, &f->attrs, opaque, &opaque_len)))
+  if (form >= CCSHIM_FORM_CPU_V3 && CCSHIM__UNLIKELY(!opaque_of(a, &f->attrs, opaque, &opaque_len)))
     return ccshim__adapter_call(a, f);
-  const int has_status = form != FORM_CPU_V1 && form != FORM_GPU_V1;
+  const int has_status = form != CCSHIM_FORM_CPU_V1 && form != CCSHIM_FORM_GPU_V1;
   struct XlaCustomCallStatus_ status;
   if (has_status) ccshim__status_init(&status);
-  if (form <= FORM_CPU_V3) {
+  if (form <= CCSHIM_FORM_CPU_V3) {
     void** results = ptrs + na;
     const int tuple = checked ? a->tuple_result : nr != 1;
     void* out = tuple ? (void*)results : results[0];
@@ -332,11 +332,11 @@ FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, con
     return fast_call(a, f, form, name##_wide, checked, -1, -1);                    \
   }
 #define FAST_FORMS(suffix, gather, checked, attr)                                          \
-  FAST_FN(fast_cpu_v1##suffix, FORM_CPU_V1, gather, checked, attr)                         \
-  FAST_FN(fast_cpu_v2##suffix, FORM_CPU_V2, gather, checked, attr)                         \
-  FAST_FN(fast_cpu_v3##suffix, FORM_CPU_V3, gather, checked, attr)                         \
-  FAST_FN(fast_gpu_v1##suffix, FORM_GPU_V1, gather, checked, attr)                         \
-  FAST_FN(fast_gpu_v2##suffix, FORM_GPU_V2, gather, checked, attr)                         \
+  FAST_FN(fast_cpu_v1##suffix, CCSHIM_FORM_CPU_V1, gather, checked, attr)                  \
+  FAST_FN(fast_cpu_v2##suffix, CCSHIM_FORM_CPU_V2, gather, checked, attr)                  \
+  FAST_FN(fast_cpu_v3##suffix, CCSHIM_FORM_CPU_V3, gather, checked, attr)                  \
+  FAST_FN(fast_gpu_v1##suffix, CCSHIM_FORM_GPU_V1, gather, checked, attr)                  \
+  FAST_FN(fast_gpu_v2##suffix, CCSHIM_FORM_GPU_V23, gather, checked, attr)                 \
   static const ccshim__call_fn fast##suffix[] = {fast_cpu_v1##suffix, fast_cpu_v2##suffix, \
                                                  fast_cpu_v3##suffix, fast_gpu_v1##suffix, \
                                                  fast_gpu_v2##suffix};                     \
@@ -356,11 +356,11 @@ FAST_FORMS(_checked, gather_scalar, 1, )
 #define FIXED_ARITIES(fn, form) \
   FIXED_FN(fn##_0, form, 0)     \
   FIXED_FN(fn##_1, form, 1) FIXED_FN(fn##_2, form, 2) FIXED_FN(fn##_3, form, 3)
-FIXED_ARITIES(fixed_cpu_v1, FORM_CPU_V1)
-FIXED_ARITIES(fixed_cpu_v2, FORM_CPU_V2)
-FIXED_ARITIES(fixed_cpu_v3, FORM_CPU_V3)
-FIXED_ARITIES(fixed_gpu_v1, FORM_GPU_V1)
-FIXED_ARITIES(fixed_gpu_v2, FORM_GPU_V2)
+FIXED_ARITIES(fixed_cpu_v1, CCSHIM_FORM_CPU_V1)
+FIXED_ARITIES(fixed_cpu_v2, CCSHIM_FORM_CPU_V2)
+FIXED_ARITIES(fixed_cpu_v3, CCSHIM_FORM_CPU_V3)
+FIXED_ARITIES(fixed_gpu_v1, CCSHIM_FORM_GPU_V1)
+FIXED_ARITIES(fixed_gpu_v2, CCSHIM_FORM_GPU_V23)
 enum { FIXED_MAX_ARGS = 3 };
 #define FIXED_ROW(fn) \
   { fn##_0, fn##_1, fn##_2, fn##_3 }
@@ -378,7 +378,8 @@ static int use_avx2(void) {
 #endif
 
 ccshim__call_fn ccshim__select_call(const ccshim_adapter* a) {
-  if (a->nested != NULL || a->symbolic || a->form > FORM_GPU_V2) return ccshim__adapter_call;
+  if (a->nested != NULL || a->symbolic || a->form > CCSHIM_FORM_GPU_V23)
+    return ccshim__adapter_call;
   /* A signature fixes the counts, so a frame that fits it may have more
    * buffers than the stack block: decided here, once, for every call. */
   if (a->count_checked && (int64_t)a->num_args + a->num_rets > FAST_PTRS)

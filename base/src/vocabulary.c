@@ -76,3 +76,19 @@ const char* ccshim_legacy_form_name(int api_version, ccshim_platform platform) {
   }
   return NULL;
 }
+
+ccshim_legacy_form ccshim_legacy_form_of(int api_version, ccshim_platform platform) {
+  if (api_version < 1 || api_version > 3) return CCSHIM_FORM_NONE;
+  switch (platform) {
+    case CCSHIM_PLATFORM_HOST: return (ccshim_legacy_form)(CCSHIM_FORM_CPU_V1 + api_version - 1);
+    case CCSHIM_PLATFORM_CUDA:
+    case CCSHIM_PLATFORM_ROCM: return api_version == 1 ? CCSHIM_FORM_GPU_V1 : CCSHIM_FORM_GPU_V23;
+  }
+  return CCSHIM_FORM_NONE;
+}
+
+const char* ccshim_legacy_form_text(ccshim_legacy_form form) {
+  static const char* const text[] = {"CPU v1", "CPU v2", "CPU v3", "GPU v1", "GPU v2/v3"};
+  if ((int)form < CCSHIM_FORM_CPU_V1 || (int)form > CCSHIM_FORM_GPU_V23) return "";
+  return text[form];
+}

@@ -72,11 +72,11 @@ static form form_of(const param* p, int n) {
     int n;
     param p[5];
   } forms[] = {
-      {CPU_V1, 2, {P_VOIDP, P_VOIDPP}},
-      {CPU_V2, 3, {P_VOIDP, P_VOIDPP, P_STATUS}},
-      {CPU_V3, 5, {P_VOIDP, P_VOIDPP, P_CHARP, P_SIZE, P_STATUS}},
-      {GPU_V1, 4, {P_STREAM, P_VOIDPP, P_CHARP, P_SIZE}},
-      {GPU_V23, 5, {P_STREAM, P_VOIDPP, P_CHARP, P_SIZE, P_STATUS}},
+      {CCSHIM_FORM_CPU_V1, 2, {P_VOIDP, P_VOIDPP}},
+      {CCSHIM_FORM_CPU_V2, 3, {P_VOIDP, P_VOIDPP, P_STATUS}},
+      {CCSHIM_FORM_CPU_V3, 5, {P_VOIDP, P_VOIDPP, P_CHARP, P_SIZE, P_STATUS}},
+      {CCSHIM_FORM_GPU_V1, 4, {P_STREAM, P_VOIDPP, P_CHARP, P_SIZE}},
+      {CCSHIM_FORM_GPU_V23, 5, {P_STREAM, P_VOIDPP, P_CHARP, P_SIZE, P_STATUS}},
   };
   for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
     if (forms[f].n != n) continue;
@@ -84,7 +84,7 @@ static form form_of(const param* p, int n) {
     for (int i = 0; i < n; i++) same &= forms[f].p[i] == p[i];
     if (same) return forms[f].form;
   }
-  return FORM_NONE;
+  return CCSHIM_FORM_NONE;
 }
 
 /* `void NAME(params) {` (C family) or `cdef void NAME(params) [nogil]:`
@@ -183,8 +183,8 @@ static void definition(scan* s, const source* src, size_t i) {
     scan_text_of(src, a.begin[q], a.end[q], t, sizeof t);
     p[q] = param_kind(t);
   }
-  form f = a.n <= 8 ? form_of(p, np) : FORM_NONE;
-  if (f == FORM_NONE) return;
+  form f = a.n <= 8 ? form_of(p, np) : CCSHIM_FORM_NONE;
+  if (f == CCSHIM_FORM_NONE) return;
   finding* d = scan_add(s, DEFINITION, src, scan_line_of(src, i), "definition");
   char qualified[NAME_CAP];
   scan_text_of(src, name_b, name_e, qualified, sizeof qualified);
@@ -194,14 +194,17 @@ static void definition(scan* s, const source* src, size_t i) {
   snprintf(d->name, sizeof d->name, "%s", d->function);
   d->form = f;
   d->platform = PLAT_CPU;
-  if (f >= GPU_V1) {
+  if (f >= CCSHIM_FORM_GPU_V1) {
     char stream[TEXT_CAP];
     scan_text_of(src, a.begin[0], a.end[0], stream, sizeof stream);
     d->platform = strstr(stream, "hip") || strstr(src->path, ".hip") ? PLAT_ROCM
                   : strstr(stream, "cuda") || strstr(stream, "CU")   ? PLAT_CUDA
                                                                      : PLAT_GPU;
   }
-  d->version = f == CPU_V1 || f == GPU_V1 ? 1 : f == CPU_V2 ? 2 : f == CPU_V3 ? 3 : 0;
+  d->version = f == CCSHIM_FORM_CPU_V1 || f == CCSHIM_FORM_GPU_V1 ? 1
+               : f == CCSHIM_FORM_CPU_V2                          ? 2
+               : f == CCSHIM_FORM_CPU_V3                          ? 3
+                                                                  : 0;
   /* C++ mangles names unless extern "C" says otherwise (on the line, or a
    * block earlier in the file: an approximation that errs towards C). */
   const char* ext = strstr(src->path, ".c");

@@ -125,7 +125,7 @@ static void print_json(const scan* s, const inventory* inv) {
     printf(", \"line\": %d,\n     \"definition\": ", a->line);
     if (t->def) {
       json_site(t->def);
-      printf(", \"form\": \"%s\"", scan_form_text(t->form));
+      printf(", \"form\": \"%s\"", ccshim_legacy_form_text(t->form));
     } else {
       printf("null");
     }
@@ -191,7 +191,7 @@ static void print_text(const scan* s, const inventory* inv) {
     printf("    version    %s\n", t->how ? t->how : "");
     if (t->def)
       printf("    defined    %s:%d (%s parameters)\n", t->def->file, t->def->line,
-             scan_form_text(t->form));
+             ccshim_legacy_form_text(t->form));
     for (int k = 0; k < t->num_reg; k++)
       printf("    registered %s:%d %s\n", t->reg[k]->file, t->reg[k]->line, t->reg[k]->what);
     for (int k = 0; k < t->num_call; k++)

@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ccshim/base.h"
+
 enum { NAME_CAP = 256, TEXT_CAP = 512, LINE_CAP = 4 * TEXT_CAP };
 enum { MAX_FILE_BYTES = 64 << 20 };
 
@@ -28,7 +30,8 @@ static inline int scan_is_gpu(plat p) { return p >= PLAT_CUDA; }
 
 /* Legacy forms told apart by a definition's parameters.  GPU v2 and v3 have
  * the same parameters; only the call site's api_version tells them apart. */
-typedef enum form { FORM_NONE, CPU_V1, CPU_V2, CPU_V3, GPU_V1, GPU_V23 } form;
+/* A legacy form: base.h's vocabulary (CCSHIM_FORM_NONE when none is known). */
+typedef ccshim_legacy_form form;
 
 typedef enum kind { REGISTRATION, CALL_SITE, DEFINITION, TYPED } kind;
 
@@ -151,7 +154,6 @@ typedef struct inventory {
 plat scan_plat_parse(const char* s);
 const char* scan_keep_path(scan* s, const char* path);
 void* scan_grow(void* p, size_t* cap, size_t elem, size_t want);
-const char* scan_form_text(form f);
 const char* scan_plat_text(plat p);
 char* scan_strdup(const char* text);
 int scan_ident_char(int c);

@@ -40,11 +40,6 @@ const char* scan_keep_path(scan* s, const char* path) {
   return s->paths[s->num_paths++] = scan_strdup(path);
 }
 
-const char* scan_form_text(form f) {
-  static const char* const text[] = {"", "CPU v1", "CPU v2", "CPU v3", "GPU v1", "GPU v2/v3"};
-  return text[f];
-}
-
 const char* scan_plat_text(plat p) {
   static const char* const text[] = {"unknown", "cpu", "cuda", "rocm", "gpu"};
   return text[p];

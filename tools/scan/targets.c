@@ -89,9 +89,10 @@ static const finding* definition_of(const scan* s, const char* function, const c
   for (size_t i = 0; i < s->n; i++) {
     const finding* d = &s->f[i];
     if (d->kind != DEFINITION || strcmp(d->function, function)) continue;
-    int gpu_form = d->form == GPU_V1 || d->form == GPU_V23;
+    int gpu_form = d->form == CCSHIM_FORM_GPU_V1 || d->form == CCSHIM_FORM_GPU_V23;
     if ((platform == PLAT_CPU && gpu_form) ||
-        (scan_is_gpu(platform) && !gpu_form && d->form != CPU_V3)) /* CPU v3 = GPU v2/v3 */
+        (scan_is_gpu(platform) && !gpu_form &&
+         d->form != CCSHIM_FORM_CPU_V3)) /* CPU v3 = GPU v2/v3 */
       continue;
     if (!strcmp(d->scope, scope)) return d;
     if (!loose && (!scope[0] || !d->scope[0])) loose = d;
@@ -129,15 +130,15 @@ static void set_how(target* t, const char* fmt, ...) {
 static void add_notes(target* t, const finding* d, int def_version, plat def_platform) {
   /* Conflicts worth a person's look. */
   if (d && t->version) {
-    int fits = t->form == GPU_V23 ? t->version >= 2 : def_version == t->version;
+    int fits = t->form == CCSHIM_FORM_GPU_V23 ? t->version >= 2 : def_version == t->version;
     if (!fits)
       appendf(t->note, sizeof t->note,
               "the call says version %d but %s:%d has %s parameters; XLA would pass the "
               "wrong arguments. ",
-              t->version, d->file, d->line, scan_form_text(t->form));
+              t->version, d->file, d->line, ccshim_legacy_form_text(t->form));
     if (t->platform != PLAT_UNKNOWN && scan_is_gpu(t->platform) != scan_is_gpu(def_platform))
       appendf(t->note, sizeof t->note, "registered for %s but %s:%d has %s parameters. ",
-              scan_plat_text(t->platform), d->file, d->line, scan_form_text(t->form));
+              scan_plat_text(t->platform), d->file, d->line, ccshim_legacy_form_text(t->form));
   }
   /* One name in two extensions' registrations() (a CPU and a GPU module,
    * say): one entry here, but two kernels to wrap. */
@@ -193,22 +194,22 @@ static void resolve(target* t) {
   /* (void*, void**, const char*, size_t, status*) is the CPU v3 form, and
    * also the GPU v2/v3 form with the stream taken as void*: a GPU
    * registration, or a call site saying 2, tells which. */
-  t->form = d ? d->form : FORM_NONE;
+  t->form = d ? d->form : CCSHIM_FORM_NONE;
   plat def_platform = d ? d->platform : PLAT_UNKNOWN;
-  int void_stream =
-      t->form == CPU_V3 && (gpu_registration || (explicit_call && explicit_call->version == 2));
+  int void_stream = t->form == CCSHIM_FORM_CPU_V3 &&
+                    (gpu_registration || (explicit_call && explicit_call->version == 2));
   if (void_stream) {
-    t->form = GPU_V23;
+    t->form = CCSHIM_FORM_GPU_V23;
     def_platform = PLAT_GPU;
   }
   if (t->platform == PLAT_UNKNOWN) t->platform = def_platform;
   /* An exported program knows the platform it was lowered for. */
   for (int i = 0; i < t->num_call && t->platform == PLAT_UNKNOWN; i++)
     if (scan_in_program(t->call[i])) t->platform = t->call[i]->platform;
-  int def_version = t->form == CPU_V1 || t->form == GPU_V1 ? 1
-                    : t->form == CPU_V2                    ? 2
-                    : t->form == CPU_V3                    ? 3
-                                                           : 0;
+  int def_version = t->form == CCSHIM_FORM_CPU_V1 || t->form == CCSHIM_FORM_GPU_V1 ? 1
+                    : t->form == CCSHIM_FORM_CPU_V2                                ? 2
+                    : t->form == CCSHIM_FORM_CPU_V3                                ? 3
+                                                                                   : 0;
   if (explicit_call && scan_in_program(explicit_call)) {
     t->version = explicit_call->version;
     set_how(t, "api_version=%d in the exported program %s", t->version, explicit_call->file);
@@ -218,12 +219,12 @@ static void resolve(target* t) {
             explicit_call->line);
   } else if (def_version) {
     t->version = def_version;
-    set_how(t, "the definition's parameters (%s)", scan_form_text(t->form));
+    set_how(t, "the definition's parameters (%s)", ccshim_legacy_form_text(t->form));
   } else if (default_call) {
     t->version = default_call->version;
     set_how(t, "the default of %s at %s:%d (no api_version given)", default_call->what,
             default_call->file, default_call->line);
-  } else if (t->form == GPU_V23) {
+  } else if (t->form == CCSHIM_FORM_GPU_V23) {
     t->version = 2;
     set_how(t, "the definition's parameters (GPU v2/v3: the same on GPU; no call site says which)");
   } else {

@@ -132,6 +132,26 @@ CCSHIM_API ccshim_status ccshim_platform_parse(const char* name, ccshim_platform
  * gives any platform name: lower case, cpu -> host, gpu -> cuda, oneapi ->
  * sycl; other names pass through lower-cased. */
 CCSHIM_API void ccshim_canonical_platform(const char* platform, char* buf, size_t cap);
+/* The five calling conventions of legacy kernels (on GPU, v2 and v3 are one
+ * convention; XLA tells them apart only by the call site).  The order is
+ * relied on: the CPU forms first, and the forms from CPU v3 on receive the
+ * opaque bytes.  CCSHIM_FORM_NONE: no form known. */
+typedef enum ccshim_legacy_form {
+  CCSHIM_FORM_NONE = -1,
+  CCSHIM_FORM_CPU_V1 = 0,
+  CCSHIM_FORM_CPU_V2 = 1,
+  CCSHIM_FORM_CPU_V3 = 2,
+  CCSHIM_FORM_GPU_V1 = 3,
+  CCSHIM_FORM_GPU_V23 = 4,
+} ccshim_legacy_form;
+
+/* The form of a kernel of API version 1, 2 or 3 on a platform;
+ * CCSHIM_FORM_NONE for anything else. */
+CCSHIM_API ccshim_legacy_form ccshim_legacy_form_of(int api_version, ccshim_platform platform);
+/* "CPU v1", "CPU v2", "CPU v3", "GPU v1", "GPU v2/v3"; "" for NONE or any
+ * other value. */
+CCSHIM_API const char* ccshim_legacy_form_text(ccshim_legacy_form form);
+
 /* A legacy form's name, as the tools and messages print it: "CPU v1",
  * "CPU v2", "CPU v3", "GPU v1", "GPU v2", "GPU v3"; NULL for an API version
  * that is not 1, 2 or 3, or an unknown platform.  (On GPU, v2 and v3 are one
