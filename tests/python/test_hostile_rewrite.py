@@ -147,17 +147,19 @@ def test_the_build_trees_command_uses_the_builds_python(good):
 
 
 @pytest.mark.parametrize("name, said", [
-    ("regress-abort-bad-version", "MLIR's reader crashed on it (signal 6, SIGABRT)"),
-    ("regress-hang", "reading it did not finish in 5 s"),
+    # jaxlib 0.10.2's reader aborts on it; 0.12's does not finish it.
+    ("regress-abort-bad-version", ("MLIR's reader crashed on it (signal 6, SIGABRT)",
+                                   "reading it did not finish in 5 s")),
+    ("regress-hang", ("reading it did not finish in 5 s",)),
 ])
 def test_what_makes_mlirs_reader_crash_or_hang_is_refused(tmp_path, name, said):
     """Found by fuzz_export_reader: bytecode that aborts jaxlib's StableHLO
-    reader, and bytecode it does not finish.  Read in a child first, so the
-    process that asked gets one line and exit 2."""
+    reader, and bytecode it does not finish.  Read in a process of its own
+    first, so the process that asked gets one line and exit 2."""
     from conftest import ROOT
     src = ROOT / "tests" / "fuzz" / "corpus" / "fuzz_export_reader" / name
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CCSHIM_READ_TIMEOUT="5")
     p = subprocess.run([sys.executable, "-m", "ccshim.export", str(src), str(tmp_path / "o")],
                        capture_output=True, text=True, timeout=120, env=env)
-    assert p.returncode == 2 and said in p.stderr, (p.returncode, p.stderr)
+    assert p.returncode == 2 and any(s in p.stderr for s in said), (p.returncode, p.stderr)
     assert "this process was kept out of it" in p.stderr or "did not finish" in p.stderr

@@ -138,11 +138,20 @@ class Artifact:
             exported = jax_export.deserialize(bytearray(data))
         except ArtifactError:
             raise
-        except NotImplementedError as e:  # a version this JAX no longer reads
+        except (NotImplementedError, ValueError) as e:
+            # A version this JAX no longer reads: JAX 0.6/0.7 raise
+            # NotImplementedError, JAX 0.11.2 on a ValueError naming its
+            # backward-compatibility window; anything else is not one.
+            if isinstance(e, ValueError) and "compatibility window" not in str(e):
+                raise ArtifactError(
+                    f"{self.what}: not a jax.export artifact, nor a StableHLO module "
+                    f"({_describe_bytes(data)}; reading it as an exported artifact failed: "
+                    f"{_first_line(e)}); truncated, or not an artifact") from None
             raise ArtifactError(
-                f"{self.what}: a jax.export artifact this JAX {_jax_version()} does not read "
-                f"({_first_line(e)}); JAX 0.10 reads the serialization versions of 2023 on "
-                "(ccshim rewrite there writes today's)") from None
+                f"{self.what}: a jax.export artifact of serialization version {version}, which "
+                f"this JAX {_jax_version()} no longer reads (it is past JAX's backward-"
+                "compatibility window); JAX 0.8 to 0.10 read it: run `ccshim rewrite` with a "
+                "Python that has one of those, and the artifact it writes reads here") from None
         except Exception as e:
             raise ArtifactError(
                 f"{self.what}: not a jax.export artifact, nor a StableHLO module "
