@@ -51,10 +51,16 @@ test: build
 test-c: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# The Python suite on the pinned JAX (.venv), then on the newest JAX
+# (.venv-newest, Python 3.12), so that what breaks on today's JAX cannot land.
 test-python: build
 	@if $(PYTHON) -c 'import pytest' 2>/dev/null; then \
 	  CCSHIM_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python; \
 	else echo "SKIPPED: the Python tests (pytest and JAX are not in .venv: PyPI unreachable?)"; fi
+	@if .venv-newest/bin/python -c 'import pytest, jax' 2>/dev/null; then \
+	  echo "== the Python suite on the newest JAX ($$(.venv-newest/bin/python -c 'import jax, sys; print(jax.__version__, "on Python", sys.version.split()[0])'))"; \
+	  CCSHIM_BUILD_DIR=$(abspath $(BUILD)) .venv-newest/bin/python -m pytest -q -p no:cacheprovider tests/python; \
+	else echo "SKIPPED: the Python tests on the newest JAX (no .venv-newest: no Python 3.12, or PyPI unreachable; tools/setup.sh said which)"; fi
 
 # A user's install: pip install of this tree into a fresh venv, used from
 # outside it (77: PyPI unreachable, reported as skipped).

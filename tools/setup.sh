@@ -103,6 +103,44 @@ if not pth.exists() or pth.read_text().strip() != sys.argv[1]:
     pth.write_text(sys.argv[1] + "\n")
 PY
 fi
+# The newest JAX, which needs Python 3.12: a venv of its own (.venv-newest),
+# so that `make test` runs the Python suite on the pinned JAX and on the
+# newest one.  Python 3.12 from pyenv or PATH; without one, said and skipped.
+newest_pkgs=(jax==0.12.0.1 jaxlib==0.12.0.1 numpy==2.4.6 pytest==9.2.0 scipy==1.16.3
+             flatbuffers==25.12.19)
+python312() {
+  local p
+  for p in "$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python3.12 \
+           "$(command -v python3.12 2>/dev/null)"; do
+    [ -n "$p" ] && [ -x "$p" ] && "$p" -c 'import venv, ensurepip' 2>/dev/null &&
+      { echo "$p"; return; }
+  done
+}
+newest_stamp=.venv-newest/.ccshim-requirements
+if [ "$(cat "$newest_stamp" 2>/dev/null)" != "${newest_pkgs[*]}" ]; then
+  py312=$(python312)
+  if [ -z "$py312" ]; then
+    say "no Python 3.12 here: the newest JAX (${newest_pkgs[0]}) is not tested"
+  else
+    say "installing ${newest_pkgs[*]} into .venv-newest (Python 3.12)"
+    rm -rf .venv-newest
+    if "$py312" -m venv .venv-newest >/dev/null 2>&1 &&
+       .venv-newest/bin/python -m pip install -q --disable-pip-version-check \
+         "${newest_pkgs[@]}" >/dev/null 2>.venv-newest/pip-error.log; then
+      printf '%s' "${newest_pkgs[*]}" >"$newest_stamp"
+    else
+      say "could not install the newest JAX (PyPI unreachable?); its run will skip"
+    fi
+  fi
+fi
+if [ -x .venv-newest/bin/python ] && [ -d python/ccshim ]; then
+  .venv-newest/bin/python - "$PWD/python" <<'PY' || say "could not add python/ to .venv-newest"
+import pathlib, site, sys
+pth = pathlib.Path(site.getsitepackages()[0]) / "ccshim-source.pth"
+if not pth.exists() or pth.read_text().strip() != sys.argv[1]:
+    pth.write_text(sys.argv[1] + "\n")
+PY
+fi
 # Real legacy kernels from PyPI wheels (x86-64 Linux, CPython 3.11 ABI), for
 # the tests only, under .cache/: fetch_wheel NAME VERSION [MEMBER...] keeps
 # the named members (all of the wheel when none are named).
