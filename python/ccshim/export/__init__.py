@@ -41,9 +41,10 @@ from ._cli import main
 from ._common import (BUILTIN_PREFIXES, BUILTIN_TARGETS, BYTECODE_MAGIC, DEFAULT_PREFIX,
                       OPAQUE_ATTR, ArtifactError, Call, typed_name)
 from ._read import Artifact, read
-from ._register import load, needed, register
+from ._register import Registered, disabled_checks, load, needed, platforms_here, register
 from ._rewrite import Rewritten, rewrite
 
 __all__ = ["ArtifactError", "Artifact", "Call", "read", "rewrite", "typed_name", "needed",
-           "register", "load", "check", "main", "Rewritten", "BYTECODE_MAGIC",
+           "register", "load", "check", "main", "Rewritten", "Registered", "disabled_checks",
+           "platforms_here", "BYTECODE_MAGIC",
            "DEFAULT_PREFIX", "OPAQUE_ATTR", "BUILTIN_TARGETS", "BUILTIN_PREFIXES"]

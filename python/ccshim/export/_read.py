@@ -84,10 +84,10 @@ class Artifact:
         if platform is not None:
             from .. import export_platform_name
             canonical = export_platform_name(platform)
-            if self.platforms and self.platforms != (canonical,):
+            if self.platforms and canonical not in self.platforms:
                 raise ArtifactError(f"{what}: was exported for {', '.join(self.platforms)}; "
                                     f"--platform {platform} contradicts it")
-            self.platforms = (canonical,)
+            self.platforms = (canonical,)  # of several, the one asked for
 
     def _read(self, data, jax_export, jax_ext, ir):
         what = self.what

@@ -37,47 +37,108 @@ def _kernel_for(kernels: Any, legacy: str, platform: str):
     return _modules.entry(kernels, legacy, platform)
 
 
+def platforms_here(platforms) -> tuple[list[str], dict[str, str]]:
+    """Of an artifact's platforms (jax.export's names), those this process
+    runs kernels on (ccshim knows the platform and JAX has its backend), and
+    for each other one why not."""
+    import jax
+
+    from .. import CcshimError, parse_platform
+    here, not_here = [], {}
+    for p in platforms:
+        try:
+            parse_platform(p)
+        except (ValueError, CcshimError):
+            not_here[p] = f"ccshim runs no legacy kernels on {p}"
+            continue
+        try:
+            jax.devices(p)
+            here.append(p)
+        except RuntimeError:
+            not_here[p] = f"this process has no {p} backend"
+    return here, not_here
+
+
+class Registered(dict):
+    """What ``register`` registered: typed name -> Adapter (for the first
+    platform served; every platform's is ``ccshim.jax.registered(name,
+    platform)``), the platforms served in ``platforms``, and in
+    ``not_here`` the artifact's other platforms with the reason each was
+    left (a GPU target is asked for only where a GPU is)."""
+
+    def __init__(self):
+        super().__init__()
+        self.platforms: list[str] = []
+        self.not_here: dict[str, str] = {}
+
+
+def _serving(art, platform: str | None) -> tuple[list[str], dict[str, str]]:
+    """The platforms to register or check an artifact's targets for: the one
+    asked for, or those of its platforms this process has."""
+    if platform is not None:
+        return list(art.platforms), {}  # read() narrowed them to the one asked for
+    here, not_here = platforms_here(art.platforms or ("cpu",))
+    if not here:
+        raise ArtifactError(
+            f"{art.what}: runs on {', '.join(art.platforms)}, and this process can run none "
+            f"of them ({'; '.join(not_here.values())}); its targets are asked for where one "
+            "is")
+    return here, not_here
+
+
 def register(src: Any, kernels: Any, *, prefix: str = DEFAULT_PREFIX,
-             platform: str | None = None, probe: bool = True) -> dict:
+             platform: str | None = None, probe: bool = True) -> Registered:
     """Registers with JAX, through ccshim, every kernel a rewritten artifact
-    needs, each under its typed name with its form: ``kernels`` maps legacy
-    target names to kernels (a PyCapsule, an address, a ctypes function, a
-    ``(library, symbol)`` pair), or is an extension's ``registrations()``.
-    Every needed target is looked up before anything is registered; one
-    that ``kernels`` lacks is an error naming it.  Returns typed name ->
-    Adapter."""
+    needs, each under its typed name with its form, for each of the
+    artifact's platforms that this process has (or for ``platform``):
+    ``kernels`` maps legacy target names to kernels (a PyCapsule, an
+    address, a ctypes function, a ``(library, symbol)`` pair), or is an
+    extension's ``registrations()``.  Every needed target is looked up
+    before anything is registered; one that ``kernels`` lacks is an error
+    naming it.  Returns a Registered."""
+    from .. import _modules
     from .. import jax as cj
+    art = read(src, platform=platform)
+    served, not_here = _serving(art, platform)
+    if len(served) > 1 and (not isinstance(kernels, Mapping) or any(
+            where is None for where, *_ in _modules.entries(kernels))):
+        raise ArtifactError(
+            f"{art.what}: runs here on {', '.join(served)}, and these kernels do not say "
+            "which platform each is for (a registrations() mapping of jaxlib's newer shape "
+            "does); pass platform= and the kernels of that platform")
     plan, missing = [], []
-    for t in needed(src, prefix=prefix, platform=platform):
-        where = platform or (t["platforms"][0] if len(t["platforms"]) == 1 else None)
-        if where is None:
-            raise ArtifactError(f"{t['typed']}: the artifact runs on "
-                                f"{', '.join(t['platforms']) or 'an unknown platform'}; "
-                                "pass platform= to say which kernels these are")
-        kernel = _kernel_for(kernels, t["legacy"], where)
-        if kernel is None:
-            missing.append(f"{t['legacy']} (api_version {t['api_version']}, as {t['typed']})")
-        else:
-            plan.append((t, kernel, where))
+    for t in needed(art, prefix=prefix):
+        for where in served:
+            kernel = _kernel_for(kernels, t["legacy"], where)
+            if kernel is None:
+                missing.append(f"{t['legacy']} on {where} (api_version {t['api_version']}, "
+                               f"as {t['typed']})")
+            else:
+                plan.append((t, kernel, where))
     if missing:
         raise ArtifactError("no kernel given for the legacy target(s) this artifact needs: "
                             + "; ".join(missing))
-    return {t["typed"]: cj.register_legacy(t["typed"], kernel, platform=where,
-                                           api_version=t["api_version"], probe=probe)
-            for t, kernel, where in plan}
+    out = Registered()
+    out.platforms, out.not_here = served, not_here
+    for t, kernel, where in plan:
+        adapter = cj.register_legacy(t["typed"], kernel, platform=where,
+                                     api_version=t["api_version"], probe=probe)
+        out.setdefault(t["typed"], adapter)
+    return out
 
 
 def load(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = None):
     """The jax.export.Exported of a rewritten artifact, after checking that
     every typed target it calls is registered through ccshim in this
-    process: one that is not is an error naming the legacy target and the
-    call that registers it, where XLA would say only that the name is
-    unknown when the program compiles."""
+    process, for each of its platforms this process has: one that is not is
+    an error naming the legacy target and the call that registers it, where
+    XLA would say only that the name is unknown when the program compiles."""
     from .. import jax as cj
     art = read(src, platform=platform)
+    served, _ = _serving(art, platform)
     missing = []
     for t in needed(art, prefix=prefix):
-        for where in t["platforms"] or ["cpu"]:
+        for where in served:
             if cj.registered(t["typed"], where) is None:
                 missing.append(f"{t['typed']} on {where} (the legacy {t['legacy']}, "
                                f"api_version {t['api_version']})")
@@ -87,3 +148,15 @@ def load(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = None)
             "register them with ccshim.export.register(artifact, kernels) or "
             "ccshim.jax.register_legacy(typed name, kernel, api_version=N)")
     return art.as_exported()
+
+
+def disabled_checks(src: Any, *, prefix: str = DEFAULT_PREFIX) -> list:
+    """The jax.export.DisabledSafetyCheck of each ccshim target a rewritten
+    artifact calls: what jax.export needs to export again a program that
+    calls it (ccshim's targets carry no compatibility guarantee of JAX's)::
+
+        jax.export.export(jax.jit(f), disabled_checks=ce.disabled_checks(art))
+    """
+    from jax import export as jax_export
+    return [jax_export.DisabledSafetyCheck.custom_call(t["typed"])
+            for t in needed(src, prefix=prefix)]
