@@ -231,7 +231,7 @@ def test_loading_names_the_targets_that_are_not_registered(legacy_artifact):
 def test_register_looks_every_kernel_up_before_registering_any(legacy_artifact, kernel_map):
     data = ce.rewrite(legacy_artifact, prefix="partial.").data
     given = {k: v for k, v in kernel_map.items() if k != "copy48_v1"}
-    with pytest.raises(ce.ArtifactError, match=r"copy48_v1 \(api_version 1, as "
+    with pytest.raises(ce.ArtifactError, match=r"copy48_v1 on cpu \(api_version 1, as "
                        r"partial\.v1\.copy48_v1\)"):
         ce.register(data, given, prefix="partial.")
     assert cj.registered("partial.v1.scale_v1") is None
@@ -287,11 +287,14 @@ def test_a_2023_artifact_runs_again_through_ccshim(name, jax2023, old_lapack, tm
     assert legacy == case["targets"] and all(
         c.api_version == 2 for c in calls if c.kind == "legacy")
     inputs, want = _recorded(case)
-    # today's JAX cannot run it: its targets are gone from jaxlib
+    # today's JAX cannot run it: its targets are gone from jaxlib (and from
+    # 0.11.2 on, JAX refuses to read the artifact at all)
     if not any(cj.registered(t) or t in _xla_registered() for t in legacy):
-        with pytest.raises(Exception, match="No registered implementation"):
+        with pytest.raises(Exception, match="No registered implementation|compatibility window"):
             export.deserialize(bytearray(path.read_bytes())).call(*inputs)
     done = ce.rewrite(path)
+    # written at the running JAX's serialization version: it reads back here
+    assert export.deserialize(bytearray(done.data)).in_avals == ce.read(path).exported.in_avals
     ce.register(done.data, old_lapack.registrations())
     got = jax.tree_util.tree_leaves(ce.load(done.data).call(*inputs))
     assert len(got) == len(want)
@@ -526,8 +529,7 @@ def test_a_2023_module_alone_becomes_an_exported_artifact(jax2023, old_lapack, t
     platform beside it): rewritten into an exported artifact of today's
     JAX, it gives the recorded outputs."""
     case = jax2023["lu_batched_c128"]
-    module = export.deserialize(bytearray(
-        (CASES_2023 / "lu_batched_c128.jax").read_bytes())).mlir_module_serialized
+    module = ce.read(CASES_2023 / "lu_batched_c128.jax").exported.mlir_module_serialized
     src = tmp_path / "lu.mlirbc"
     src.write_bytes(module)
     assert ce.read(src).kind == "portable"

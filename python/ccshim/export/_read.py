@@ -69,6 +69,9 @@ class Artifact:
         self.context = mlir.make_ir_context()
         self.exported = None
         self.platforms: tuple[str, ...] = ()
+        # The serialization version of an artifact past the running JAX's
+        # window that was read through _expired, else None.
+        self.upgraded_from: int | None = None
         if not data:
             raise ArtifactError(f"{what}: empty; expected a jax.export artifact or a "
                                 "StableHLO module (bytecode or text)")
@@ -135,23 +138,14 @@ class Artifact:
                 raise ArtifactError(
                     f"{self.what}: a jax.export artifact of serialization version {version}, "
                     f"from a newer JAX; this JAX {_jax_version()} reads up to {newest}")
-            exported = jax_export.deserialize(bytearray(data))
+            exported = self._deserialize(data, jax_export, version)
         except ArtifactError:
             raise
-        except (NotImplementedError, ValueError) as e:
-            # A version this JAX no longer reads: JAX 0.6/0.7 raise
-            # NotImplementedError, JAX 0.11.2 on a ValueError naming its
-            # backward-compatibility window; anything else is not one.
-            if isinstance(e, ValueError) and "compatibility window" not in str(e):
-                raise ArtifactError(
-                    f"{self.what}: not a jax.export artifact, nor a StableHLO module "
-                    f"({_describe_bytes(data)}; reading it as an exported artifact failed: "
-                    f"{_first_line(e)}); truncated, or not an artifact") from None
+        except NotImplementedError as e:  # JAX 0.6/0.7: a version they do not read
             raise ArtifactError(
                 f"{self.what}: a jax.export artifact of serialization version {version}, which "
-                f"this JAX {_jax_version()} no longer reads (it is past JAX's backward-"
-                "compatibility window); JAX 0.8 to 0.10 read it: run `ccshim rewrite` with a "
-                "Python that has one of those, and the artifact it writes reads here") from None
+                f"this JAX {_jax_version()} does not read ({_first_line(e)}); JAX 0.8 to 0.12 "
+                "read it through ccshim") from None
         except Exception as e:
             raise ArtifactError(
                 f"{self.what}: not a jax.export artifact, nor a StableHLO module "
@@ -166,6 +160,19 @@ class Artifact:
                 f"{self.what}: uses calling convention {exported.calling_convention_version}, "
                 f"from a newer JAX; this JAX {_jax_version()} supports up to {hi}")
         return exported
+
+    def _deserialize(self, data, jax_export, version):
+        """jax.export.deserialize, and where the running JAX refuses an
+        artifact as past its backward-compatibility window (0.11.2 on), the
+        same through _expired, which upgrades what can be upgraded exactly."""
+        try:
+            return jax_export.deserialize(bytearray(data))
+        except ValueError as e:
+            if "compatibility window" not in str(e):
+                raise
+        from . import _expired
+        self.upgraded_from = version
+        return _expired.deserialize(data, self.what)
 
     # -- what is inside --
 
