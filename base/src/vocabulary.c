@@ -8,32 +8,23 @@
 
 #include "base_internal.h"
 
-const char* ccshim_platform_name(ccshim_platform platform) {
-  switch (platform) {
-    case CCSHIM_PLATFORM_HOST: return "host";
-    case CCSHIM_PLATFORM_CUDA: return "cuda";
-    case CCSHIM_PLATFORM_ROCM: return "rocm";
-  }
-  return "unknown";
+/* Each platform's three spellings (ccshim/base.h says which reader each
+ * is for), one row a platform in ccshim_platform order. */
+static const char* const spellings[][3] = {
+    {"host", "Host", "cpu"},
+    {"cuda", "CUDA", "cuda"},
+    {"rocm", "ROCM", "rocm"},
+};
+
+static const char* spelling(ccshim_platform platform, int which) {
+  if ((int)platform < CCSHIM_PLATFORM_HOST || (int)platform > CCSHIM_PLATFORM_ROCM)
+    return "unknown";
+  return spellings[platform][which];
 }
 
-const char* ccshim_platform_xla_name(ccshim_platform platform) {
-  switch (platform) {
-    case CCSHIM_PLATFORM_HOST: return "Host";
-    case CCSHIM_PLATFORM_CUDA: return "CUDA";
-    case CCSHIM_PLATFORM_ROCM: return "ROCM";
-  }
-  return "unknown";
-}
-
-const char* ccshim_platform_export_name(ccshim_platform platform) {
-  switch (platform) {
-    case CCSHIM_PLATFORM_HOST: return "cpu";
-    case CCSHIM_PLATFORM_CUDA: return "cuda";
-    case CCSHIM_PLATFORM_ROCM: return "rocm";
-  }
-  return "unknown";
-}
+const char* ccshim_platform_name(ccshim_platform platform) { return spelling(platform, 0); }
+const char* ccshim_platform_xla_name(ccshim_platform platform) { return spelling(platform, 1); }
+const char* ccshim_platform_export_name(ccshim_platform platform) { return spelling(platform, 2); }
 
 void ccshim_canonical_platform(const char* platform, char* buf, size_t cap) {
   if (cap == 0) return;
