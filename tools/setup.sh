@@ -9,6 +9,7 @@
 # and the PyPI packages (JAX, numpy, pytest, matplotlib).
 set -u
 cd "$(dirname "$0")/.."
+. tools/pythons.sh
 
 required_debs=(gcc g++ make cmake pkg-config libffi-dev python3-venv)
 optional_debs=(clang libclang-rt-14-dev clang-format-14 valgrind libopenblas-dev
@@ -92,33 +93,18 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
     tail -n 3 .venv/pip-error.log | sed 's/^/setup:   /'
   fi
 fi
-# The ccshim Python package itself, from this tree: a .pth file in the
-# venv's site-packages makes python/ importable, which is all an editable
-# install does, without needing a build backend or the network.
+# The ccshim Python package itself, from this tree (add_source_path).
 if [ -d python/ccshim ]; then
-  .venv/bin/python - "$PWD/python" <<'PY' || say "could not add python/ to .venv"
-import pathlib, site, sys
-pth = pathlib.Path(site.getsitepackages()[0]) / "ccshim-source.pth"
-if not pth.exists() or pth.read_text().strip() != sys.argv[1]:
-    pth.write_text(sys.argv[1] + "\n")
-PY
+  add_source_path .venv "$PWD/python" || say "could not add python/ to .venv"
 fi
 # The newest JAX, which needs Python 3.12: a venv of its own (.venv-newest),
 # so that `make test` runs the Python suite on the pinned JAX and on the
 # newest one.  Python 3.12 from pyenv or PATH; without one, said and skipped.
 newest_pkgs=(jax==0.12.0.1 jaxlib==0.12.0.1 numpy==2.4.6 pytest==9.2.0 scipy==1.16.3
              flatbuffers==25.12.19)
-python312() {
-  local p
-  for p in "$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python3.12 \
-           "$(command -v python3.12 2>/dev/null)"; do
-    [ -n "$p" ] && [ -x "$p" ] && "$p" -c 'import venv, ensurepip' 2>/dev/null &&
-      { echo "$p"; return; }
-  done
-}
 newest_stamp=.venv-newest/.ccshim-requirements
 if [ "$(cat "$newest_stamp" 2>/dev/null)" != "${newest_pkgs[*]}" ]; then
-  py312=$(python312)
+  py312=$(python_of 3.12)
   if [ -z "$py312" ]; then
     say "no Python 3.12 here: the newest JAX (${newest_pkgs[0]}) is not tested"
   else
@@ -134,12 +120,7 @@ if [ "$(cat "$newest_stamp" 2>/dev/null)" != "${newest_pkgs[*]}" ]; then
   fi
 fi
 if [ -x .venv-newest/bin/python ] && [ -d python/ccshim ]; then
-  .venv-newest/bin/python - "$PWD/python" <<'PY' || say "could not add python/ to .venv-newest"
-import pathlib, site, sys
-pth = pathlib.Path(site.getsitepackages()[0]) / "ccshim-source.pth"
-if not pth.exists() or pth.read_text().strip() != sys.argv[1]:
-    pth.write_text(sys.argv[1] + "\n")
-PY
+  add_source_path .venv-newest "$PWD/python" || say "could not add python/ to .venv-newest"
 fi
 # Real legacy kernels from PyPI wheels (x86-64 Linux, CPython 3.11 ABI), for
 # the tests only, under .cache/: fetch_wheel NAME VERSION [MEMBER...] keeps

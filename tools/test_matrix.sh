@@ -16,15 +16,7 @@ versions=("$@")
   versions=(0.4.35 0.5.3 0.6.2 0.7.2 0.8.3 0.9.2 0.10.2 0.11.2@3.12 0.12.0.1@3.12)
 out=docs/jax-matrix.md
 
-# A Python of version $1 (3.12) that runs, or nothing: pyenv's install of
-# it first (its shim on PATH may name a version that is not selected).
-python_of() {
-  local want=$1 p
-  for p in "$(pyenv root 2>/dev/null)"/versions/"$want"*/bin/python"$want" \
-           "$(command -v "python$want" 2>/dev/null)"; do
-    [ -n "$p" ] && [ -x "$p" ] && "$p" -c 'import venv' 2>/dev/null && { echo "$p"; return; }
-  done
-}
+. tools/pythons.sh
 
 rows=()
 for spec in "${versions[@]}"; do
@@ -45,8 +37,7 @@ for spec in "${versions[@]}"; do
         "jax==$v" "jaxlib==$v" pytest flatbuffers scipy >"$venv.log" 2>&1 ||
       { rows+=("| $label | not installable here | $(tail -n 1 "$venv.log" 2>/dev/null) |"); continue; }
   fi
-  site=$("$venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')
-  echo "$PWD/python" >"$site/ccshim-source.pth"
+  add_source_path "$venv" "$PWD/python"
   log=.venv-matrix/$spec.pytest.log
   COLUMNS=400 CCSHIM_BUILD_DIR=$build "$venv/bin/python" -m pytest -q -p no:cacheprovider \
     -rfEs tests/python >"$log" 2>&1

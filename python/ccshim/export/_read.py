@@ -69,9 +69,6 @@ class Artifact:
         self.context = mlir.make_ir_context()
         self.exported = None
         self.platforms: tuple[str, ...] = ()
-        # The serialization version of an artifact past the running JAX's
-        # window that was read through _expired, else None.
-        self.upgraded_from: int | None = None
         if not data:
             raise ArtifactError(f"{what}: empty; expected a jax.export artifact or a "
                                 "StableHLO module (bytecode or text)")
@@ -138,7 +135,7 @@ class Artifact:
                 raise ArtifactError(
                     f"{self.what}: a jax.export artifact of serialization version {version}, "
                     f"from a newer JAX; this JAX {_jax_version()} reads up to {newest}")
-            exported = self._deserialize(data, jax_export, version)
+            exported = self._deserialize(data, jax_export)
         except ArtifactError:
             raise
         except NotImplementedError as e:  # JAX 0.6/0.7: a version they do not read
@@ -161,7 +158,7 @@ class Artifact:
                 f"from a newer JAX; this JAX {_jax_version()} supports up to {hi}")
         return exported
 
-    def _deserialize(self, data, jax_export, version):
+    def _deserialize(self, data, jax_export):
         """jax.export.deserialize, and where the running JAX refuses an
         artifact as past its backward-compatibility window (0.11.2 on), the
         same through _expired, which upgrades what can be upgraded exactly."""
@@ -171,7 +168,6 @@ class Artifact:
             if "compatibility window" not in str(e):
                 raise
         from . import _expired
-        self.upgraded_from = version
         return _expired.deserialize(data, self.what)
 
     # -- what is inside --
