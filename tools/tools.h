@@ -18,12 +18,31 @@ typedef int (*ccshim_conform_reference_fn)(void* kernel, int api, const char* si
                                            void* const* args, size_t num_args, void* const* rets,
                                            size_t num_rets, char* message, size_t cap);
 
+/* A target's --init (ccshim.conform calls MODULE.FUNC()), run in each of
+ * conform's child processes before the kernel is called, under the same
+ * deadline: 0 ran (or there is none for this target), else `message` says
+ * what it did. */
+typedef int (*ccshim_conform_init_fn)(char* message, size_t cap);
+
+/* A manifest line that names Python options (--python, --init,
+ * --reference), resolved by ccshim.conform: given the line's words and the
+ * manifest's directory, sets *kernel (NULL: LIB SYMBOL are loaded as usual)
+ * and *reference (1: the reference runs the legacy side), and writes the
+ * words left for the engine into `words`, each NUL-terminated, an empty one
+ * after the last.  0, or 2 with `message` saying why the line is wrong. */
+typedef int (*ccshim_conform_resolve_fn)(int argc, char** argv, const char* dir, void** kernel,
+                                         int* reference, char* words, size_t words_cap,
+                                         char* message, size_t cap);
+
 /* `ccshim conform ARGS` run inside a Python process (ccshim.conform, through
  * ctypes): with `kernel` the legacy kernel at that address in this process
- * (LIB SYMBOL then only name it in the report), and with `reference` the
- * legacy side run by it, named `name` in the report.  The exit status. */
+ * (LIB SYMBOL then only name it in the report), with `reference` the legacy
+ * side run by it, named `name` in the report, with `init` called in each
+ * child first, and with `resolve` a manifest's Python lines resolved (then
+ * `reference` serves the lines that ask for it).  The exit status. */
 __attribute__((visibility("default"))) int ccshim_conform_embedded(
-    void* kernel, ccshim_conform_reference_fn reference, const char* name, int argc, char** argv);
+    void* kernel, ccshim_conform_reference_fn reference, const char* name,
+    ccshim_conform_init_fn init, ccshim_conform_resolve_fn resolve, int argc, char** argv);
 
 /* conform's options, for ccshim.conform (through ctypes): the i-th
  * option's name, its value's placeholder (NULL for a flag) and where it is

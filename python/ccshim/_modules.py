@@ -10,7 +10,8 @@ import importlib.machinery
 import importlib.util
 import os
 import pathlib
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
@@ -20,20 +21,34 @@ class ModuleError(ValueError):
 
 def load_module(name_or_path: str):
     """Imports a module by name, or loads it from a .py or extension path
-    (under its own file name, beside whatever else is imported)."""
+    (under its own file name, beside whatever else is imported).  A module
+    loaded from a path is kept in sys.modules, as an import keeps it: its
+    kernels may look up its globals while they run, long after this call."""
     path = pathlib.Path(name_or_path)
     try:
         if path.suffix in (".so", ".py", ".pyd") or os.sep in name_or_path:
             if not path.exists():
                 raise ModuleError(f"{path} does not exist")
             name = path.name.split(".")[0]
+            resolved = path.resolve()
+            for key in (name, f"{name}@{resolved}"):  # loaded already: the same module
+                known = getattr(sys.modules.get(key), "__file__", None)
+                if known and pathlib.Path(known).resolve() == resolved:
+                    return sys.modules[key]
             if path.suffix == ".py":
                 loader = importlib.machinery.SourceFileLoader(name, str(path))
             else:
                 loader = importlib.machinery.ExtensionFileLoader(name, str(path))
             spec = importlib.util.spec_from_file_location(name, path, loader=loader)
             module = importlib.util.module_from_spec(spec)
-            loader.exec_module(module)
+            # Under its own name unless that is another module's.
+            key = name if name not in sys.modules else f"{name}@{resolved}"
+            sys.modules[key] = module
+            try:
+                loader.exec_module(module)
+            except BaseException:
+                del sys.modules[key]
+                raise
             return module
         return importlib.import_module(name_or_path)
     except ModuleError:
@@ -43,35 +58,41 @@ def load_module(name_or_path: str):
         raise ModuleError(f"cannot import {name_or_path}: {first}") from None
 
 
-def offered(spec: str, init: str | None = None) -> tuple[Any, str]:
-    """What MODULE[:ATTR] offers, and the attribute's name: ATTR (default
-    registrations), called when it is a function, after MODULE.init()."""
+def offered(spec: str, init: str | None = None, *,
+            run_init: bool = True) -> tuple[Any, str, Callable[[], Any] | None]:
+    """What MODULE[:ATTR] offers, the attribute's name (ATTR, default
+    registrations; called when it is a function) and MODULE.init, which is
+    called first unless run_init is false (conform calls it in its child
+    processes, where it cannot end or hang the command)."""
     module_name, _, attr = spec.partition(":")
     if not module_name:
         raise ModuleError(f"{spec!r}: expected MODULE[:ATTR]")
     module = load_module(module_name)
+    init_fn = None
     if init:
-        fn = getattr(module, init, None)
-        if not callable(fn):
+        init_fn = getattr(module, init, None)
+        if not callable(init_fn):
             raise ModuleError(f"--init {init}: {module_name} has no function of that name")
-        fn()
+        if run_init:
+            init_fn()
     attr = attr or "registrations"
     if not hasattr(module, attr):
         raise ModuleError(f"{spec!r}: {module_name} has no attribute {attr!r}")
     value = getattr(module, attr)
-    if callable(value) and not isinstance(value, Mapping) and not _is_kernel(value):
+    if callable(value) and not isinstance(value, Mapping) and not is_kernel(value):
         value = value()
-    return value, attr
+    return value, attr, init_fn
 
 
-def _is_kernel(value: Any) -> bool:
+def is_kernel(value: Any) -> bool:
+    """A capsule or a ctypes function: something that holds a kernel's address."""
     import ctypes
     return type(value).__name__ == "PyCapsule" or isinstance(value, ctypes._CFuncPtr)
 
 
 def registrations(spec: str, init: str | None = None) -> Mapping:
     """A module's mapping of target name to kernel (MODULE[:ATTR])."""
-    value, attr = offered(spec, init)
+    value, attr, _ = offered(spec, init)
     if not isinstance(value, Mapping):
         raise ModuleError(f"{spec!r}: {attr} gave {type(value).__name__}; expected a mapping "
                           "of target name to capsule")

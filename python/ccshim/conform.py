@@ -46,7 +46,8 @@ def _engine() -> ctypes.CDLL:
                          "with its tools makes it)")
     engine = ctypes.CDLL(str(path))
     engine.ccshim_conform_embedded.argtypes = [ctypes.c_void_p, _REFERENCE_FN, ctypes.c_char_p,
-                                               ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+                                               _INIT_FN, _RESOLVE_FN, ctypes.c_int,
+                                               ctypes.POINTER(ctypes.c_char_p)]
     engine.ccshim_conform_embedded.restype = ctypes.c_int
     engine.ccshim_conform_option.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
                                              ctypes.POINTER(ctypes.c_char_p),
@@ -73,6 +74,15 @@ _REFERENCE_FN = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p,
     ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
     ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t)
+
+
+# conform's --init, called in each of its child processes before the
+# kernel; and the resolver of a manifest's lines that name Python options.
+_INIT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t)
+_RESOLVE_FN = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p,
+    ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int), ctypes.c_void_p,
+    ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t)
 
 
 def _say(message_ptr: int, cap: int, text: str) -> None:
@@ -183,9 +193,10 @@ def _positionals(words: Sequence[str], table: dict) -> list[int]:
 
 
 def _python_kernel(spec: str, init: str | None, words: list[str],
-                   table: dict) -> tuple[int, list[str]]:
-    """The kernel's address from --python MODULE[:ATTR] [NAME], and the
-    words for the engine, MODULE[:ATTR] NAME standing where LIB SYMBOL do."""
+                   table: dict) -> tuple[int, Any, list[str]]:
+    """The kernel's address from --python MODULE[:ATTR] [NAME], its module's
+    --init function (not called here), and the words for the engine,
+    MODULE[:ATTR] NAME standing where LIB SYMBOL do."""
     from . import _modules, resolve_kernel
     at = _positionals(words, table)
     if len(at) > 1:
@@ -193,7 +204,7 @@ def _python_kernel(spec: str, init: str | None, words: list[str],
                          f"{', '.join(words[i] for i in at)}")
     name = words[at[0]] if at else None
     try:
-        value, attr = _modules.offered(spec, init)
+        value, attr, init_fn = _modules.offered(spec, init, run_init=False)
     except _modules.ModuleError as e:
         raise UsageError(f"--python: {e}") from None
     if isinstance(value, Mapping):
@@ -207,8 +218,14 @@ def _python_kernel(spec: str, init: str | None, words: list[str],
         if isinstance(kernel, Mapping):
             raise UsageError(f"--python {spec}: {name!r} is a typed-FFI entry (a dict of "
                              "stages), not a legacy kernel")
-    else:
+    elif _modules.is_kernel(value):
         kernel, name = value, name or attr
+    else:
+        raise UsageError(f"--python {spec}: {attr} gave {type(value).__name__}; expected a "
+                         "mapping of target name to capsule, or a capsule")
+    if not _modules.is_kernel(kernel):
+        raise UsageError(f"--python {spec}: {attr}[{name!r}] is {type(kernel).__name__}; "
+                         "expected a capsule")
     address = resolve_kernel(kernel)
     from . import answers_as_typed_handler
     if answers_as_typed_handler(address):
@@ -216,47 +233,138 @@ def _python_kernel(spec: str, init: str | None, words: list[str],
                          "kernel (called in a child process with XLA's metadata query, it "
                          "answered as one); conform compares legacy kernels")
     words = [w for i, w in enumerate(words) if i not in at]
-    return address, [spec, name, *words]
+    return address, init_fn, [spec, name, *words]
+
+
+class _Session:
+    """One run of the engine: the --init of the target being checked (a
+    manifest's lines each set theirs), and the resolver of manifest lines."""
+
+    def __init__(self, table: dict):
+        self.table = table
+        self.init_fn = None
+        self.init_name = ""
+        self.xla_name: str | None = None  # XLA's path, when jaxlib is here
+        self.init_cb = _INIT_FN(self._init)
+        self.resolve_cb = _RESOLVE_FN(self._resolve)
+
+    def _init(self, message, cap) -> int:
+        """In conform's child: the target's --init, before its kernel."""
+        if self.init_fn is None:
+            return 0
+        try:
+            self.init_fn()
+            return 0
+        except BaseException as e:  # noqa: BLE001 - said in the report, never a pass
+            _say(message, cap, f"{self.init_name}() raised {type(e).__name__}: {e}")
+            return 1
+
+    def set_init(self, init_fn, init: str | None) -> None:
+        self.init_fn, self.init_name = init_fn, init or ""
+
+    def _resolve(self, argc, argv, base_dir, kernel, reference, words, cap, message,
+                 message_cap) -> int:
+        try:
+            line = [argv[i].decode() for i in range(argc)]
+            own, rest = _split(line, self.table)
+            xla = _reference_of(own)
+            if xla and self.xla_name is None:
+                _xla_name()  # says why not
+            address, init_fn = None, None
+            if "python" in own:
+                spec = _relative_to(own["python"], base_dir.decode())
+                address, init_fn, rest = _python_kernel(spec, own.get("init"), rest,
+                                                        self.table)
+            _check_together(own, rest, xla)
+            self.set_init(init_fn, own.get("init"))
+            data = b"".join(w.encode() + b"\0" for w in rest) + b"\0"
+            if len(data) > cap:
+                raise UsageError("the line's words are too long")
+            ctypes.memmove(words, data, len(data))
+            kernel[0] = address
+            reference[0] = int(xla)
+            return 0
+        except (UsageError, TypeError, ValueError) as e:
+            _say(message, message_cap, str(e))
+            return 2
+        except Exception as e:  # noqa: BLE001 - a line that cannot be resolved is an error
+            _say(message, message_cap, f"{type(e).__name__}: {e}")
+            return 2
+
+
+def _relative_to(spec: str, base_dir: str) -> str:
+    """A manifest's --python MODULE given as a relative path is relative to
+    the manifest, as its LIB is."""
+    import os
+    module, colon, attr = spec.partition(":")
+    if (os.sep in module or module.endswith((".so", ".py", ".pyd"))) and \
+            not os.path.isabs(module):
+        module = os.path.join(base_dir, module)
+    return module + colon + attr
+
+
+def _reference_of(own: dict) -> bool:
+    reference = own.get("reference", "invoker")
+    if reference not in ("invoker", "xla"):
+        raise UsageError(f"--reference {reference}: expected xla or invoker")
+    return reference == "xla"
+
+
+def _check_together(own: dict, words: list[str], xla: bool) -> None:
+    if "init" in own and "python" not in own:
+        raise UsageError("--init goes with --python (it is called on that module)")
+    if "--against" in words and xla:
+        raise UsageError("--against compares a native port with ccshim's adapter; with "
+                         "--reference xla the legacy side is XLA's, so leave one out")
+
+
+def _xla_name() -> str:
+    from importlib import metadata
+    try:
+        jaxlib = metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:
+        raise UsageError("--reference xla needs jaxlib (pip install jax)") from None
+    return f"XLA's legacy custom-call path (jaxlib {jaxlib})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``ccshim conform`` with --python, --init or --reference: the exit
-    status of conform (0 equal, 1 a difference, 2 the command is wrong)."""
+    """``ccshim conform`` with --python, --init or --reference, on the
+    command line or on a manifest's lines: the exit status of conform (0
+    equal, 1 a difference, 2 the command is wrong)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         engine = _engine()
         table = options(engine)
+        session = _Session(table)
         own, words = _split(argv, table)
-        reference = own.get("reference", "invoker")
-        if reference not in ("invoker", "xla"):
-            raise UsageError(f"--reference {reference}: expected xla or invoker")
-        if "init" in own and "python" not in own:
-            raise UsageError("--init goes with --python (it is called on that module)")
-        if "--against" in words and reference == "xla":
-            raise UsageError("--against compares a native port with ccshim's adapter; with "
-                             "--reference xla the legacy side is XLA's, so leave one out")
+        xla = _reference_of(own)
+        manifest = "--manifest" in words
+        if manifest and own:
+            raise UsageError(f"--{next(iter(own))} goes on a manifest's lines, not beside "
+                             "--manifest")
         kernel = None
         if "python" in own:
-            if "--manifest" in words:
-                raise UsageError("--python is for one target; a manifest names libraries")
-            kernel, words = _python_kernel(own["python"], own.get("init"), words, table)
+            kernel, init_fn, words = _python_kernel(own["python"], own.get("init"), words,
+                                                    table)
+            session.set_init(init_fn, own.get("init"))
+        _check_together(own, words, xla)
         ref, name = _REFERENCE_FN(), None
-        if reference == "xla":
-            from importlib import metadata
+        if xla or manifest:
             try:
-                jaxlib = metadata.version("jaxlib")
-            except metadata.PackageNotFoundError:
-                raise UsageError("--reference xla needs jaxlib (pip install jax)") from None
-            ref = _REFERENCE_FN(_xla_reference)
-            name = f"XLA's legacy custom-call path (jaxlib {jaxlib})"
+                name = session.xla_name = _xla_name()
+                ref = _REFERENCE_FN(_xla_reference)
+            except UsageError:
+                if xla:
+                    raise
     except (UsageError, TypeError, ValueError) as e:
         print(f"ccshim conform: {e}", file=sys.stderr)
         return 2
     sys.stdout.flush()
     sys.stderr.flush()
     c_words = (ctypes.c_char_p * (len(words) + 1))(*[w.encode() for w in words], None)
+    resolve = session.resolve_cb if manifest else _RESOLVE_FN()
     return engine.ccshim_conform_embedded(kernel, ref, name.encode() if name else None,
-                                          len(words), c_words)
+                                          session.init_cb, resolve, len(words), c_words)
 
 
 if __name__ == "__main__":

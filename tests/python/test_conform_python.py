@@ -161,7 +161,8 @@ def test_the_table_says_which_reference():
      "is a typed-FFI handler, not a legacy kernel"),
     (["--python", str(LAPACK), "a", "b"], "one NAME expected after it"),
     (["--python", str(LAPACK) + ":nope"], "has no attribute 'nope'"),
-    (["--manifest", "x.manifest", "--python", "m"], "--python is for one target"),
+    (["--manifest", "x.manifest", "--python", "m"],
+     "--python goes on a manifest's lines, not beside --manifest"),
     ([CORPUS, "split_v1", "--reference", "xla", "--against", "lib.so:h"],
      "--against compares a native port"),
 ])
@@ -179,3 +180,119 @@ def test_help_lists_python_and_reference():
     for word in ("--python MODULE[:ATTR] [NAME]", "--reference xla|invoker", "--init FUNC",
                  "examples:"):
         assert word in p.stdout
+
+
+# --- Issue 21: a module kept alive, --python in manifests, --init in the child ----
+
+# A kernel that, like tfc 1.4.0's, needs its module while it runs: a ctypes
+# callback (a CPU v1 kernel) that finds its state through its module, as
+# `import` would give it, and aborts where the module is gone (tfc's kernel
+# looks an object up by id, and crashed when the module loaded from a path
+# was collected).
+GLOBALS_MODULE = """
+import ctypes, os, sys, time
+
+STATE = {"scale": 3.0}
+V1 = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
+
+
+def _scale(out, ins):
+    module = sys.modules.get(__name__)
+    if module is None or getattr(module, "STATE", None) is not STATE:
+        os.abort()
+    src = ctypes.cast(ins[0], ctypes.POINTER(ctypes.c_float))
+    dst = ctypes.cast(out, ctypes.POINTER(ctypes.c_float))
+    for i in range(4):
+        dst[i] = src[i] * module.STATE["scale"]
+
+
+KERNEL = V1(_scale)
+
+
+def registrations():
+    return {"scale_v1": KERNEL}
+
+
+def not_a_mapping():
+    return 12345
+
+
+def exits():
+    os._exit(0)
+
+
+def raises():
+    raise ValueError("no licence file")
+
+
+def hangs():
+    time.sleep(600)
+
+
+def fine():
+    STATE["scale"] = 3.0
+"""
+SCALE = ("--api", "1", "--signature", "(f32[4]) -> f32[4]")
+
+
+@pytest.fixture
+def globals_module(tmp_path):
+    path = tmp_path / "kernels_with_globals.py"
+    path.write_text(GLOBALS_MODULE)
+    return path
+
+
+def test_a_module_loaded_from_a_path_stays_alive_for_the_run(globals_module):
+    rc, t, _ = one("--python", globals_module, "scale_v1", *SCALE, "--runs", "2")
+    assert rc == 0 and t["status"] == "equal" and t["equal"] == 2, t
+    rc, t, _ = one("--python", f"{globals_module}:KERNEL", *SCALE, "--runs", "2")
+    assert rc == 0 and t["status"] == "equal" and t["target"] == "KERNEL", t
+
+
+@pytest.mark.parametrize("init, says", [
+    ("exits", "exited with status 0 while loading the kernel (in --init"),
+    ("raises", "--init: raises() raised ValueError: no licence file"),
+    ("hangs", "timed out after 2 s while loading the kernel (in --init"),
+])
+def test_an_init_that_exits_raises_or_hangs_is_an_error_never_a_pass(globals_module, init,
+                                                                     says):
+    p = conform("--python", globals_module, "scale_v1", "--init", init, *SCALE,
+                "--timeout", "2", "--json", timeout=120)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert says in p.stdout + p.stderr, (p.stdout, p.stderr)
+
+
+def test_an_init_that_runs_runs_in_the_children(globals_module):
+    rc, t, _ = one("--python", globals_module, "scale_v1", "--init", "fine", *SCALE)
+    assert rc == 0 and t["status"] == "equal", t
+
+
+def test_a_registrations_that_is_not_a_mapping_is_refused(globals_module):
+    p = conform("--python", f"{globals_module}:not_a_mapping", *SCALE)
+    assert p.returncode == 2 and "not_a_mapping gave int; expected a mapping" in p.stderr, \
+        p.stderr
+
+
+def test_python_lines_in_a_manifest(globals_module, tmp_path):
+    manifest = tmp_path / "kernels.manifest"
+    manifest.write_text(
+        f"# a kernel from a module, one from a library, and one through XLA\n"
+        f"--python {globals_module.name} scale_v1 {' '.join(SCALE[:3])} '{SCALE[3]}'\n"
+        f"{CORPUS} split_v1 --api 1 --signature '(f64[16]) -> (f64[16], s32[16])'\n"
+        f"--python {globals_module.name} scale_v1 --reference xla --api 1 "
+        f"--signature '(f32[4]) -> f32[4]'\n"
+        f"--python {globals_module.name} scale_v1 --init raises --api 1 "
+        f"--signature '(f32[4]) -> f32[4]'\n"
+        f"--python {globals_module.name}:not_a_mapping --api 1 --signature '(f32[4]) -> f32[4]'\n")
+    p = conform("--manifest", manifest, "--json")
+    assert p.stdout, p.stderr
+    report = json.loads(p.stdout)
+    got = [(t["target"], t["status"]) for t in report["targets"]]
+    assert got == [("scale_v1", "equal"), ("split_v1", "equal"), ("scale_v1", "equal"),
+                   ("scale_v1", "error"), ("line 6", "error")], report
+    assert report["reference"] == "per target"
+    refs = [t["reference"] for t in report["targets"]]
+    assert "XLA's legacy custom-call path" in refs[2] and "invoker" in refs[0], refs
+    assert "--init: raises() raised ValueError" in report["targets"][3]["detail"]
+    assert "not_a_mapping gave int" in report["targets"][4]["detail"]
+    assert p.returncode == 1

@@ -58,7 +58,10 @@ _CTYPES = {"void*": ctypes.c_void_p, "int": ctypes.c_int, "const char*": ctypes.
            "char**": ctypes.POINTER(ctypes.c_char_p),
            "const char**": ctypes.POINTER(ctypes.c_char_p),
            "int*": ctypes.POINTER(ctypes.c_int),
-           "ccshim_conform_reference_fn": conform._REFERENCE_FN}
+           "void**": ctypes.POINTER(ctypes.c_void_p),
+           "ccshim_conform_reference_fn": conform._REFERENCE_FN,
+           "ccshim_conform_init_fn": conform._INIT_FN,
+           "ccshim_conform_resolve_fn": conform._RESOLVE_FN}
 
 
 def doc_params(name):
@@ -71,9 +74,13 @@ def doc_params(name):
     return [_CTYPES[re.sub(r"\s*\w+$", "", p.strip())] for p in params.split(",")]
 
 
-def test_the_reference_callback_is_the_documented_one():
-    assert list(conform._REFERENCE_FN._argtypes_) == doc_params("ccshim_conform_reference_fn")
-    assert conform._REFERENCE_FN._restype_ is ctypes.c_int
+@pytest.mark.parametrize("name, fn", [("ccshim_conform_reference_fn", "_REFERENCE_FN"),
+                                      ("ccshim_conform_init_fn", "_INIT_FN"),
+                                      ("ccshim_conform_resolve_fn", "_RESOLVE_FN")])
+def test_the_callbacks_are_the_documented_ones(name, fn):
+    fn = getattr(conform, fn)
+    assert list(fn._argtypes_) == doc_params(name)
+    assert fn._restype_ is ctypes.c_int
 
 
 def test_the_engine_entry_points_are_declared_as_documented():

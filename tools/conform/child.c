@@ -40,6 +40,14 @@ static void* load_symbol(const char* what, const char* lib, const char* symbol, 
 static int load(const target* t, ccshim_legacy_fn* fn, XLA_FFI_Handler** handler, side* out) {
   void* sym = embedded.kernel ? embedded.kernel : load_symbol("", t->lib, t->symbol, out);
   if (sym == NULL) return -1;
+  if (embedded.init) {
+    char message[MESSAGE_CAP] = "";
+    if (embedded.init(message, sizeof message) != 0) {
+      out->state = BROKEN;
+      snprintf(out->message, sizeof out->message, "--init: %s", message);
+      return -1;
+    }
+  }
   memcpy(fn, &sym, sizeof *fn);
   *handler = NULL;
   if (t->against_lib) {
@@ -286,7 +294,10 @@ void conform_in_child(const target* t, layout* l, side* out, int what, char** ou
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  const char* where = out->loaded ? "" : " while loading the library (in its initialiser)";
+  const char* where = out->loaded     ? ""
+                      : embedded.init ? " while loading the kernel (in --init, or its library's "
+                                        "initialiser)"
+                                      : " while loading the library (in its initialiser)";
   if (!ended) {
     out->state = TIMED_OUT;
     snprintf(out->message, sizeof out->message, "timed out after %d s%s (killed)", t->timeout,

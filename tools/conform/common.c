@@ -19,9 +19,9 @@
 
 conform_embedded embedded;
 
-const char* conform_reference_name(void) {
-  return embedded.reference ? embedded.reference_name
-                            : "ccshim's legacy invoker (XLA's legacy calling convention)";
+const char* conform_reference_name(int by_reference) {
+  return by_reference ? embedded.reference_name
+                      : "ccshim's legacy invoker (XLA's legacy calling convention)";
 }
 
 /* No memory is the one thing a command-line tool cannot report into a

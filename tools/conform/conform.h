@@ -95,16 +95,22 @@ typedef struct report {
   char* detail;        /* NULL when there is nothing to say */
   char* output;        /* what a kernel printed first, or NULL */
   char* failure;       /* the kernel's message in the first run both failed alike, or NULL */
+  int by_reference;    /* the legacy side was the given reference's, not the invoker's */
 } report;
 
 /* Set for one ccshim_conform_embedded call (ccshim.conform, in Python):
  * the kernel at an address in this process instead of LIB SYMBOL (a
- * capsule from an extension that needs the interpreter), and a reference
- * run in place of ccshim's legacy invoker (XLA's own legacy path). */
+ * capsule from an extension that needs the interpreter), a reference run
+ * in place of ccshim's legacy invoker (XLA's own legacy path), the
+ * target's --init, and the resolver of a manifest's Python lines; in a
+ * manifest, kernel and reference are set line by line. */
 typedef struct conform_embedded {
   void* kernel;
   ccshim_conform_reference_fn reference;
   const char* reference_name;
+  ccshim_conform_init_fn init;
+  ccshim_conform_resolve_fn resolve;
+  ccshim_conform_reference_fn given_reference; /* what a manifest line may ask for */
 } conform_embedded;
 extern conform_embedded embedded;
 
@@ -146,7 +152,7 @@ typedef struct option_spec {
 } option_spec;
 
 /* common.c */
-const char* conform_reference_name(void);
+const char* conform_reference_name(int by_reference);
 void* conform_need(void* p);
 char* conform_format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void conform_set_detail(report* r, const char* fmt, ...) __attribute__((format(printf, 2, 3)));

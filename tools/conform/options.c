@@ -327,13 +327,15 @@ OPTION_FN(set_tuple_operands) {
 const option_spec conform_options[] = {
     {"--json", NULL, OPTION_COMMAND, NULL, "the report as JSON"},
     {"--manifest", "FILE", OPTION_COMMAND, NULL,
-     "the targets of a manifest, one a line in these words (with only --json beside it)"},
+     "the targets of a manifest, one a line in these words, --python, --init and --reference "
+     "too (with only --json beside it)"},
     {"--python", "MODULE[:ATTR] [NAME]", OPTION_PYTHON, NULL,
      "the kernel as a project ships it: a capsule from a Python extension (MODULE: a name, or "
      "a path to a .so or .py) -- its registrations()[NAME], or ATTR (a capsule, or a mapping "
      "and NAME); run in $CCSHIM_PYTHON (python3), so kernels that need the interpreter work"},
     {"--init", "FUNC", OPTION_PYTHON, NULL,
-     "call MODULE.FUNC() first (jaxlib's _lapack: initialize)"},
+     "call MODULE.FUNC() in each child process before the kernel, under --timeout (jaxlib's "
+     "_lapack: initialize); one that exits, raises or hangs is an error"},
     {"--reference", "xla|invoker", OPTION_PYTHON, NULL,
      "the legacy side: ccshim's invoker (the default), or XLA's own legacy custom-call path in "
      "jaxlib, so that equal means equal to XLA (Python with JAX)"},

@@ -29,7 +29,16 @@ static const char* json_status(int s) {
   return words[s];
 }
 
+/* The reference of every report, or -1 when they differ (a manifest whose
+ * lines ask for different ones). */
+static int common_reference(const report* r, int n) {
+  for (int i = 1; i < n; i++)
+    if (r[i].by_reference != r[0].by_reference) return -1;
+  return n ? r[0].by_reference : 0;
+}
+
 void conform_print_reports(const report* r, int n, int json) {
+  int common = common_reference(r, n);
   if (json) {
     int all = 1;
     printf("{\n  \"targets\": [\n");
@@ -48,6 +57,10 @@ void conform_print_reports(const report* r, int n, int json) {
       if (r[i].first_byte >= 0)
         printf(", \"first_difference\": {\"result\": %zu, \"byte\": %ld}", r[i].first_result,
                r[i].first_byte);
+      if (common < 0) {
+        printf(", \"reference\": ");
+        ccshim_tool_json_string(stdout, conform_reference_name(r[i].by_reference));
+      }
       printf(", \"detail\": ");
       ccshim_tool_json_string(stdout, r[i].detail ? r[i].detail : "");
       if (r[i].output) {
@@ -61,7 +74,7 @@ void conform_print_reports(const report* r, int n, int json) {
       printf("}%s\n", i + 1 < n ? "," : "");
     }
     printf("  ],\n  \"reference\": ");
-    ccshim_tool_json_string(stdout, conform_reference_name());
+    ccshim_tool_json_string(stdout, common < 0 ? "per target" : conform_reference_name(common));
     printf(",\n  \"all_equal\": %s\n}\n", all ? "true" : "false");
     return;
   }
@@ -86,7 +99,14 @@ void conform_print_reports(const report* r, int n, int json) {
     equal += r[i].status == 0;
   }
   printf("%d of %d targets equal (failed: runs where both sides failed alike)\n", equal, n);
-  printf("reference: %s\n", conform_reference_name());
+  if (common >= 0) {
+    printf("reference: %s\n", conform_reference_name(common));
+    return;
+  }
+  printf("reference: %s, and for", conform_reference_name(0));
+  for (int i = 0, k = 0; i < n; i++)
+    if (r[i].by_reference) printf("%s %s", k++ ? "," : "", r[i].symbol);
+  printf(": %s\n", conform_reference_name(1));
 }
 
 /* Writes `text` from column `indent`, wrapped before column 79. */

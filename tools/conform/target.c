@@ -103,6 +103,7 @@ int conform_check_target(target* t, report* r) {
   r->signature = conform_format("%s", t->signature);
   r->runs = t->runs;
   r->status = 3;
+  r->by_reference = embedded.reference != NULL;
   if (t->api < 1 || t->api > 3) {
     conform_set_detail(r, "--api %d: expected 1, 2 or 3", t->api);
     return 3;
