@@ -19,8 +19,11 @@ optional_debs=(clang libclang-rt-14-dev clang-format-14 valgrind libopenblas-dev
 # flatbuffers: jax.export's serialization (ccshim rewrite reads and writes
 # exported artifacts with it).
 # atheris: the fuzz harness of ccshim.export's reader (tests/fuzz/).
+# mpich, mpi4py, cython: building mpi4jax's Cython extension (MPI without
+# root: the mpich wheel has mpicc, mpi.h and mpiexec).
 python_pkgs=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6 pytest==9.2.0
-             matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19 atheris==3.0.0)
+             matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19 atheris==3.0.0
+             mpich==5.0.2 mpi4py==4.1.2 cython==3.3.1)
 # Real legacy kernels for the tests: jaxlib 0.4.30's CPU LAPACK/BLAS
 # capsules (legacy v2 kernels, with its first typed-FFI ones mixed in), run
 # unchanged through XLA's legacy path and through ccshim.  Only the module
@@ -183,4 +186,53 @@ make_2023_artifacts() {
   touch "$dest/.complete"
 }
 make_2023_artifacts
+# Real legacy source trees for scan's ground truth (tests/scan/
+# test_scan_projects.py), each as its sdist on PyPI has it, under
+# .cache/NAME-VERSION-src/: fetch_sdist NAME VERSION SHA256.
+fetch_sdist() {
+  local name=$1 version=$2 sha=$3 dest=.cache/$1-$2-src
+  [ -f "$dest/.complete" ] && return 0
+  [ -x .venv/bin/python ] || return 0
+  say "fetching the $name $version sdist from PyPI (real sources for scan's tests)"
+  rm -rf "$dest"
+  .venv/bin/python - "$name" "$version" "$sha" "$dest" 2>".cache/sdist-$name.log" <<'PY' ||
+import hashlib, io, json, pathlib, sys, tarfile, urllib.request
+name, version, sha, dest = sys.argv[1:]
+index = json.load(urllib.request.urlopen(urllib.request.Request(
+    f"https://pypi.org/simple/{name}/",
+    headers={"Accept": "application/vnd.pypi.simple.v1+json"}), timeout=60))
+want = f"{name}-{version}.tar.gz"
+url = next(f["url"] for f in index["files"] if f["filename"] == want)
+data = urllib.request.urlopen(url, timeout=300).read()
+if hashlib.sha256(data).hexdigest() != sha:
+    sys.exit(f"{want}: sha256 {hashlib.sha256(data).hexdigest()}, expected {sha}")
+with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+    tar.extractall(dest, filter="data")
+pathlib.Path(dest, ".complete").write_text(want + "\n")
+PY
+    { say "could not fetch $name $version (.cache/sdist-$name.log); its scan test will skip"
+      rm -rf "$dest"; }
+}
+# mpi4jax 0.8.1.post2 (the last legacy release) and celerite2 0.3.2, both MIT.
+fetch_sdist mpi4jax 0.8.1.post2 b8745825cfb59adf9ea35e48f6a55d997199e6a60b3d4f030908cd7d0c1c7c8d
+fetch_sdist celerite2 0.3.2 91a90900037ab6e179f653a12d8d0c49fef1d0e9292b0dd5d0aa40ba00018415
+# celerite2's built extension (its xla_ops module offers the capsules).
+fetch_wheel celerite2 0.3.2
+# mpi4jax's Cython extension built as its setup.py builds it, against the
+# mpich and mpi4py wheels, in a copy (the scanned tree stays the sdist's).
+build_mpi4jax() {
+  local src=.cache/mpi4jax-0.8.1.post2-src/mpi4jax-0.8.1.post2 dest=.cache/mpi4jax-0.8.1.post2-build
+  [ -f "$dest/.complete" ] && return 0
+  [ -d "$src" ] && [ -x .venv/bin/mpicc ] || return 0
+  say "building mpi4jax 0.8.1.post2's extension (scan's ground truth)"
+  rm -rf "$dest" && cp -r "$src" "$dest"
+  if (cd "$dest" && PATH="$PWD/../../.venv/bin:$PATH" ../../.venv/bin/python setup.py \
+        build_ext --inplace) >".cache/build-mpi4jax.log" 2>&1 &&
+     ls "$dest"/mpi4jax/_src/xla_bridge/mpi_xla_bridge_cpu.*.so >/dev/null 2>&1; then
+    touch "$dest/.complete"
+  else
+    say "could not build mpi4jax's extension (.cache/build-mpi4jax.log); its scan test will skip"
+  fi
+}
+build_mpi4jax
 exit 0

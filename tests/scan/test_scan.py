@@ -59,6 +59,23 @@ expected = {
     "old_cpu": ("cpu", 2, "call site python/old_client.py:12", "python/old_client.py:8"),
     "py_capsule_v2": ("cpu", 0, "unknown", "python/ops.py:14"),
     "legacy_zero": ("cpu", 0, "unknown", "python/ops.py:16"),
+    # mpi4jax's shape: void** outs, a capsule helper filling the module's
+    # dict, a loop registering each module's dict for its platform; the call
+    # site's default api_version (2) over the definition's v1 parameters.
+    "allreduce": ("cpu", 2, "the default of custom_call at python/collective.py:16",
+                  "cython/collective_cpu.pyx:21"),
+    "barrier": ("cpu", 2, "the default of custom_call at python/collective.py:20",
+                "cython/collective_cpu.pyx:22"),
+    "allreduce@sycl": ("sycl", 2, "the default of custom_call at python/collective.py:16",
+                       "cython/collective_xpu.pyx:17"),
+    # celerite2's shape: auto (and -> void) definitions, pybind11 module
+    # functions returning capsules, names passed into a builder function.
+    "gp_factor": ("cpu", 2, "the default of custom_call at python/gp_ops.py:10",
+                  "python/gp_ops.py:14"),
+    "gp_factor_rev": ("cpu", 2, "the default of custom_call at python/gp_ops.py:10",
+                      "python/gp_ops.py:19"),
+    "gp_solve": ("cpu", 2, "the default of custom_call at python/gp_ops.py:10",
+                 "python/gp_ops.py:14"),
 }
 for name, (platform, version, how, where) in expected.items():
     t = targets.get(name)
@@ -69,13 +86,18 @@ for name, (platform, version, how, where) in expected.items():
     check(t["api_version"] == version, f"{name}: version {t['api_version']}, expected {version}")
     check(how in t["api_version_from"], f"{name}: version from {t['api_version_from']!r}")
     check(f"{t['file']}:{t['line']}" == where, f"{name}: at {t['file']}:{t['line']}, not {where}")
-    check(t["wrap"].startswith(f'ccshim.jax.register_legacy("{name.split("@")[0]}", '),
-          f"{name}: {t['wrap']}")
+    if platform != "sycl":
+        check(t["wrap"].startswith(f'ccshim.jax.register_legacy("{name.split("@")[0]}", '),
+              f"{name}: {t['wrap']}")
 
 computed = [t for t in report["targets"] if "(" not in t["name"] and t["name"] not in targets
             or t["name"] in ("_name", "fn_name", "target", "name")]
 check({t["name"] for t in computed} == {"_name", "fn_name", "target", "name"},
       f"computed names: {[t['name'] for t in computed]}")
+check(targets["kname"]["wrap"] == 'ccshim.jax.register_legacy(collective_cpu.custom_call_targets, '
+      'platform="cpu", api_version=<1, 2 or 3>)', targets["kname"]["wrap"])
+check(targets["kname@sycl"]["wrap"].startswith("# not wrapped: ccshim has no SYCL platform"),
+      targets["kname@sycl"]["wrap"])
 check(targets["_name"]["wrap"].startswith("ccshim.jax.register_legacy(_ext.registrations(), "),
       targets["_name"]["wrap"])
 # A loop over an extension's registrations(): the whole mapping in one line.
@@ -91,7 +113,33 @@ check(t["wrap"] == 'ccshim.jax.register_legacy("lapack_sgesv", '
 check("(ccshim_legacy_fn)gesv, 1, CCSHIM_PLATFORM_CUDA" in t["wrap_c"], t["wrap_c"])
 check(t["definition"]["file"] == "gpu/solver_gpu_ext.cu" and t["form"] == "GPU v1", t)
 check("also in" not in targets["lapack_sgesv"]["note"], targets["lapack_sgesv"]["note"])
-check(len(report["targets"]) == len(expected) + 4, f"{len(report['targets'])} targets")
+check(len(report["targets"]) == len(expected) + 6, f"{len(report['targets'])} targets")
+
+# --- The shapes of real projects (issue 21) ----------------------------------------
+for name, kernel, fn, form in [
+        ("allreduce", 'collective_cpu.custom_call_targets["allreduce"]', "allreduce_cpu", "CPU v1"),
+        ("barrier", 'collective_cpu.custom_call_targets["barrier"]', "barrier_cpu", "CPU v1"),
+        ("gp_factor", "gp_xla_ops.factor()", "gp_factor", "CPU v1"),
+        ("gp_factor_rev", "gp_xla_ops.factor_rev()", "gp_factor_rev", "CPU v1"),
+        ("gp_solve", "gp_xla_ops.solve()", "gp_solve", "CPU v1")]:
+    t = targets[name]
+    check(t["wrap"] == f'ccshim.jax.register_legacy("{name}", {kernel}, platform="cpu", '
+          'api_version=2)', t["wrap"])
+    check(t["definition"]["function"] == fn and t["form"] == form, f"{name}: {t['definition']}")
+    check("XLA calls by the call's version" in t["api_version_from"], t["api_version_from"])
+    check("wrap it with api_version=2, as the call says" in t["note"], t["note"])
+t = targets["allreduce@sycl"]
+check(t["definition"]["function"] == "allreduce_xpu" and t["form"] == "GPU v1", t)
+check(t["wrap"].startswith("# not wrapped") and "SYCL (Intel XPU) kernel" in t["note"], t)
+check('named by _build_op("gp_factor")' in targets["gp_factor_rev"]["note"],
+      targets["gp_factor_rev"]["note"])
+# No _rev for gp_solve: its spec says so at run time, and the module has no solve_rev().
+for name in ("gp_solve_rev", "{{mod.name}}", "factor", "solve", "allreduce_cpu", "Kernel",
+             "xla", "Syevd::Kernel", "BasisFunc::xla"):
+    check(name not in targets, f"{name} must not be a target")
+check([(c["name"], c["file"], c["line"]) for c in report["candidates"]] ==
+      [("Syevd::Kernel", "csrc/templates_only.cc", 5),
+       ("BasisFunc::xla", "csrc/templates_only.cc", 8)], report["candidates"])
 
 # --- What it must not find: comments, strings, docstrings, macro bodies, notes,
 # and typed handlers (counted apart) ---------------------------------------------
@@ -139,14 +187,14 @@ check(targets["legacy_zero"]["registrations"][0]["via"] == "register_ffi_target"
 check("_ext.old_cpu()" in targets["old_cpu"]["wrap"], targets["old_cpu"]["wrap"])
 
 s = report["summary"]
-check(s == {"files": 11, "lines": s["lines"], "legacy_targets": 20, "typed": 5,
+check(s == {"files": 17, "lines": s["lines"], "legacy_targets": 28, "candidates": 2, "typed": 5,
             "unscanned_files": 0, "artifacts": 0, "artifact_legacy_calls": 0}, f"summary: {s}")
 check(report["artifacts"] == [], "no exported programs in the fixture")
 
 # --- The table: one block per target, then the summary; the same every run ------
 rc, text, err = scan(FIXTURE)
 check(rc == 0, f"scan: rc={rc}")
-check("20 legacy targets in 11 files" in text and "5 legacy call sites" in text
+check("28 legacy targets in 17 files" in text and "11 legacy call sites" in text
       and "5 typed-FFI handlers or calls already" in text, text.splitlines()[-1])
 for name in expected:
     head = name.replace("@", "  ") + " " if "@" in name else name + "  "
@@ -167,7 +215,7 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = err.strip().splitlines()
     check(rc == 1 and len(lines) == 1 and "csrc/blob.cc" in lines[0] and "binary" in lines[0],
           f"binary file: rc={rc} stderr={err!r}")
-    check("20 legacy targets in 11 files" in out, "the rest is still reported")
+    check("28 legacy targets in 17 files" in out, "the rest is still reported")
     rc, out, err = scan(tree, "--json")
     check(rc == 1 and json.loads(out)["summary"]["unscanned_files"] == 1, "binary file, JSON")
 

@@ -75,7 +75,15 @@ static form form_of(const param* p, int n) {
       {CCSHIM_FORM_CPU_V1, 2, {P_VOIDP, P_VOIDPP}},
       {CCSHIM_FORM_CPU_V2, 3, {P_VOIDP, P_VOIDPP, P_STATUS}},
       {CCSHIM_FORM_CPU_V3, 5, {P_VOIDP, P_VOIDPP, P_CHARP, P_SIZE, P_STATUS}},
+      /* The out written as the pointer table a tuple result is (mpi4jax's
+       * `cdef void f(void** out_ptr, void** data_ptr) nogil`). */
+      {CCSHIM_FORM_CPU_V1, 2, {P_VOIDPP, P_VOIDPP}},
+      {CCSHIM_FORM_CPU_V2, 3, {P_VOIDPP, P_VOIDPP, P_STATUS}},
+      {CCSHIM_FORM_CPU_V3, 5, {P_VOIDPP, P_VOIDPP, P_CHARP, P_SIZE, P_STATUS}},
       {CCSHIM_FORM_GPU_V1, 4, {P_STREAM, P_VOIDPP, P_CHARP, P_SIZE}},
+      /* The stream as a void* (mpi4jax's SYCL kernels): four parameters are
+       * no CPU form. */
+      {CCSHIM_FORM_GPU_V1, 4, {P_VOIDP, P_VOIDPP, P_CHARP, P_SIZE}},
       {CCSHIM_FORM_GPU_V23, 5, {P_STREAM, P_VOIDPP, P_CHARP, P_SIZE, P_STATUS}},
   };
   for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
@@ -107,27 +115,6 @@ static void extension_module(const source* src, char* out, size_t cap) {
   }
 }
 
-/* A registration of a computed name inside a loop over an extension's
- * registrations() (`for name, value in ext.registrations().items():`, up to
- * three lines above): the extension's name, else "". */
-static void registrations_loop(const source* src, size_t at, char* out, size_t cap) {
-  out[0] = '\0';
-  size_t b = at;
-  for (int lines = 0; b > 0 && lines < 4; b--)
-    if (src->skel[b - 1] == '\n') lines++;
-  const char* key = ".registrations()";
-  const char* hit = NULL;
-  for (const char* p = src->skel + b; (p = strstr(p, key)) != NULL && p < src->skel + at; p++)
-    hit = p;
-  if (hit == NULL) return;
-  const char* e = hit;
-  const char* w = e;
-  while (w > src->skel + b && scan_ident_char((unsigned char)w[-1])) w--;
-  size_t len = (size_t)(e - w) < cap ? (size_t)(e - w) : cap - 1;
-  memcpy(out, w, len);
-  out[len] = '\0';
-}
-
 static void definition(scan* s, const source* src, size_t i) {
   const char* k = src->skel;
   size_t n = src->len;
@@ -157,8 +144,8 @@ static void definition(scan* s, const source* src, size_t i) {
   /* After the parameters: qualifiers, then the body. */
   size_t after = scan_skip_space(k, close + 1, n);
   for (;;) {
-    static const char* const quals[] = {"noexcept", "nogil", "except",        "*",
-                                        "with",     "gil",   "__attribute__", NULL};
+    static const char* const quals[] = {"noexcept", "nogil",         "except", "*",    "with",
+                                        "gil",      "__attribute__", "->",     "void", NULL};
     int moved = 0;
     for (int q = 0; quals[q]; q++) {
       size_t ql = strlen(quals[q]);
@@ -263,11 +250,44 @@ static void name_arg(const source* src, const args* a, int pos, const char* kw, 
 /* The C family's registration macros and calls. */
 /* dict["name"] = EncapsulateFunction(kernel), a registrations() dict
  * (jaxlib's helper; nanobind projects often spell it snake_case). */
+/* m.def("name", []() { return encapsulate_function(fn); }): a pybind11 or
+ * nanobind module function that returns the capsule.  The attribute's name
+ * into `attr`; 0 when `at` is in no such lambda. */
+static int module_def_lambda(const source* src, size_t at, char* attr, size_t cap) {
+  size_t from = at > 400 ? at - 400 : 0;
+  const char* hit = NULL;
+  for (const char* p = src->skel + from; (p = strstr(p, ".def(")) != NULL && p < src->skel + at;
+       p++)
+    hit = p;
+  if (hit == NULL) return 0;
+  size_t open = (size_t)(hit - src->skel) + 4;
+  size_t close = scan_closing(src, open);
+  if (close >= src->len || close < at) return 0;
+  args a;
+  scan_split_args(src, open, close, &a);
+  if (a.n < 2 || a.begin[1] > at || !scan_literal(src, a.begin[0], a.end[0], attr, cap)) return 0;
+  /* A Python name: not a template's placeholder ({{mod.name}}). */
+  for (const char* c = attr; *c; c++)
+    if (!scan_ident_char((unsigned char)*c)) return 0;
+  return attr[0] != '\0';
+}
+
 static void match_encapsulate(scan* s, const source* src, const args* a, size_t at, int line) {
   size_t b = at;
   while (b > 0 && src->code[b - 1] != ';' && src->code[b - 1] != '{' && src->code[b - 1] != '}')
     b--;
   const char* lb = memchr(src->code + b, '[', at - b);
+  char attr[NAME_CAP];
+  if (lb == NULL && a->n > 0 && module_def_lambda(src, at, attr, sizeof attr)) {
+    finding* f = scan_add(s, REGISTRATION, src, line, "m.def");
+    scan_function_of(src, a->begin[0], a->end[a->n - 1], f->function, sizeof f->function);
+    scan_text_of(src, a->begin[0], a->end[a->n - 1], f->expr, sizeof f->expr);
+    scan_scope_of(f->expr, f->scope, sizeof f->scope);
+    extension_module(src, f->module, sizeof f->module);
+    snprintf(f->mapping, sizeof f->mapping, "%.*s()", (int)sizeof f->mapping - 3, attr);
+    f->offered = 1;
+    return;
+  }
   if (lb == NULL) return;
   size_t lo = (size_t)(lb - src->code) + 1, hi = lo;
   while (hi < at && src->code[hi] != ']') hi++;
@@ -284,6 +304,8 @@ static void match_encapsulate(scan* s, const source* src, const args* a, size_t 
     scan_scope_of(f->expr, f->scope, sizeof f->scope);
   }
   extension_module(src, f->module, sizeof f->module);
+  snprintf(f->mapping, sizeof f->mapping, "registrations()");
+  f->offered = 1;
 }
 
 static void match_c(scan* s, const source* src, const char* word, size_t at, size_t open,
@@ -390,7 +412,8 @@ static void match_py(scan* s, const source* src, const char* word, size_t at, si
     if (api < 0) return; /* a wrapper passing its caller's choice on */
     finding* f = scan_add(s, api == 0 ? REGISTRATION : TYPED, src, line, word);
     name_arg(src, &a, 0, "name", f);
-    if (f->name[0] == '\0') registrations_loop(src, at, f->module, sizeof f->module);
+    if (f->name[0] == '\0')
+      scan_py_mapping_loop(src, at, f->module, sizeof f->module, f->mapping, sizeof f->mapping);
     int i = scan_positional(src, &a, 1);
     if (i >= 0) {
       scan_text_of(src, a.begin[i], a.end[i], f->expr, sizeof f->expr);
@@ -400,6 +423,23 @@ static void match_py(scan* s, const source* src, const char* word, size_t at, si
       scan_function_of(src, vb, ve, f->function, sizeof f->function);
     }
     f->platform = cpu_only ? PLAT_CPU : platform_arg(src, &a, 2, "platform", PLAT_CPU);
+    if (!f->module[0]) {
+      /* getattr(xla_ops, spec["name"])(): a module's kernel by a computed
+       * attribute, joined in targets.c. */
+      scan_py_getattr_module(f->expr, f->module, sizeof f->module);
+      if (f->module[0]) snprintf(f->mapping, sizeof f->mapping, "getattr");
+    }
+    int loop = f->mapping[0] && strcmp(f->mapping, "getattr") != 0;
+    if (f->kind == REGISTRATION && f->name[0] == '\0' && f->name_expr[0] && !loop) {
+      /* A name passed in through the enclosing function's parameter: a
+       * registration per call of that function, in place of this one. */
+      size_t index = (size_t)(f - s->f);
+      finding copy = *f;
+      if (scan_py_resolve_name(s, src, at, &copy) > 0) {
+        memmove(&s->f[index], &s->f[index + 1], (s->n - index - 1) * sizeof *s->f);
+        s->n--;
+      }
+    }
     return;
   }
   if (!strcmp(word, "ffi_call")) {
@@ -476,10 +516,25 @@ static int in_directive(const source* src, size_t at) {
   return b < src->len && src->code[b] == '#';
 }
 
+/* A call of one of the file's capsule-making helpers (not its def line). */
+static const maker* maker_called(const source* src, const maker* makers, int num_makers,
+                                 const char* word, size_t at) {
+  for (int m = 0; m < num_makers; m++) {
+    if (strcmp(word, makers[m].name) != 0) continue;
+    size_t b = at;
+    while (b > 0 && (src->skel[b - 1] == ' ' || src->skel[b - 1] == '\t')) b--;
+    int def = (b >= 3 && !strncmp(src->skel + b - 3, "def", 3));
+    return def ? NULL : &makers[m];
+  }
+  return NULL;
+}
+
 void scan_source(scan* s, source* src) {
   const char* k = src->skel;
   size_t n = src->len;
   const char* const* words = src->lang == LANG_C ? c_words : py_words;
+  maker makers[16];
+  int num_makers = scan_py_makers(src, makers, 16);
   for (size_t i = 0; i < n;) {
     if (!scan_ident_char((unsigned char)k[i]) ||
         (i > 0 && scan_ident_char((unsigned char)k[i - 1]))) {
@@ -495,8 +550,14 @@ void scan_source(scan* s, source* src) {
       word[len] = '\0';
       if (src->lang == LANG_C && in_directive(src, i)) {
         /* macros define, not register */
-      } else if (!strcmp(word, "void")) {
-        definition(s, src, i);
+      } else if (!strcmp(word, "void") || (src->lang == LANG_C && !strcmp(word, "auto"))) {
+        definition(s, src, i); /* auto: C++'s deduced or trailing (-> void) return */
+      } else if (maker_called(src, makers, num_makers, word, i)) {
+        size_t open = scan_skip_space(k, j, n);
+        size_t close = open < n && k[open] == '(' ? scan_closing(src, open) : n;
+        if (close < n)
+          scan_py_maker_call(s, src, maker_called(src, makers, num_makers, word, i), i, open,
+                             close);
       } else {
         for (int w = 0; words[w]; w++) {
           if (strcmp(word, words[w]) != 0) continue;

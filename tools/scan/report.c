@@ -10,14 +10,18 @@
  *
  *   registrations  XLA_REGISTER_CUSTOM_CALL_TARGET[_WITH_SYM], the XLA_CPU_
  *                  variants, CustomCallTargetRegistry::Global()->Register,
- *                  EncapsulateFunction in a registrations() dict,
+ *                  EncapsulateFunction in a registrations() dict, pybind11
+ *                  m.def lambdas returning a capsule, Cython helpers that
+ *                  make capsules into the module's dict (pystruct.c),
  *                  register_custom_call_target, register_cpu_custom_call_target,
- *                  register_ffi_target(..., api_version=0)
+ *                  register_ffi_target(..., api_version=0), in loops over a
+ *                  module's mapping, or named through a function's parameter
  *   call sites     custom_call(..., api_version=, backend_config=),
  *                  CustomCall[WithLayout|WithAliasing](...), CustomCallOp,
  *                  ffi_call(..., custom_call_api_version=N < 4)
  *   definitions    functions whose parameters are a legacy form: CPU v1, v2,
- *                  v3; GPU v1, v2/v3
+ *                  v3; GPU v1, v2/v3 (void, auto, -> void; Cython cdef); those
+ *                  nothing registers or calls are candidates, listed apart
  *   typed          XLA_FFI_DEFINE_HANDLER*, XLA_FFI_REGISTER_HANDLER,
  *                  register_ffi_target(...) with api_version 1 (the default)
  *
@@ -104,18 +108,45 @@ static size_t print_json_artifacts(const scan* s) {
   return art_calls;
 }
 
+static size_t count_candidates(const inventory* inv) {
+  size_t n = 0;
+  for (size_t i = 0; i < inv->n; i++) n += inv->t[i].candidate;
+  return n;
+}
+
+/* Functions with legacy parameters that nothing registers or calls. */
+static void print_json_candidates(const inventory* inv) {
+  printf("\n  ],\n  \"candidates\": [");
+  int first = 1;
+  for (size_t i = 0; i < inv->n; i++) {
+    const target* t = &inv->t[i];
+    if (!t->candidate) continue;
+    printf("%s\n    {\"name\": ", first ? "" : ",");
+    json_str(t->name);
+    printf(", \"file\": ");
+    json_str(t->def->file);
+    printf(", \"line\": %d, \"form\": \"%s\", \"function\": ", t->def->line,
+           ccshim_legacy_form_text(t->form));
+    json_str(t->def->function);
+    printf("}");
+    first = 0;
+  }
+}
+
 static void print_json(const scan* s, const inventory* inv) {
   size_t typed = 0;
   for (size_t i = 0; i < s->n; i++) typed += s->f[i].kind == TYPED;
   printf("{\n  \"targets\": [");
+  int shown = 0;
   for (size_t i = 0; i < inv->n; i++) {
     const target* t = &inv->t[i];
+    if (t->candidate) continue;
     char w[LINE_CAP], wc[LINE_CAP], cc[LINE_CAP];
     scan_wrap_line(t, w, sizeof w);
     scan_wrap_line_c(t, wc, sizeof wc);
     scan_call_change(t, cc, sizeof cc);
     const finding* a = anchor(t);
-    printf("%s\n    {\"name\": ", i ? "," : "");
+    printf("%s\n    {\"name\": ", shown++ ? "," : "");
     json_str(t->name);
     printf(", \"platform\": \"%s\", \"api_version\": %d, \"api_version_from\": ",
            scan_plat_text(t->platform), t->version);
@@ -149,6 +180,7 @@ static void print_json(const scan* s, const inventory* inv) {
     json_str(t->note);
     printf("}");
   }
+  print_json_candidates(inv);
   printf("\n  ],\n  \"typed\": [");
   int first = 1;
   for (size_t i = 0; i < s->n; i++) {
@@ -166,16 +198,18 @@ static void print_json(const scan* s, const inventory* inv) {
   size_t art_calls = print_json_artifacts(s);
   printf(
       "\n  ],\n  \"summary\": {\"files\": %zu, \"lines\": %zu, \"legacy_targets\": %zu, "
-      "\"typed\": %zu, \"unscanned_files\": %zu, \"artifacts\": %zu, "
+      "\"candidates\": %zu, \"typed\": %zu, \"unscanned_files\": %zu, \"artifacts\": %zu, "
       "\"artifact_legacy_calls\": %zu}\n}\n",
-      s->files, s->lines, inv->n, typed, s->errors, s->num_arts, art_calls);
+      s->files, s->lines, inv->n - count_candidates(inv), count_candidates(inv), typed, s->errors,
+      s->num_arts, art_calls);
 }
 
 static void print_text(const scan* s, const inventory* inv) {
-  size_t typed = 0, by_form[5][4] = {{0}}, unknown = 0, notes = 0, calls = 0;
+  size_t typed = 0, by_form[PLAT_SYCL + 1][4] = {{0}}, unknown = 0, notes = 0, calls = 0;
   for (size_t i = 0; i < s->n; i++) typed += s->f[i].kind == TYPED;
   for (size_t i = 0; i < inv->n; i++) {
     const target* t = &inv->t[i];
+    if (t->candidate) continue;
     const finding* a = anchor(t);
     char w[LINE_CAP], wc[LINE_CAP], cc[LINE_CAP];
     scan_wrap_line(t, w, sizeof w);
@@ -241,12 +275,25 @@ static void print_text(const scan* s, const inventory* inv) {
     }
     printf("\n");
   }
-  printf("%zu legacy target%s in %zu files (%zu lines):", inv->n, inv->n == 1 ? "" : "s", s->files,
+  size_t candidates = count_candidates(inv);
+  if (candidates) {
+    printf(
+        "candidates: functions with legacy parameters that nothing in the tree registers or "
+        "calls\n");
+    for (size_t i = 0; i < inv->n; i++)
+      if (inv->t[i].candidate)
+        printf("    %s  %s:%d (%s parameters)\n", inv->t[i].name, inv->t[i].def->file,
+               inv->t[i].def->line, ccshim_legacy_form_text(inv->t[i].form));
+    printf("\n");
+  }
+  size_t num = inv->n - candidates;
+  printf("%zu legacy target%s in %zu files (%zu lines):", num, num == 1 ? "" : "s", s->files,
          s->lines);
-  for (int p = PLAT_CPU; p <= PLAT_GPU; p++)
+  for (int p = PLAT_CPU; p <= PLAT_SYCL; p++)
     for (int v = 1; v <= 3; v++)
       if (by_form[p][v]) printf(" %s v%d: %zu;", scan_plat_text((plat)p), v, by_form[p][v]);
   if (unknown) printf(" form unknown: %zu;", unknown);
+  if (candidates) printf(" %zu candidate%s;", candidates, candidates == 1 ? "" : "s");
   printf(" %zu legacy call site%s; %zu typed-FFI handler%s or call%s already; %zu with notes",
          calls, calls == 1 ? "" : "s", typed, typed == 1 ? "" : "s", typed == 1 ? "" : "s", notes);
   if (s->num_arts)

@@ -8,6 +8,8 @@
  *   walk.c     the directory walk and reading one file
  *   targets.c  findings joined per target name; the wrap line for each
  *   report.c   text and JSON output; the subcommand's entry points
+ *   pystruct.c Python and Cython shapes of registration: capsule-making
+ *              helpers, loops over a module's mapping, names passed in
  *   artifacts.c exported programs (jax.export, StableHLO) found by their
  *              bytes and read through ccshim.export
  */
@@ -23,8 +25,10 @@ enum { NAME_CAP = 256, TEXT_CAP = 512, LINE_CAP = 4 * TEXT_CAP };
 enum { MAX_FILE_BYTES = 64 << 20 };
 
 typedef enum lang { LANG_C, LANG_PY } lang;
-/* GPU when the vendor is not known (JAX's platform="gpu" means either). */
-typedef enum plat { PLAT_UNKNOWN, PLAT_CPU, PLAT_CUDA, PLAT_ROCM, PLAT_GPU } plat;
+/* GPU when the vendor is not known (JAX's platform="gpu" means either).
+ * SYCL: Intel's XPU plugin, whose kernels take a queue as their stream;
+ * named, though ccshim wraps none. */
+typedef enum plat { PLAT_UNKNOWN, PLAT_CPU, PLAT_CUDA, PLAT_ROCM, PLAT_GPU, PLAT_SYCL } plat;
 
 static inline int scan_is_gpu(plat p) { return p >= PLAT_CUDA; }
 
@@ -44,10 +48,20 @@ typedef struct finding {
   char name_expr[TEXT_CAP]; /* the expression that computes it, then */
   char function[NAME_CAP];  /* registered or defined function; "" if unknown */
   char scope[NAME_CAP];     /* its class or namespace, template arguments dropped */
-  char module[NAME_CAP];    /* EncapsulateFunction: the extension module, if named */
-  char expr[TEXT_CAP];      /* registered kernel expression (Python) */
-  char opaque[TEXT_CAP];    /* call site: the backend_config expression */
-  char shapes[TEXT_CAP];    /* ffi_call: the result shapes expression */
+  char module[NAME_CAP];    /* a capsule in a module's mapping: the module, if named */
+  /* What of the module holds the capsule: "registrations()" (a pybind11 or
+   * nanobind module's dict), a Cython module's dict ("custom_call_targets"),
+   * or a module function that returns it ("factor()"); for a Python loop,
+   * the mapping it registers.  "" otherwise. */
+  char mapping[NAME_CAP];
+  char via[TEXT_CAP];    /* a name resolved through a call: where it comes from */
+  char passed[NAME_CAP]; /* and the literal that call passes (the name less a suffix) */
+  /* A capsule a module offers (in its dict, or returned by a module
+   * function), registered by whatever registers that module's capsules. */
+  int offered;
+  char expr[TEXT_CAP];   /* registered kernel expression (Python) */
+  char opaque[TEXT_CAP]; /* call site: the backend_config expression */
+  char shapes[TEXT_CAP]; /* ffi_call: the result shapes expression */
   plat platform;
   int version;         /* call site: api_version, 0 when not known */
   int version_default; /* the version came from the API's default */
@@ -139,6 +153,9 @@ typedef struct target {
   const finding* call[8]; /* call sites, up to 8 shown */
   int num_call;
   plat platform;
+  /* A function with a legacy parameter list that nothing registers or
+   * calls: listed apart, as a candidate, not as a target. */
+  int candidate;
   form form; /* of the definition, as resolved */
   int version;
   char* how;           /* how the version is known (owned) */
@@ -174,6 +191,20 @@ int scan_match_brackets(source* src);
 
 /* match.c */
 void scan_source(scan* s, source* src);
+
+/* pystruct.c */
+typedef struct maker {
+  char name[NAME_CAP]; /* a Cython helper that makes a capsule */
+  char dict[NAME_CAP]; /* the module dict it puts it in, or "" */
+} maker;
+void scan_module_of_path(const char* path, char* out, size_t cap);
+int scan_py_makers(const source* src, maker* out, int max);
+void scan_py_maker_call(scan* s, const source* src, const maker* m, size_t at, size_t open,
+                        size_t close);
+void scan_py_mapping_loop(const source* src, size_t at, char* module, size_t mcap, char* mapping,
+                          size_t pcap);
+int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed);
+void scan_py_getattr_module(const char* expr, char* module, size_t cap);
 
 /* walk.c */
 void scan_walk(scan* s, const char* dir);

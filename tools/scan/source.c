@@ -41,7 +41,7 @@ const char* scan_keep_path(scan* s, const char* path) {
 }
 
 const char* scan_plat_text(plat p) {
-  static const char* const text[] = {"unknown", "cpu", "cuda", "rocm", "gpu"};
+  static const char* const text[] = {"unknown", "cpu", "cuda", "rocm", "gpu", "sycl"};
   return text[p];
 }
 
@@ -51,6 +51,7 @@ plat scan_plat_parse(const char* s) {
   if (!strcasecmp(s, "CUDA")) return PLAT_CUDA;
   if (!strcasecmp(s, "ROCM")) return PLAT_ROCM;
   if (!strcasecmp(s, "gpu")) return PLAT_GPU;
+  if (!strcasecmp(s, "SYCL") || !strcasecmp(s, "xpu")) return PLAT_SYCL;
   return PLAT_UNKNOWN;
 }
 

@@ -48,32 +48,35 @@ static plat module_platform_of(const scan* s, const char* module) {
   if (module[0] == '\0') return PLAT_UNKNOWN;
   for (size_t i = 0; i < s->n; i++) {
     const finding* f = &s->f[i];
-    if (f->kind == REGISTRATION && f->lang == LANG_PY && !strcmp(f->module, module) &&
+    if (f->kind == REGISTRATION && !f->offered && !strcmp(f->module, module) &&
         f->platform != PLAT_UNKNOWN)
       return f->platform;
   }
   return PLAT_UNKNOWN;
 }
 
-/* Whether `name` is put in the registrations() of modules registered for
- * different platforms, CPU and GPU: then each gets a target of its own. */
+/* Whether `name` is offered by modules registered for different platforms
+ * (a CPU, a CUDA and a SYCL module of one project): then each gets a target
+ * of its own. */
 static int split_by_module(const scan* s, const char* name) {
-  int cpu = 0, gpu = 0;
+  plat first = PLAT_UNKNOWN;
   for (size_t i = 0; i < s->n; i++) {
     const finding* f = &s->f[i];
-    if (f->kind != REGISTRATION || f->lang != LANG_C || strcmp(f->name, name)) continue;
+    if (f->kind != REGISTRATION || !f->offered || strcmp(f->name, name)) continue;
     plat p = module_platform_of(s, f->module);
-    cpu |= p == PLAT_CPU;
-    gpu |= scan_is_gpu(p);
+    if (p == PLAT_UNKNOWN) continue;
+    if (first != PLAT_UNKNOWN && p != first) return 1;
+    first = p;
   }
-  return cpu && gpu;
+  return 0;
 }
 
-/* The extension whose registrations() a computed registration loops over,
- * or NULL. */
-static const char* registrations_loop_of(const target* t) {
+/* The registration of a computed name that loops over a module's mapping
+ * (`for name, fn in mod.custom_call_targets.items():`), or NULL. */
+static const finding* mapping_loop_of(const target* t) {
   for (int i = 0; i < t->num_reg; i++)
-    if (t->reg[i]->lang == LANG_PY && t->reg[i]->module[0]) return t->reg[i]->module;
+    if (!t->reg[i]->offered && t->reg[i]->module[0] && strcmp(t->reg[i]->mapping, "getattr"))
+      return t->reg[i];
   return NULL;
 }
 
@@ -131,7 +134,17 @@ static void add_notes(target* t, const finding* d, int def_version, plat def_pla
   /* Conflicts worth a person's look. */
   if (d && t->version) {
     int fits = t->form == CCSHIM_FORM_GPU_V23 ? t->version >= 2 : def_version == t->version;
-    if (!fits)
+    /* A v1 kernel called as v2 or v3 is given arguments after the ones it
+     * declares, which it never reads. */
+    int prefix = !fits && def_version == 1 && t->version > 1 &&
+                 (t->form == CCSHIM_FORM_GPU_V1 || t->version == 2);
+    if (prefix)
+      appendf(t->note, sizeof t->note,
+              "defined with %s parameters (%s:%d) but called with api_version %d: XLA calls a "
+              "kernel by the call's version, so it passes arguments the kernel does not "
+              "read, which is harmless; wrap it with api_version=%d, as the call says. ",
+              ccshim_legacy_form_text(t->form), d->file, d->line, t->version, t->version);
+    else if (!fits)
       appendf(t->note, sizeof t->note,
               "the call says version %d but %s:%d has %s parameters; XLA would pass the "
               "wrong arguments. ",
@@ -144,32 +157,49 @@ static void add_notes(target* t, const finding* d, int def_version, plat def_pla
    * say): one entry here, but two kernels to wrap. */
   for (int i = 1; i < t->num_reg; i++)
     for (int j = 0; j < i; j++)
-      if (!strcmp(t->reg[i]->what, "EncapsulateFunction") &&
-          !strcmp(t->reg[j]->what, "EncapsulateFunction") && t->reg[i]->module[0] &&
+      if (t->reg[i]->offered && t->reg[j]->offered && t->reg[i]->module[0] &&
           t->reg[j]->module[0] && strcmp(t->reg[i]->module, t->reg[j]->module)) {
         appendf(t->note, sizeof t->note,
-                "also in %s.registrations() (%s:%d) under the same name: a second kernel, "
-                "for that extension's platform; wrap it with its own registrations(). ",
-                t->reg[i]->module, t->reg[i]->file, t->reg[i]->line);
+                "also in %s.%s (%s:%d) under the same name: a second kernel, for that "
+                "extension's platform; wrap it with its own mapping. ",
+                t->reg[i]->module, t->reg[i]->mapping, t->reg[i]->file, t->reg[i]->line);
         j = i; /* once per registration */
       }
-  const char* loop = registrations_loop_of(t);
+  const finding* loop = mapping_loop_of(t);
   if (t->computed && loop)
     appendf(t->note, sizeof t->note,
-            "registers every entry of %s.registrations(): the entries are listed where the "
-            "extension fills that dict; the wrap line takes the whole mapping and leaves its "
+            "registers every entry of %s.%s: the entries are listed where the extension "
+            "fills it, each a target; the wrap line takes the whole mapping and leaves its "
             "typed-FFI entries out. ",
-            loop);
+            loop->module, loop->mapping);
   else if (t->computed)
     appendf(t->note, sizeof t->note,
             "the name is computed at run time, so no definition or call site is matched "
             "to it. ");
-  else if (t->num_reg == 0 && t->num_call == 0)
+  else if (t->candidate)
     appendf(t->note, sizeof t->note,
-            "a function with legacy parameters, but no registration or call site found; "
-            "perhaps not a custom call. ");
+            "legacy parameters, but nothing in the tree registers or calls it: a candidate, "
+            "not a target. ");
   else if (t->num_reg == 0)
     appendf(t->note, sizeof t->note, "no registration found in the tree. ");
+  for (int i = 0; i < t->num_reg; i++)
+    if (t->reg[i]->via[0]) {
+      appendf(t->note, sizeof t->note, "named by %s. ", t->reg[i]->via);
+      break;
+    }
+  for (int i = 0; i < t->num_reg; i++)
+    if (t->reg[i]->offered && !strcmp(t->reg[i]->what, "m.def") && t->num_reg > 1) {
+      appendf(t->note, sizeof t->note,
+              "its kernel is taken by a computed getattr of %s: joined to %s.%s (%s:%d), the "
+              "module's function whose name ends the target's. ",
+              t->reg[i]->module, t->reg[i]->module, t->reg[i]->mapping, t->reg[i]->file,
+              t->reg[i]->line);
+      break;
+    }
+  if (t->platform == PLAT_SYCL)
+    appendf(t->note, sizeof t->note,
+            "a SYCL (Intel XPU) kernel: ccshim wraps CPU, CUDA and ROCm kernels, not SYCL "
+            "ones. ");
   if (d && d->cxx_linkage)
     appendf(t->note, sizeof t->note,
             "C++ linkage: give it extern \"C\" to load it by name, or pass its capsule. ");
@@ -217,6 +247,15 @@ static void resolve(target* t) {
     t->version = explicit_call->version;
     set_how(t, "api_version=%d at the call site %s:%d", t->version, explicit_call->file,
             explicit_call->line);
+  } else if (default_call && !scan_in_program(default_call) && def_version &&
+             default_call->version != def_version) {
+    /* XLA calls by the call's version, whatever the definition declares. */
+    t->version = default_call->version;
+    set_how(t,
+            "the default of %s at %s:%d (no api_version given; the definition's "
+            "parameters are %s, but XLA calls by the call's version)",
+            default_call->what, default_call->file, default_call->line,
+            ccshim_legacy_form_text(t->form));
   } else if (def_version) {
     t->version = def_version;
     set_how(t, "the definition's parameters (%s)", ccshim_legacy_form_text(t->form));
@@ -241,36 +280,148 @@ static void resolve(target* t) {
   if (len && t->note[len - 1] == ' ') t->note[len - 1] = '\0';
 }
 
-void scan_build(const scan* s, inventory* inv) {
+/* The module function (m.def) of `module` with the longest name that ends
+ * `name` at a word boundary, or NULL. */
+static const finding* module_function_ending(const scan* s, const char* module, const char* name) {
+  const finding* best = NULL;
+  size_t best_len = 0, nl = strlen(name);
   for (size_t i = 0; i < s->n; i++) {
     const finding* f = &s->f[i];
-    if (f->kind != REGISTRATION) continue;
-    plat by_module = f->lang == LANG_C && f->name[0] && split_by_module(s, f->name)
+    if (f->kind != REGISTRATION || !f->offered || strcmp(f->what, "m.def") ||
+        strcmp(f->module, module))
+      continue;
+    size_t al = strlen(f->mapping) - 2; /* "factor_rev()" */
+    if (al == 0 || al > nl || strncmp(name + nl - al, f->mapping, al) != 0) continue;
+    if (al < nl && name[nl - al - 1] != '_') continue;
+    if (al > best_len) {
+      best = f;
+      best_len = al;
+    }
+  }
+  return best;
+}
+
+/* The module function a registration takes its kernel from by a computed
+ * getattr: celerite2 registers "celerite2_factor" with getattr(xla_ops,
+ * spec["name"])() and "celerite2_factor" + "_rev" with getattr(xla_ops,
+ * f"{spec['name']}_rev")().  The function that the passed name ends with
+ * (factor), with the registration's suffix after it (factor_rev); NULL when
+ * the module has no such function (then getattr would raise: the
+ * registration is on a path that does not run, general_matmul_lower having
+ * no _rev). */
+static const finding* offered_by_getattr(const scan* s, const finding* reg) {
+  const char* passed = reg->passed[0] ? reg->passed : reg->name;
+  const finding* base = module_function_ending(s, reg->module, passed);
+  if (base == NULL) return NULL;
+  char want[2 * NAME_CAP];
+  snprintf(want, sizeof want, "%.*s%s()", (int)strlen(base->mapping) - 2, base->mapping,
+           reg->name + strlen(passed));
+  for (size_t i = 0; i < s->n; i++) {
+    const finding* f = &s->f[i];
+    if (f->kind == REGISTRATION && f->offered && !strcmp(f->what, "m.def") &&
+        !strcmp(f->module, reg->module) && !strcmp(f->mapping, want))
+      return f;
+  }
+  return NULL;
+}
+
+static void add_reg(target* t, const finding* f) {
+  for (int i = 0; i < t->num_reg; i++)
+    if (t->reg[i] == f) return;
+  if (t->num_reg < 8) t->reg[t->num_reg++] = f;
+}
+
+static int reached(const inventory* inv, const finding* f) {
+  for (size_t k = 0; k < inv->n; k++) {
+    if (inv->t[k].def == f) return 1;
+    for (int i = 0; i < inv->t[k].num_reg; i++)
+      if (inv->t[k].reg[i] == f) return 1;
+  }
+  return 0;
+}
+
+static void join_registrations(const scan* s, inventory* inv) {
+  for (size_t i = 0; i < s->n; i++) {
+    const finding* f = &s->f[i];
+    if (f->kind != REGISTRATION || (f->offered && !f->name[0])) continue; /* m.def: below */
+    int by_getattr = !f->offered && !strcmp(f->mapping, "getattr") && f->name[0];
+    const finding* m = by_getattr ? offered_by_getattr(s, f) : NULL;
+    if (by_getattr && m == NULL && f->via[0]) continue; /* a path that cannot run */
+    plat by_module = f->offered && f->name[0] && split_by_module(s, f->name)
                          ? module_platform_of(s, f->module)
                          : PLAT_UNKNOWN;
     target* t = f->name[0] || !f->name_expr[0]
                     ? target_on(inv, f->name[0] ? f->name : f->function, 0, by_module)
                     : target_named(inv, f->name_expr, 1);
-    if (t->num_reg < 8) t->reg[t->num_reg++] = f;
+    add_reg(t, f);
+    if (m) {
+      add_reg(t, m);
+      if (!t->def) t->def = definition_of(s, m->function, m->scope, by_module);
+    }
     if (!t->def) t->def = definition_of(s, f->function, f->scope, by_module);
   }
+  /* A module function offering a capsule that no registration in the tree
+   * reaches: a target by the function's name. */
+  for (size_t i = 0; i < s->n; i++) {
+    const finding* f = &s->f[i];
+    if (f->kind != REGISTRATION || !f->offered || f->name[0] || reached(inv, f)) continue;
+    char attr[NAME_CAP];
+    snprintf(attr, sizeof attr, "%.*s", (int)strlen(f->mapping) - 2, f->mapping);
+    target* t = target_on(inv, attr, 0, PLAT_UNKNOWN);
+    add_reg(t, f);
+    if (!t->def) t->def = definition_of(s, f->function, f->scope, PLAT_UNKNOWN);
+  }
+}
+
+/* Call sites: one with a literal name serves every target of that name
+ * (the CPU, CUDA and SYCL kernels of one name); one with a computed name
+ * serves the targets named through a function's parameter in its file
+ * (celerite2 registers and lowers in one file), else is a target of its
+ * own. */
+static void join_call_sites(const scan* s, inventory* inv) {
   for (size_t i = 0; i < s->n; i++) {
     const finding* f = &s->f[i];
     if (f->kind != CALL_SITE) continue;
+    int joined = 0;
+    for (size_t k = 0; k < inv->n; k++) {
+      target* t = &inv->t[k];
+      int match = 0;
+      if (f->name[0] || !f->name_expr[0])
+        match = !t->computed && !strcmp(t->name, f->name);
+      else
+        for (int r = 0; r < t->num_reg && !match; r++)
+          match = t->reg[r]->via[0] && t->reg[r]->file == f->file;
+      if (match && t->num_call < 8) t->call[t->num_call++] = f;
+      joined |= match;
+    }
+    if (joined) continue;
     target* t = f->name[0] || !f->name_expr[0] ? target_named(inv, f->name, 0)
                                                : target_named(inv, f->name_expr, 1);
     if (t->num_call < 8) t->call[t->num_call++] = f;
   }
-  /* Definitions not reached through a registration: a target by the
-   * function's name (legacy code registers most kernels under it). */
+}
+
+void scan_build(const scan* s, inventory* inv) {
+  join_registrations(s, inv);
+  join_call_sites(s, inv);
+  /* Definitions not reached through a registration: the target of the
+   * function's name, when a call site names it; else a candidate, listed
+   * apart (a member function named like a kernel is not a target). */
   for (size_t i = 0; i < s->n; i++) {
     const finding* f = &s->f[i];
-    if (f->kind != DEFINITION) continue;
-    int linked = 0;
-    for (size_t k = 0; k < inv->n && !linked; k++) linked = inv->t[k].def == f;
-    if (linked) continue;
-    target* t = target_named(inv, f->function, 0);
-    if (!t->def) t->def = f;
+    if (f->kind != DEFINITION || reached(inv, f)) continue;
+    target* t = NULL;
+    for (size_t k = 0; k < inv->n && t == NULL; k++)
+      if (!inv->t[k].computed && !inv->t[k].def && !strcmp(inv->t[k].name, f->function))
+        t = &inv->t[k];
+    if (t == NULL) {
+      char name[2 * NAME_CAP + 2];
+      snprintf(name, sizeof name, "%s%s%s", f->scope, f->scope[0] ? "::" : "", f->function);
+      t = target_named(inv, name, 1);
+      t->computed = 0;
+      t->candidate = 1;
+    }
+    t->def = f;
   }
   for (size_t i = 0; i < inv->n; i++) resolve(&inv->t[i]);
 }
@@ -299,49 +450,68 @@ static const finding* registration_in(const target* t, lang l) {
   return NULL;
 }
 
-/* The Python line: the kernel as the Python registration had it (a Cython
- * pointer as its address), else from a C extension's registrations() dict,
- * else by symbol from the library. */
-void scan_wrap_line(const target* t, char* out, size_t cap) {
-  const finding* py = registration_in(t, LANG_PY);
-  const finding* c = registration_in(t, LANG_C);
-  /* A capsule in an extension's registrations() is reachable from Python
-   * whatever the C++ linkage of the function inside it. */
-  /* The same name may be registered by a CPU and a GPU module: the capsule
-   * whose function is the target's definition. */
+/* The capsule a module offers for the target: the one whose function is
+ * the target's definition (a CPU and a GPU module may offer one name). */
+static const finding* offered_of(const target* t) {
+  const finding* c = NULL;
   for (int i = 0; i < t->num_reg; i++) {
     const finding* r = t->reg[i];
-    if (r->lang != LANG_C || strcmp(r->what, "EncapsulateFunction")) continue;
-    if (c == NULL || strcmp(c->what, "EncapsulateFunction") ||
-        (t->def && !strcmp(r->function, t->def->function)))
-      c = r;
+    if (!r->offered) continue;
+    if (c == NULL || (t->def && !strcmp(r->function, t->def->function))) c = r;
   }
-  char name[TEXT_CAP + 2], kernel[TEXT_CAP + NAME_CAP + 64], version[16];
-  name_code(t, name, sizeof name);
+  return c;
+}
+
+/* The kernel as Python reaches it, into out. */
+static void kernel_code(const target* t, const char* name, char* out, size_t cap) {
+  const finding* py = NULL;
+  for (int i = 0; i < t->num_reg && py == NULL; i++)
+    if (t->reg[i]->lang == LANG_PY && !t->reg[i]->offered && t->reg[i]->expr[0]) py = t->reg[i];
+  const finding* offered = offered_of(t);
+  int py_plain = py && !(py->cython && py->expr[0] == '<') && strcmp(py->mapping, "getattr");
   const char* fn = function_name(t);
-  if (py && py->cython && py->expr[0] == '<')
-    snprintf(kernel, sizeof kernel, "<uintptr_t>%s", py->expr);
+  if (py_plain)
+    snprintf(out, cap, "%s", py->expr);
+  else if (offered && !strcmp(offered->what, "m.def"))
+    snprintf(out, cap, "%s.%s", offered->module[0] ? offered->module : "<extension>",
+             offered->mapping);
+  else if (offered)
+    snprintf(out, cap, "%s.%s[%s]", offered->module[0] ? offered->module : "<extension>",
+             offered->mapping, name);
+  else if (py && py->cython && py->expr[0] == '<') /* Cython, in the .pyx */
+    snprintf(out, cap, "<uintptr_t>%s", py->expr);
   else if (py)
-    snprintf(kernel, sizeof kernel, "%s", py->expr);
-  else if (c && !strcmp(c->what, "EncapsulateFunction"))
-    snprintf(kernel, sizeof kernel, "%s.registrations()[%s]",
-             c->module[0] ? c->module : "<extension>", name);
+    snprintf(out, cap, "%s", py->expr);
   else if (fn[0])
-    snprintf(kernel, sizeof kernel, "(\"<your library>.so\", \"%s\")", fn);
+    snprintf(out, cap, "(\"<your library>.so\", \"%s\")", fn);
   else
-    snprintf(kernel, sizeof kernel, "<the kernel>");
+    snprintf(out, cap, "<the kernel>");
+}
+
+/* The Python line: the kernel as the Python registration had it, else as
+ * its module offers it (an entry of its dict, a function returning the
+ * capsule), else by symbol from the library.  A Cython kernel registered
+ * only by its address is a line of Cython, for the .pyx. */
+void scan_wrap_line(const target* t, char* out, size_t cap) {
+  char name[TEXT_CAP + 2], kernel[TEXT_CAP + 2 * NAME_CAP + 64], version[16];
+  name_code(t, name, sizeof name);
   snprintf(version, sizeof version, "%d", t->version);
-  const char* loop = registrations_loop_of(t);
-  if (t->computed && loop) {
-    snprintf(out, cap,
-             "ccshim.jax.register_legacy(%s.registrations(), platform=\"%s\", api_version=%s)",
-             loop, t->platform == PLAT_UNKNOWN ? "cpu" : scan_plat_text(t->platform),
-             t->version ? version : "<1, 2 or 3>");
+  const char* platform = t->platform == PLAT_UNKNOWN ? "cpu" : scan_plat_text(t->platform);
+  const char* v = t->version ? version : "<1, 2 or 3>";
+  if (t->platform == PLAT_SYCL) {
+    snprintf(out, cap, "# not wrapped: ccshim has no SYCL platform (%s stays on the legacy path)",
+             name);
     return;
   }
+  const finding* loop = mapping_loop_of(t);
+  if (t->computed && loop) {
+    snprintf(out, cap, "ccshim.jax.register_legacy(%s.%s, platform=\"%s\", api_version=%s)",
+             loop->module, loop->mapping, platform, v);
+    return;
+  }
+  kernel_code(t, name, kernel, sizeof kernel);
   snprintf(out, cap, "ccshim.jax.register_legacy(%s, %s, platform=\"%s\", api_version=%s)", name,
-           kernel, t->platform == PLAT_UNKNOWN ? "cpu" : scan_plat_text(t->platform),
-           t->version ? version : "<1, 2 or 3>");
+           kernel, platform, v);
 }
 
 /* The C line: the function as the C registration named it. */

@@ -1,0 +1,271 @@
+/*
+ * The shapes of Python and Cython that registrations take in real projects,
+ * beyond one call with a literal name:
+ *
+ *   - a Cython helper that makes a capsule and puts it in the module's dict
+ *     (mpi4jax: `cdef declare_custom_call_target(fn_name, void* fn)`, whose
+ *     body does `custom_call_targets[fn_name] = PyCapsule_New(fn, ...)`),
+ *     and the calls of it that name each kernel;
+ *   - a Python loop that registers a module's mapping
+ *     (`for name, fn in mod.custom_call_targets.items():`, or over
+ *     `ext.registrations().items()`), the platform given in the loop;
+ *   - a registration inside a function whose name is one of the function's
+ *     parameters (`def _build_op(name, spec): register(name, ...)`), named
+ *     by the literal each call of that function passes (celerite2);
+ *   - a kernel taken from a module by a computed attribute
+ *     (`getattr(xla_ops, spec["name"])()`), joined in targets.c.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "scan.h"
+
+/* A file's module name, as Python imports it: the file name up to its
+ * first dot (mpi_xla_bridge_cpu.pyx, xla_ops.cpython-311-x86_64.so). */
+void scan_module_of_path(const char* path, char* out, size_t cap) {
+  const char* base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t len = strcspn(base, ".");
+  if (len >= cap) len = cap - 1;
+  memcpy(out, base, len);
+  out[len] = '\0';
+}
+
+/* The indentation of the line holding offset `at`, and where its text
+ * starts. */
+static int indent_of(const source* src, size_t at, size_t* text) {
+  int line = scan_line_of(src, at) - 1;
+  size_t b = src->line_at[line];
+  size_t i = b;
+  while (i < src->len && (src->skel[i] == ' ' || src->skel[i] == '\t')) i++;
+  if (text) *text = i;
+  return (int)(i - b);
+}
+
+/* The end of the block that the header line at `header` opens: the first
+ * later line with text at an indentation of the header's or less. */
+static size_t block_end(const source* src, size_t header) {
+  int base = indent_of(src, header, NULL);
+  int line = scan_line_of(src, header); /* the next line's index */
+  for (; (size_t)line < src->num_lines; line++) {
+    size_t text;
+    int ind = indent_of(src, src->line_at[line], &text);
+    if (text < src->len && src->skel[text] != '\n' && ind <= base) return src->line_at[line];
+  }
+  return src->len;
+}
+
+/* A `def`/`cdef`/`cpdef` header at the line starting at `text`: the
+ * function's name and the offset of its '('; 0 when the line is none. */
+static int def_header(const source* src, size_t text, char* name, size_t cap, size_t* open) {
+  const char* k = src->skel;
+  static const char* const starts[] = {"def ", "cdef ", "cpdef ", NULL};
+  int is_def = 0;
+  for (int i = 0; starts[i] && !is_def; i++)
+    is_def = !strncmp(k + text, starts[i], strlen(starts[i]));
+  if (!is_def) return 0;
+  size_t eol = text;
+  while (eol < src->len && k[eol] != '\n') eol++;
+  const char* paren = memchr(k + text, '(', eol - text);
+  if (paren == NULL) return 0;
+  size_t e = (size_t)(paren - k);
+  while (e > text && k[e - 1] == ' ') e--;
+  size_t b = e;
+  while (b > text && scan_ident_char((unsigned char)k[b - 1])) b--;
+  if (b == e || e - b >= cap) return 0;
+  memcpy(name, k + b, e - b);
+  name[e - b] = '\0';
+  *open = (size_t)(paren - k);
+  return 1;
+}
+
+int scan_py_makers(const source* src, maker* out, int max) {
+  if (!src->cython) return 0;
+  int n = 0;
+  for (size_t line = 0; line < src->num_lines && n < max; line++) {
+    size_t text;
+    indent_of(src, src->line_at[line], &text);
+    char name[NAME_CAP];
+    size_t open;
+    if (!def_header(src, text, name, sizeof name, &open)) continue;
+    size_t end = block_end(src, text);
+    const char* body = src->skel + text;
+    const char* capsule = NULL;
+    for (const char* p = body; (p = strstr(p, "PyCapsule_New")) != NULL && p < src->skel + end; p++)
+      capsule = p;
+    if (capsule == NULL) continue;
+    /* A helper that registers by itself (early jaxlib's
+     * register_cpu_custom_call_target) is matched by that call. */
+    char block[TEXT_CAP];
+    scan_text_of(src, text, end, block, sizeof block);
+    if (strstr(block, "register_")) continue;
+    maker* m = &out[n++];
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%s", name);
+    /* DICT[key] = PyCapsule_New(...) */
+    const char* eq = capsule;
+    while (eq > body && *eq != '=' && *eq != '\n') eq--;
+    const char* rb = eq;
+    while (rb > body && *rb != ']' && *rb != '\n') rb--;
+    if (*eq == '=' && *rb == ']') {
+      const char* lb = rb;
+      while (lb > body && *lb != '[' && *lb != '\n') lb--;
+      const char* w = lb;
+      while (w > body && scan_ident_char((unsigned char)w[-1])) w--;
+      if (*lb == '[' && w < lb && (size_t)(lb - w) < sizeof m->dict) {
+        memcpy(m->dict, w, (size_t)(lb - w));
+        m->dict[lb - w] = '\0';
+      }
+    }
+  }
+  return n;
+}
+
+void scan_py_maker_call(scan* s, const source* src, const maker* m, size_t at, size_t open,
+                        size_t close) {
+  args a;
+  scan_split_args(src, open, close, &a);
+  if (a.n < 2) return;
+  char name[NAME_CAP];
+  if (!scan_literal(src, a.begin[0], a.end[0], name, sizeof name)) return;
+  finding* f = scan_add(s, REGISTRATION, src, scan_line_of(src, at), m->name);
+  snprintf(f->name, sizeof f->name, "%s", name);
+  scan_function_of(src, a.begin[1], a.end[1], f->function, sizeof f->function);
+  scan_text_of(src, a.begin[1], a.end[1], f->expr, sizeof f->expr);
+  scan_module_of_path(src->path, f->module, sizeof f->module);
+  snprintf(f->mapping, sizeof f->mapping, "%s", m->dict[0] ? m->dict : "<its dict>");
+  f->offered = 1;
+}
+
+void scan_py_mapping_loop(const source* src, size_t at, char* module, size_t mcap, char* mapping,
+                          size_t pcap) {
+  module[0] = mapping[0] = '\0';
+  /* The `for` header of the loop the registration is in: the nearest line
+   * above at a smaller indentation, up to four lines up. */
+  int ind = indent_of(src, at, NULL);
+  int line = scan_line_of(src, at) - 1;
+  for (int up = 1; up <= 4 && line - up >= 0; up++) {
+    size_t text;
+    int i = indent_of(src, src->line_at[line - up], &text);
+    if (i >= ind) continue;
+    if (strncmp(src->skel + text, "for ", 4) != 0) return;
+    size_t eol = text;
+    while (eol < src->len && src->skel[eol] != '\n') eol++;
+    char header[TEXT_CAP];
+    scan_text_of(src, text, eol, header, sizeof header);
+    const char* items = strstr(header, ".items()");
+    const char* in = strstr(header, " in ");
+    if (items == NULL || in == NULL || in > items) return;
+    const char* b = in + 4;
+    while (*b == ' ') b++;
+    /* MODULE.ATTR or MODULE.ATTR() */
+    const char* dot = memchr(b, '.', (size_t)(items - b));
+    if (dot == NULL) return;
+    snprintf(module, mcap, "%.*s", (int)(dot - b), b);
+    snprintf(mapping, pcap, "%.*s", (int)(items - dot - 1), dot + 1);
+    for (const char* c = module; *c; c++)
+      if (!scan_ident_char((unsigned char)*c)) module[0] = mapping[0] = '\0';
+    return;
+  }
+}
+
+/* Whether `expr` is the parameter `param` alone, or `param + "suffix"`;
+ * the suffix (may be "") into out. */
+static int param_name(const char* expr, const char* param, char* suffix, size_t cap) {
+  size_t len = strlen(param);
+  if (strncmp(expr, param, len) != 0 || scan_ident_char((unsigned char)expr[len])) return 0;
+  const char* p = expr + len;
+  while (*p == ' ') p++;
+  suffix[0] = '\0';
+  if (*p == '\0') return 1;
+  if (*p++ != '+') return 0;
+  while (*p == ' ') p++;
+  char q = *p;
+  if (q != '"' && q != '\'') return 0;
+  const char* e = strchr(p + 1, q);
+  if (e == NULL || e[1] != '\0') return 0;
+  snprintf(suffix, cap, "%.*s", (int)(e - p - 1), p + 1);
+  return 1;
+}
+
+int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed) {
+  /* The enclosing def: the nearest line above at a smaller indentation
+   * that is a def header. */
+  int ind = indent_of(src, at, NULL);
+  char fn[NAME_CAP];
+  size_t open = 0;
+  int found = 0;
+  for (int line = scan_line_of(src, at) - 2; line >= 0 && !found; line--) {
+    size_t text;
+    int i = indent_of(src, src->line_at[line], &text);
+    if (text >= src->len || src->skel[text] == '\n' || i >= ind) continue;
+    if (!def_header(src, text, fn, sizeof fn, &open)) return 0;
+    found = 1;
+  }
+  /* A helper named as the registration it wraps (early jaxlib's Cython
+   * register_cpu_custom_call_target): its calls are matched as that. */
+  static const char* const registering[] = {"register_custom_call_target",
+                                            "register_cpu_custom_call_target",
+                                            "register_ffi_target", NULL};
+  for (int r = 0; found && registering[r]; r++)
+    if (!strcmp(fn, registering[r])) return 0;
+  if (!found) return 0;
+  size_t close = scan_closing(src, open);
+  if (close >= src->len) return 0;
+  args params;
+  scan_split_args(src, open, close, &params);
+  int index = -1;
+  char suffix[NAME_CAP];
+  for (int p = 0; p < params.n && index < 0; p++) {
+    char param[NAME_CAP];
+    scan_text_of(src, params.begin[p], params.end[p], param, sizeof param);
+    param[strcspn(param, ":= ")] = '\0';
+    if (param[0] && param_name(computed->name_expr, param, suffix, sizeof suffix)) index = p;
+  }
+  if (index < 0) return 0;
+  /* Every call of fn in the file with a literal in that place. */
+  finding copy = *computed;
+  int made = 0;
+  size_t fl = strlen(fn);
+  for (const char* p = src->skel; (p = strstr(p, fn)) != NULL; p += fl) {
+    size_t b = (size_t)(p - src->skel);
+    if ((b > 0 && (scan_ident_char((unsigned char)p[-1]) || p[-1] == '.')) ||
+        scan_ident_char((unsigned char)p[fl]))
+      continue;
+    size_t o = scan_skip_space(src->skel, b + fl, src->len);
+    if (o >= src->len || src->skel[o] != '(' || o == open) continue;
+    size_t c = scan_closing(src, o);
+    if (c >= src->len) continue;
+    args a;
+    scan_split_args(src, o, c, &a);
+    int i = scan_positional(src, &a, index);
+    char name[NAME_CAP];
+    if (i < 0 || !scan_literal(src, a.begin[i], a.end[i], name, sizeof name)) continue;
+    finding* f = scan_add(s, REGISTRATION, src, copy.line, copy.what);
+    const char* file = f->file;
+    *f = copy;
+    f->file = file;
+    snprintf(f->name, sizeof f->name, "%s%s", name, suffix);
+    snprintf(f->passed, sizeof f->passed, "%s", name);
+    f->name_expr[0] = '\0';
+    if (snprintf(f->via, sizeof f->via, "%s(\"%s\") at %s:%d, the name passed in as %s", fn, name,
+                 src->path, scan_line_of(src, b), copy.name_expr) >= (int)sizeof f->via)
+      memcpy(f->via + sizeof f->via - 4, "...", 4);
+    made++;
+  }
+  return made;
+}
+
+void scan_py_getattr_module(const char* expr, char* module, size_t cap) {
+  module[0] = '\0';
+  const char* g = strstr(expr, "getattr(");
+  if (g == NULL) return;
+  g += 8;
+  while (*g == ' ') g++;
+  size_t len = 0;
+  while (scan_ident_char((unsigned char)g[len])) len++;
+  if (len == 0 || g[len] != ',' || len >= cap) return;
+  memcpy(module, g, len);
+  module[len] = '\0';
+}
