@@ -176,8 +176,11 @@ check("(ccshim_legacy_fn)gesv<1, float>, 1," in targets["lapack_sgesv"]["wrap_c"
       targets["lapack_sgesv"]["wrap_c"])
 check('_solver.registrations()["lapack_sgesv"]' in targets["lapack_sgesv"]["wrap"],
       targets["lapack_sgesv"]["wrap"])
-check("<uintptr_t><void*>(blas_strsm)" in targets["blas_strsm"]["wrap"],
-      targets["blas_strsm"]["wrap"])
+check("<uintptr_t><void*>(blas_strsm)" in targets["blas_strsm"]["wrap"] and
+      targets["blas_strsm"]["wrap_language"] == "cython", targets["blas_strsm"])
+check(targets["fn_name"]["wrap_language"] == "cython", targets["fn_name"])
+check(all(t["wrap_language"] == "python" for n, t in targets.items()
+          if n not in ("blas_strsm", "fn_name")), "every other wrap line is Python")
 check("CCSHIM_PLATFORM_ROCM" in targets["rocm_fill"]["wrap_c"], targets["rocm_fill"]["wrap_c"])
 check('platform="cuda", api_version=3' in targets["gpu_norm"]["wrap"], targets["gpu_norm"]["wrap"])
 check("jax.ShapeDtypeStruct(x.shape, x.dtype), opaque=descriptor" in

@@ -172,6 +172,8 @@ static void print_json(const scan* s, const inventory* inv) {
     }
     printf("],\n     \"wrap\": ");
     json_str(w);
+    const char* pyx = scan_wrap_cython_file(t);
+    printf(", \"wrap_language\": \"%s\"", pyx ? "cython" : "python");
     printf(", \"wrap_c\": ");
     json_str(wc);
     printf(",\n     \"call_site_change\": ");
@@ -239,7 +241,14 @@ static void print_text(const scan* s, const inventory* inv) {
       else
         printf("    called     %s:%d %s(api_version computed)\n", t->call[k]->file,
                t->call[k]->line, t->call[k]->what);
-    printf("    wrap       %s\n", w);
+    const char* pyx = scan_wrap_cython_file(t);
+    if (pyx)
+      printf(
+          "    wrap       %s\n               (Cython, in %s: a cdef kernel that no Python object "
+          "holds)\n",
+          w, pyx);
+    else
+      printf("    wrap       %s\n", w);
     printf("    wrap (C)   %s\n", wc);
     if (t->num_call) printf("    call site  %s\n", cc);
     if (t->note[0]) printf("    note       %s\n", t->note);

@@ -224,6 +224,9 @@ void scan_free_artifacts(scan* s);
 /* targets.c */
 void scan_wrap_line(const target* t, char* out, size_t cap);
 void scan_wrap_line_c(const target* t, char* out, size_t cap);
+/* The .pyx file when the wrap line is Cython (a cdef kernel registered from
+ * Cython by its address, which no Python object holds), else NULL. */
+const char* scan_wrap_cython_file(const target* t);
 void scan_call_change(const target* t, char* out, size_t cap);
 void scan_build(const scan* s, inventory* inv);
 

@@ -488,6 +488,14 @@ static void kernel_code(const target* t, const char* name, char* out, size_t cap
     snprintf(out, cap, "<the kernel>");
 }
 
+const char* scan_wrap_cython_file(const target* t) {
+  const finding* py = NULL;
+  for (int i = 0; i < t->num_reg && py == NULL; i++)
+    if (t->reg[i]->lang == LANG_PY && !t->reg[i]->offered && t->reg[i]->expr[0]) py = t->reg[i];
+  if (py == NULL || !py->cython || offered_of(t)) return NULL;
+  return py->file;
+}
+
 /* The Python line: the kernel as the Python registration had it, else as
  * its module offers it (an entry of its dict, a function returning the
  * capsule), else by symbol from the library.  A Cython kernel registered
