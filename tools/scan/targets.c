@@ -232,7 +232,17 @@ static void resolve(target* t) {
     t->form = CCSHIM_FORM_GPU_V23;
     def_platform = PLAT_GPU;
   }
-  if (t->platform == PLAT_UNKNOWN) t->platform = def_platform;
+  /* CPU v3's parameters are GPU v2/v3's with the stream as a void*: with
+   * nothing else to say which (a capsule a module offers, registered outside
+   * the tree), the platform stays unknown. */
+  int ambiguous = t->platform == PLAT_UNKNOWN && t->form == CCSHIM_FORM_CPU_V3 &&
+                  t->num_call == 0 && !void_stream;
+  if (t->platform == PLAT_UNKNOWN && !ambiguous) t->platform = def_platform;
+  if (ambiguous)
+    appendf(t->note, sizeof t->note,
+            "(void*, void**, const char*, size_t, XlaCustomCallStatus*) is CPU v3 and also "
+            "GPU v2/v3 with the stream as a void*, and nothing in the tree registers or calls "
+            "it: the platform it is registered for says which. ");
   /* An exported program knows the platform it was lowered for. */
   for (int i = 0; i < t->num_call && t->platform == PLAT_UNKNOWN; i++)
     if (scan_in_program(t->call[i])) t->platform = t->call[i]->platform;
