@@ -186,6 +186,40 @@ make_2023_artifacts() {
   touch "$dest/.complete"
 }
 make_2023_artifacts
+# Artifacts of seven JAX releases, from the first whose jax.export serializes
+# (0.4.22) to 0.7.2, each exported and run by that release in a venv of its
+# own (removed once its artifacts are made), for tests/python/
+# test_artifacts_by_release.py: CPU LAPACK (legacy calls to 0.4.30, typed
+# after), FFTs, a shape-polymorphic batch and a lax.scan, each with the
+# outputs that release computed (tests/python/jax_artifacts.py).
+old_common=(absl-py==2.5.1 opt_einsum==3.4.0 flatbuffers==25.12.19)
+old_numpy1=(numpy==1.26.4 scipy==1.11.4 ml-dtypes==0.2.0)
+old_numpy2=(numpy==2.2.6 scipy==1.15.3 ml-dtypes==0.6.0)
+make_release_artifacts() {
+  local v=$1 dest=.cache/jax-artifacts/$1 venv=.cache/venv-artifacts-$1
+  shift
+  [ -f "$dest/.complete" ] && return 0
+  [ "$(uname -m)" = x86_64 ] || return 0
+  say "making artifacts with JAX $v (its own venv) for the upgrade tests"
+  rm -rf "$dest" "$venv"
+  if ! python3 -m venv "$venv" >/dev/null 2>&1 ||
+     ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "jax==$v" \
+         "jaxlib==$v" "$@" "${old_common[@]}" >/dev/null 2>".cache/pip-jax-$v.log"; then
+    say "could not install JAX $v (PyPI unreachable?); its artifacts' tests will skip"
+    rm -rf "$venv"
+    return 0
+  fi
+  if "$venv/bin/python" tests/python/jax_artifacts.py "$dest" >".cache/jax-$v.log" 2>&1; then
+    touch "$dest/.complete"
+  else
+    say "JAX $v could not make its artifacts (.cache/jax-$v.log); their tests will skip"
+    rm -rf "$dest"
+  fi
+  rm -rf "$venv"
+}
+for v in 0.4.22 0.4.23 0.4.30; do make_release_artifacts "$v" "${old_numpy1[@]}"; done
+make_release_artifacts 0.4.35 numpy==2.1.3 scipy==1.14.1 ml-dtypes==0.6.0
+for v in 0.5.3 0.6.2 0.7.2; do make_release_artifacts "$v" "${old_numpy2[@]}"; done
 # Real legacy source trees for scan's ground truth (tests/scan/
 # test_scan_projects.py), each as its sdist on PyPI has it, under
 # .cache/NAME-VERSION-src/: fetch_sdist NAME VERSION SHA256.

@@ -19,7 +19,7 @@ from ._rewrite import rewrite
 USAGE = """\
 usage: ccshim rewrite IN OUT [--platform P] [--to export|portable|bytecode|text]
                       [--prefix PFX] [--keep TARGET]... [--only TARGET]...
-                      [--manifest FILE] [--json]
+                      [--manifest FILE] [--json] [--upgrade]
                       [--check --kernels MODULE[:ATTR] [--init FUNC] [--inputs FILE.npz]
                        [--seed S]]
        ccshim rewrite --list FILE... [--json]
@@ -28,8 +28,11 @@ Rewrites a jax.export artifact (or a StableHLO module: portable artifact,
 MLIR bytecode or text) so that each legacy custom call (api_version 1-3)
 becomes a typed-FFI call on the target ccshim wraps it as, PFX vN.TARGET
 (default ccshim.vN.TARGET), its backend_config bytes carried intact as the
-uint8 attribute "opaque".  IN is never modified; OUT is written whole or not
-at all.
+uint8 attribute "opaque".  A jax.export artifact is written at the running
+JAX's serialization version, whatever version it was read at (JAX reads
+versions older than its compatibility window only through ccshim); its
+calling convention is kept.  IN is never modified; OUT is written whole or
+not at all.
 
   --platform P     the platform of a plain module (cpu, cuda, rocm); an
                    exported artifact says its own
@@ -47,6 +50,9 @@ at all.
   --init FUNC      call M.FUNC() first (jaxlib's LAPACK module: initialize)
   --inputs F.npz   the inputs for --check (arr_0, arr_1, ...); default:
                    drawn from --seed (0)
+  --upgrade        rewrite no call: only write the artifact anew, at the
+                   running JAX's serialization version (an old artifact with
+                   no legacy call, or one whose legacy targets stay)
   --list           list every custom call in each FILE (legacy, typed,
                    builtin, ccshim) and change nothing
 
@@ -57,6 +63,7 @@ Examples:
   ccshim rewrite model.jax model.ccshim.jax --manifest model.targets.json
   ccshim rewrite lu_2023.mlirbc lu.jax --platform cpu --to export
   ccshim rewrite lu_2023.jax lu.jax --check --kernels jaxlib_old/_lapack.so --init initialize
+  ccshim rewrite --upgrade fft_2024.jax fft.jax
   ccshim rewrite --list --json exported/*.jax
 """
 
@@ -72,7 +79,7 @@ def _load_python_kernels(spec: str, init: str | None):
 
 def _parse(argv: Sequence[str]) -> dict:
     opts: dict[str, Any] = {"keep": [], "only": [], "files": [], "json": False,
-                            "check": False, "list": False, "tsv": False}
+                            "check": False, "list": False, "tsv": False, "upgrade": False}
     valued = {"--platform", "--to", "--prefix", "--keep", "--only", "--manifest",
               "--kernels", "--init", "--inputs", "--seed", "--paths-file"}
     i = 0
@@ -80,7 +87,7 @@ def _parse(argv: Sequence[str]) -> dict:
         arg = argv[i]
         if arg in ("-h", "--help"):
             opts["help"] = True
-        elif arg in ("--json", "--check", "--list", "--tsv"):
+        elif arg in ("--json", "--check", "--list", "--tsv", "--upgrade"):
             opts[arg[2:]] = True
         elif arg in valued:
             if i + 1 >= len(argv):
@@ -182,9 +189,16 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
         _check_output(dst)
         if opts.get("manifest"):
             _check_output(pathlib.Path(opts["manifest"]))
+        keep = opts["keep"]
+        if opts["upgrade"]:  # every legacy call left as it is: only written anew
+            if opts["keep"] or opts["only"] or opts["check"]:
+                raise ArtifactError("--upgrade rewrites no call: leave out --keep, --only "
+                                    "and --check")
+            keep = sorted({c.target for c in read(src, platform=opts.get("platform")).calls()
+                           if c.kind == "legacy"})
         done = rewrite(src, prefix=opts.get("prefix", DEFAULT_PREFIX),
                        platform=opts.get("platform"), to=opts.get("to"),
-                       keep=opts["keep"], only=opts["only"] or None)
+                       keep=keep, only=opts["only"] or None)
         kernels = None
         if opts["check"]:  # every kernel found before anything is written
             kernels = _load_python_kernels(opts["kernels"], opts.get("init"))
@@ -218,6 +232,10 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
             n = sum(t["calls"] for t in done.targets)
             print(f"{dst}: {n} legacy call(s) to {len(done.targets)} target(s) rewritten; "
                   f"{len(done.kept)} custom call(s) left alone", file=out)
+            read_v, written_v = done.serialization
+            if read_v is not None and written_v is not None:
+                print(f"  serialization version {read_v} -> {written_v} (the running JAX's); "
+                      f"calling convention {done.calling_convention} kept", file=out)
             for t in done.targets:
                 print(f"  {t['legacy']} (api_version {t['api_version']}) -> {t['typed']}, "
                       f"{t['calls']} call(s)", file=out)

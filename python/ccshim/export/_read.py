@@ -69,6 +69,8 @@ class Artifact:
         self.context = mlir.make_ir_context()
         self.exported = None
         self.platforms: tuple[str, ...] = ()
+        # a jax.export artifact's serialization version, as read
+        self.serialization_version: int | None = None
         if not data:
             raise ArtifactError(f"{what}: empty; expected a jax.export artifact or a "
                                 "StableHLO module (bytecode or text)")
@@ -130,7 +132,7 @@ class Artifact:
         try:
             newest = getattr(serialization, "_SERIALIZATION_VERSION", None)
             root = serialization.ser_flatbuf.Exported.GetRootAsExported(bytearray(data), 0)
-            version = root.SerializationVersion()
+            version = self.serialization_version = root.SerializationVersion()
             if newest is not None and version > newest:
                 raise ArtifactError(
                     f"{self.what}: a jax.export artifact of serialization version {version}, "

@@ -21,11 +21,18 @@ class Rewritten:
     platforms: tuple[str, ...]
     targets: list[dict]
     kept: list[Call]
+    # A jax.export artifact: the serialization version read and the one
+    # written (the running JAX's), and its calling convention (kept).
+    serialization: tuple[int | None, int | None] = (None, None)
+    calling_convention: int | None = None
 
     def manifest(self) -> dict:
         return {"ccshim_rewrite": 1, "kind": self.kind, "platforms": list(self.platforms),
                 "targets": self.targets,
-                "left_alone": [{"target": c.target, "kind": c.kind} for c in self.kept]}
+                "left_alone": [{"target": c.target, "kind": c.kind} for c in self.kept],
+                "serialization_version": {"read": self.serialization[0],
+                                          "written": self.serialization[1]},
+                "calling_convention_version": self.calling_convention}
 
 
 def rewrite(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = None,
@@ -77,8 +84,15 @@ def rewrite(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = No
         checks += [jax_export.DisabledSafetyCheck.custom_call(t) for t in sorted(targets)]
         art.exported = dataclasses.replace(art.exported, disabled_safety_checks=tuple(checks))
     kind = to or art.kind
+    written = None
+    if kind == "export":
+        from jax._src.export import serialization
+        written = getattr(serialization, "_SERIALIZATION_VERSION", None)
     return Rewritten(data=art.to_bytes(kind), kind=kind, platforms=art.platforms,
-                     targets=sorted(targets.values(), key=lambda t: t["typed"]), kept=kept)
+                     targets=sorted(targets.values(), key=lambda t: t["typed"]), kept=kept,
+                     serialization=(art.serialization_version, written),
+                     calling_convention=getattr(art.exported, "calling_convention_version",
+                                                None))
 
 
 def _rewrite_call(op, call: Call, prefix: str, what: str) -> str:

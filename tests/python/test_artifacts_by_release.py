@@ -1,0 +1,145 @@
+"""Artifacts of seven JAX releases on the running JAX: each program exported,
+serialized and run by its own release (0.4.22, the first whose jax.export
+serializes, to 0.7.2; tools/setup.sh makes them with
+tests/python/jax_artifacts.py, one venv per release), read by ccshim,
+written at the running JAX's serialization version with its legacy calls
+rewritten, run here, and compared with what the exporting release computed.
+
+Today's JAX refuses most of them unaided: from 0.11.2 it reads no
+serialization version older than its window (1 and 2: everything up to
+0.7.2), and their legacy LAPACK/BLAS targets left jaxlib long ago.  The
+legacy kernels are jaxlib 0.4.30's (conftest's old_lapack), the typed ones
+the running jaxlib's.
+"""
+
+import json
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+export = pytest.importorskip("jax.export", reason="jax.export does not import in this JAX "
+                             f"({jax.__version__})")
+
+import ccshim.export as ce  # noqa: E402
+from conftest import BUILD, ROOT  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("x64")
+
+ARTIFACTS = ROOT / ".cache" / "jax-artifacts"
+RELEASES = ["0.4.22", "0.4.23", "0.4.30", "0.4.35", "0.5.3", "0.6.2", "0.7.2"]
+NAMES = ["lu_f32", "lu_c128", "cholesky_f64", "qr_c64", "trsm_f32", "fft_c64", "rfft2_f64",
+         "lu_poly_batch_f32", "scan_cholesky_f64"]
+# A typed call whose handler changed in jaxlib since: 0.5.3's lapack_strsm_ffi
+# passed three buffers, today's handler takes two.  XLA says so; ccshim does
+# not rewrite typed calls.
+HANDLER_CHANGED = {("0.5.3", "trsm_f32"): "Wrong number of arguments"}
+
+
+def _case(release, name):
+    index = ARTIFACTS / release / "index.json"
+    if not (ARTIFACTS / release / ".complete").exists():
+        pytest.skip(f"JAX {release}'s artifacts were not made (tools/setup.sh: PyPI "
+                    f"unreachable, or see .cache/jax-{release}.log)")
+    cases = {c["name"]: c for c in json.loads(index.read_text())["cases"]}
+    path = ARTIFACTS / release / f"{name}.jax"
+    try:
+        ce.read(path)
+    except ce.ArtifactError as e:
+        pytest.skip(f"ccshim on JAX {jax.__version__} does not read JAX {release}'s artifacts "
+                    f"({str(e).split(': ', 1)[-1][:160]})")
+    return cases[name], path
+
+
+def _runs(release, case):
+    """Per run: (inputs, outputs) as the exporting release recorded them."""
+    with np.load(ARTIFACTS / release / f"{case['name']}.npz") as z:
+        out = []
+        for r in range(case["runs"]):
+            pre = f"run_{r}_" if case["runs"] > 1 else ""
+            out.append(([z[f"{pre}arr_{i}"] for i in range(case["inputs"])],
+                        [z[f"{pre}out_{i}"] for i in range(case["outputs"])]))
+        return out
+
+
+def _same(got, want, what):
+    assert len(got) == len(want), what
+    for g, w in zip(got, want):
+        g = np.asarray(g)
+        assert g.dtype == w.dtype and g.shape == w.shape, (what, g.dtype, g.shape, w.shape)
+        if w.dtype.kind in "fc":
+            rtol = 1e-5 if w.dtype in (np.float32, np.complex64) else 1e-11
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * max(1, np.abs(w).max()),
+                                       err_msg=what)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=what)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("release", RELEASES)
+def test_an_artifact_of_any_release_runs_on_this_jax(release, name, old_lapack):
+    case, path = _case(release, name)
+    art = ce.read(path)
+    legacy = sorted({c.target for c in art.calls() if c.kind == "legacy"})
+    assert legacy == sorted(t for t in case["targets"]
+                            if not t.endswith("_ffi") and t != "shape_assertion")
+    done = ce.rewrite(path)
+    # written at this JAX's serialization version: JAX itself reads it back
+    # (symbolic dimensions compare by their text: each read has its own scope)
+    assert str(export.deserialize(bytearray(done.data)).in_avals) == str(art.exported.in_avals)
+    assert done.calling_convention == case["calling_convention"]
+    if legacy:
+        ce.register(done.data, old_lapack.registrations())
+    loaded = ce.load(done.data)
+    for r, (inputs, want) in enumerate(_runs(release, case)):
+        what = f"JAX {release} {name} run {r}"
+        try:
+            got = jax.tree_util.tree_leaves(loaded.call(*inputs))
+        except jax.errors.JaxRuntimeError as e:
+            if (release, name) in HANDLER_CHANGED:
+                assert HANDLER_CHANGED[release, name] in str(e), str(e)
+                return
+            raise
+        _same(got, want, what)
+
+
+def test_this_jax_alone_refuses_them():
+    """What ccshim adds: from JAX 0.11.2, deserialize refuses every one of
+    these releases' artifacts (serialization 1 and 2), named as such."""
+    path = ARTIFACTS / "0.6.2" / "fft_c64.jax"
+    if not path.exists():
+        pytest.skip("JAX 0.6.2's artifacts were not made")
+    try:
+        export.deserialize(bytearray(path.read_bytes()))
+    except ValueError as e:
+        assert "compatibility window" in str(e)
+    else:
+        assert tuple(map(int, jax.__version__.split(".")[:3])) < (0, 11, 2), \
+            f"JAX {jax.__version__} read a serialization-2 artifact unaided"
+
+
+def _ccshim(*args):
+    import os
+    return subprocess.run([str(BUILD / "tools" / "ccshim"), *map(str, args)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "CCSHIM_PYTHON": sys.executable})
+
+
+@pytest.mark.parametrize("release, name, left", [("0.6.2", "rfft2_f64", 0),
+                                                 ("0.4.23", "lu_f32", 1)])
+def test_the_upgrade_command_writes_an_artifact_this_jax_reads(release, name, left, tmp_path):
+    case, path = _case(release, name)
+    out = tmp_path / "upgraded.jax"
+    p = _ccshim("rewrite", "--upgrade", path, out)
+    assert p.returncode == 0, p.stderr
+    assert f"0 legacy call(s) to 0 target(s) rewritten; {left} custom call(s) left alone" \
+        in p.stdout, p.stdout
+    assert f"calling convention {case['calling_convention']} kept" in p.stdout, p.stdout
+    upgraded = export.deserialize(bytearray(out.read_bytes()))
+    if not left:  # nothing to register: it runs as JAX wrote it
+        (inputs, want), = _runs(release, case)
+        _same(jax.tree_util.tree_leaves(upgraded.call(*inputs)), want, f"{release} {name}")
+    p = _ccshim("rewrite", "--upgrade", path, out, "--only", "lapack_sgetrf")
+    assert p.returncode == 2 and "--upgrade rewrites no call" in p.stderr, p.stderr
