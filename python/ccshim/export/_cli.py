@@ -30,8 +30,10 @@ becomes a typed-FFI call on the target ccshim wraps it as, PFX vN.TARGET
 (default ccshim.vN.TARGET), its backend_config bytes carried intact as the
 uint8 attribute "opaque".  A jax.export artifact is written at the running
 JAX's serialization version, whatever version it was read at (JAX reads
-versions older than its compatibility window only through ccshim); its
-calling convention is kept.  IN is never modified; OUT is written whole or
+versions older than its compatibility window only through ccshim), and at
+its calling convention, or the oldest the running JAX supports where the
+upgrade is exact (8 -> 9 for one platform; otherwise refused, the
+difference named).  IN is never modified; OUT is written whole or
 not at all.
 
   --platform P     the platform of a plain module (cpu, cuda, rocm); an
@@ -233,9 +235,12 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
             print(f"{dst}: {n} legacy call(s) to {len(done.targets)} target(s) rewritten; "
                   f"{len(done.kept)} custom call(s) left alone", file=out)
             read_v, written_v = done.serialization
+            cc_read, cc_written = done.calling_convention
             if read_v is not None and written_v is not None:
+                cc = (f"calling convention {cc_read} kept" if cc_read == cc_written else
+                      f"calling convention {cc_read} -> {cc_written} (exact)")
                 print(f"  serialization version {read_v} -> {written_v} (the running JAX's); "
-                      f"calling convention {done.calling_convention} kept", file=out)
+                      f"{cc}", file=out)
             for t in done.targets:
                 print(f"  {t['legacy']} (api_version {t['api_version']}) -> {t['typed']}, "
                       f"{t['calls']} call(s)", file=out)

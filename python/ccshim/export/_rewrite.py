@@ -22,9 +22,10 @@ class Rewritten:
     targets: list[dict]
     kept: list[Call]
     # A jax.export artifact: the serialization version read and the one
-    # written (the running JAX's), and its calling convention (kept).
+    # written (the running JAX's), and its calling convention, read and
+    # written (upgraded where the running JAX no longer supports it).
     serialization: tuple[int | None, int | None] = (None, None)
-    calling_convention: int | None = None
+    calling_convention: tuple[int | None, int | None] = (None, None)
 
     def manifest(self) -> dict:
         return {"ccshim_rewrite": 1, "kind": self.kind, "platforms": list(self.platforms),
@@ -32,7 +33,8 @@ class Rewritten:
                 "left_alone": [{"target": c.target, "kind": c.kind} for c in self.kept],
                 "serialization_version": {"read": self.serialization[0],
                                           "written": self.serialization[1]},
-                "calling_convention_version": self.calling_convention}
+                "calling_convention_version": {"read": self.calling_convention[0],
+                                               "written": self.calling_convention[1]}}
 
 
 def rewrite(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = None,
@@ -83,6 +85,9 @@ def rewrite(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = No
                   if c.is_custom_call() not in renamed]
         checks += [jax_export.DisabledSafetyCheck.custom_call(t) for t in sorted(targets)]
         art.exported = dataclasses.replace(art.exported, disabled_safety_checks=tuple(checks))
+    cc_read = getattr(art.exported, "calling_convention_version", None)
+    if art.exported is not None:
+        art.exported = _calling_convention_upgrade(art)
     kind = to or art.kind
     written = None
     if kind == "export":
@@ -91,8 +96,44 @@ def rewrite(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = No
     return Rewritten(data=art.to_bytes(kind), kind=kind, platforms=art.platforms,
                      targets=sorted(targets.values(), key=lambda t: t["typed"]), kept=kept,
                      serialization=(art.serialization_version, written),
-                     calling_convention=getattr(art.exported, "calling_convention_version",
-                                                None))
+                     calling_convention=(cc_read, getattr(art.exported,
+                                                          "calling_convention_version", None)))
+
+
+def _calling_convention_upgrade(art):
+    """The artifact at the running JAX's oldest supported calling convention
+    when it is older and the upgrade is exact.  8 -> 9 (JAX 0.4.22 and 0.4.23
+    wrote 8; JAX from 0.11 supports 9 and 10): version 9 adds effects and
+    tags the platform index and the dimension variables as global constants.
+    An artifact of version 8 has no effects; with one platform it has no
+    platform index; and JAX already tagged its dimension variables (the
+    module says jax.global_constant wherever it uses shape polymorphism).
+    Then the same module is version 9.  Otherwise the difference is named."""
+    import dataclasses
+    exported = art.exported
+    try:
+        from jax import export as jax_export
+        lowest = jax_export.minimum_supported_calling_convention_version
+    except (ImportError, AttributeError):
+        return exported
+    version = exported.calling_convention_version
+    if version >= lowest:
+        return exported
+    if version != 8 or lowest != 9:
+        raise ArtifactError(f"{art.what}: calling convention {version}; this JAX supports "
+                            f"{lowest} and later, and ccshim upgrades 8 to 9 only")
+    if len(exported.platforms) != 1:
+        raise ArtifactError(
+            f"{art.what}: calling convention 8 with platforms {', '.join(exported.platforms)}: "
+            "version 9 tags the platform index argument as a global constant, which ccshim "
+            "does not add; this JAX supports 9 and later")
+    text = exported.mlir_module()
+    if "jax.uses_shape_polymorphism = true" in text and "jax.global_constant" not in text:
+        raise ArtifactError(
+            f"{art.what}: calling convention 8, shape-polymorphic, with no dimension variable "
+            "tagged as a global constant, which version 9 requires; ccshim does not add the "
+            "tags")
+    return dataclasses.replace(exported, calling_convention_version=9)
 
 
 def _rewrite_call(op, call: Call, prefix: str, what: str) -> str:
