@@ -147,7 +147,8 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version, ccshim_platform 
 
   size_t size = sizeof(ccshim_adapter) + nspecs * sizeof(leaf_spec) + ndims * sizeof(int64_t) +
                 plan_len * sizeof(int32_t) + oname_len + 1 + (sig ? sig_len + 1 : 0) +
-                nnames * (sizeof(char*) + sizeof(int32_t)) + names_len + 6 * alignof(max_align_t);
+                nnames * (sizeof(char*) + sizeof(int32_t) + sizeof(int64_t)) + names_len +
+                7 * alignof(max_align_t);
   ccshim_adapter* a = calloc(1, size);
   if (a == NULL) {
     free(plan);
@@ -175,6 +176,9 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version, ccshim_platform 
       specs[i].dtype = s->dtype;
       specs[i].rank = s->any_dims ? -1 : (int32_t)s->rank;
       specs[i].dims = dims;
+      specs[i].count_var = -1;
+      for (size_t v = 0; s->elements_name != NULL && v < nnames; v++)
+        if (s->elements_name == sig->dim_names[v]) specs[i].count_var = (int32_t)v;
       if (s->rank) memcpy(dims, s->dims, (size_t)s->rank * sizeof *dims);
       for (int64_t d = 0; s->dim_names != NULL && d < s->rank; d++)
         for (size_t v = 0; v < nnames; v++)
@@ -184,17 +188,20 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version, ccshim_platform 
     if (!sig->is_static) {
       const char** names = carve(&at, nnames * sizeof *names, alignof(char*));
       int32_t* tied = carve(&at, nnames * sizeof *tied, alignof(int32_t));
+      int64_t* elements = carve(&at, nnames * sizeof *elements, alignof(int64_t));
       for (size_t v = 0; v < nnames; v++) {
         size_t len = strlen(sig->dim_names[v]) + 1;
         char* copy = carve(&at, len, 1);
         memcpy(copy, sig->dim_names[v], len);
         names[v] = copy;
         tied[v] = sig->dim_operands[v];
+        elements[v] = sig->dim_elements[v];
       }
       a->symbolic = 1;
       a->num_dim_names = (int32_t)nnames;
       a->dim_names = names;
       a->dim_operands = tied;
+      a->dim_elements = elements;
     }
     a->specs = specs;
     a->count_checked = 1;

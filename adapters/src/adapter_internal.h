@@ -22,6 +22,7 @@ typedef struct leaf_spec {
   int32_t dtype;
   int32_t rank;
   const int64_t* dims;
+  int32_t count_var; /* `[...n]`: the name its element count is, or -1 */
 } leaf_spec;
 
 typedef XLA_FFI_Error* (*ccshim__call_fn)(const ccshim_adapter* a, XLA_FFI_CallFrame* frame);
@@ -63,6 +64,7 @@ struct ccshim_adapter {
   int32_t num_dim_names;
   const char* const* dim_names;
   const int32_t* dim_operands; /* per name: the arg holding its value, or -1 */
+  const int64_t* dim_elements; /* per name: the element of that arg (name[k]), or -1 */
 };
 
 /* One call of a wrapped kernel through a typed call frame, every case

@@ -148,21 +148,61 @@ static void format_spec(const ccshim_adapter* a, const leaf_spec* s, char* buf, 
   ccshim__format(buf + n, cap - n, "]");
 }
 
-/* An integer scalar's value, sign- or zero-extended. */
-static int64_t scalar_value(const XLA_FFI_Buffer* b) {
+/* Element k of an integer buffer, sign- or zero-extended. */
+static int64_t element_value(const XLA_FFI_Buffer* b, int64_t k) {
   switch ((int)b->dtype) {
-    case XLA_FFI_DataType_S8: return *(const int8_t*)b->data;
-    case XLA_FFI_DataType_S16: return *(const int16_t*)b->data;
-    case XLA_FFI_DataType_S32: return *(const int32_t*)b->data;
-    case XLA_FFI_DataType_U8: return *(const uint8_t*)b->data;
-    case XLA_FFI_DataType_U16: return *(const uint16_t*)b->data;
-    case XLA_FFI_DataType_U32: return *(const uint32_t*)b->data;
+    case XLA_FFI_DataType_S8: return ((const int8_t*)b->data)[k];
+    case XLA_FFI_DataType_S16: return ((const int16_t*)b->data)[k];
+    case XLA_FFI_DataType_S32: return ((const int32_t*)b->data)[k];
+    case XLA_FFI_DataType_U8: return ((const uint8_t*)b->data)[k];
+    case XLA_FFI_DataType_U16: return ((const uint16_t*)b->data)[k];
+    case XLA_FFI_DataType_U32: return ((const uint32_t*)b->data)[k];
     case XLA_FFI_DataType_U64: {
-      uint64_t v = *(const uint64_t*)b->data;
+      uint64_t v = ((const uint64_t*)b->data)[k];
       return v > INT64_MAX ? -1 : (int64_t)v;
     }
-    default: return *(const int64_t*)b->data;
+    default: return ((const int64_t*)b->data)[k];
   }
+}
+
+/* Whether a buffer has exactly the spec's fixed dtype and dims. */
+static int fixed_match(const XLA_FFI_Buffer* b, const leaf_spec* s) {
+  return (int)b->dtype == s->dtype && b->rank == s->rank &&
+         (s->rank == 0 ||
+          (b->dims != NULL && memcmp(b->dims, s->dims, (size_t)s->rank * sizeof(int64_t)) == 0));
+}
+
+/* `[...n]`: the buffer's element count is n, bound here when nothing bound
+ * it before, else compared. */
+static XLA_FFI_Error* check_count(const ccshim_adapter* a, const XLA_FFI_Api* api,
+                                  const XLA_FFI_Buffer* b, int64_t i, int64_t na, int32_t v,
+                                  int64_t* value, int64_t* from, int32_t* from_dim,
+                                  uint64_t* bound) {
+  int64_t count = 1;
+  for (int64_t d = 0; d < b->rank; d++) {
+    if (b->dims[d] != 0 && count > INT64_MAX / b->dims[d]) {
+      count = -1;
+      break;
+    }
+    count *= b->dims[d];
+  }
+  if (!(*bound & (UINT64_C(1) << v))) {
+    value[v] = count;
+    from[v] = i;
+    from_dim[v] = -2;
+    *bound |= UINT64_C(1) << v;
+    return NULL;
+  }
+  if (count == value[v]) return NULL;
+  char who[32], where[32];
+  side_name(a, i, na, who, sizeof who);
+  side_name(a, from[v], na, where, sizeof where);
+  return invalid(api, "%s: has %lld elements, but %s is %lld (%s of %s)", who, (long long)count,
+                 a->dim_names[v], (long long)value[v],
+                 from_dim[v] == -1   ? "the value"
+                 : from_dim[v] == -2 ? "the element count"
+                                     : "a dim",
+                 where);
 }
 
 /* A shape-polymorphic signature: fixed dims as written; each name bound
@@ -181,13 +221,14 @@ static XLA_FFI_Error* check_symbolic(const ccshim_adapter* a, const XLA_FFI_Api*
     const XLA_FFI_Buffer* b = args[leaf];
     const leaf_spec* s = &a->specs[leaf];
     side_name(a, leaf, na, who, sizeof who);
-    if ((int)b->dtype != s->dtype || b->rank != 0) {
+    int64_t k = a->dim_elements[v] < 0 ? 0 : a->dim_elements[v];
+    if (!fixed_match(b, s)) {
       ccshim__format_shape(got, sizeof got, (int)b->dtype, b->rank, b->dims);
       format_spec(a, s, want, sizeof want);
       return invalid(api, "%s: expected %s (the value of %s), got %s", who, want, a->dim_names[v],
                      got);
     }
-    value[v] = scalar_value(b);
+    value[v] = element_value(b, k);
     if (value[v] < 0)
       return invalid(api, "%s: %s is %lld; a dimension size cannot be negative", who,
                      a->dim_names[v], (long long)value[v]);
@@ -207,6 +248,10 @@ static XLA_FFI_Error* check_symbolic(const ccshim_adapter* a, const XLA_FFI_Api*
       else
         ccshim__format_shape(got, sizeof got, (int)b->dtype, b->rank, b->dims);
       return invalid(api, "%s: expected %s, got %s", who, want, got);
+    }
+    if (s->count_var >= 0) {
+      XLA_FFI_Error* e = check_count(a, api, b, i, na, s->count_var, value, from, from_dim, &bound);
+      if (e != NULL) return e;
     }
     for (int32_t d = 0; d < s->rank; d++) {
       int64_t want_dim = s->dims[d], got_dim = b->dims[d];
@@ -228,12 +273,15 @@ static XLA_FFI_Error* check_symbolic(const ccshim_adapter* a, const XLA_FFI_Api*
       if (got_dim == value[v]) continue;
       side_name(a, i, na, who, sizeof who);
       side_name(a, from[v], na, where, sizeof where);
-      if (from_dim[v] < 0)
+      if (from_dim[v] == -1)
         return invalid(api,
                        "%s: dim %d is %lld, but %s is %lld (the value of %s): the size operand "
                        "and the buffer disagree",
                        who, (int)d, (long long)got_dim, a->dim_names[v], (long long)value[v],
                        where);
+      if (from_dim[v] == -2)
+        return invalid(api, "%s: dim %d is %lld, but %s is %lld (the element count of %s)", who,
+                       (int)d, (long long)got_dim, a->dim_names[v], (long long)value[v], where);
       return invalid(api, "%s: dim %d is %lld, but %s is %lld (dim %d of %s)", who, (int)d,
                      (long long)got_dim, a->dim_names[v], (long long)value[v], (int)from_dim[v],
                      where);

@@ -198,6 +198,21 @@ static int parse_layout(parser* p, ccshim_shape* out) {
   return 1;
 }
 
+/* Moves past a dimension name: `n`, or `n[k]` (element k of operand n). */
+static int scan_dim_name(parser* p) {
+  while (is_ident(p->text[p->pos])) p->pos++;
+  if (p->text[p->pos] != '[') return 1;
+  p->pos++;
+  if (p->text[p->pos] < '0' || p->text[p->pos] > '9')
+    return expected(p, "an element index after '[' (name[k]: element k of operand name)");
+  size_t digits = p->pos;
+  while (p->text[p->pos] >= '0' && p->text[p->pos] <= '9') p->pos++;
+  if (p->pos - digits > 9) return fail_at(p, digits, CCSHIM_EOVERFLOW, "element index too large");
+  if (p->text[p->pos] != ']') return expected(p, "']' after the element index");
+  p->pos++;
+  return 1;
+}
+
 static int parse_dims(parser* p, ccshim_shape* out) {
   int64_t dims[CCSHIM_MAX_RANK];
   const char* vars[CCSHIM_MAX_RANK];
@@ -207,7 +222,16 @@ static int parse_dims(parser* p, ccshim_shape* out) {
   if (strncmp(p->text + p->pos, "...", 3) == 0) {
     p->pos += 3;
     skip_ws(p);
-    if (p->text[p->pos] != ']') return expected(p, "']' after '...' (any dims)");
+    if (is_name_start(p->text[p->pos])) { /* [...n]: n elements, any dims */
+      size_t at = p->pos;
+      if (!scan_dim_name(p)) return 0;
+      int32_t index = dim_name(p, at, p->pos);
+      if (index < 0) return 0;
+      out->elements_name = p->names[index];
+      skip_ws(p);
+    }
+    if (p->text[p->pos] != ']')
+      return expected(p, "']' after '...' (any dims), or a name for their element count");
     p->pos++;
     out->any_dims = 1;
     p->symbolic = 1;
@@ -226,7 +250,7 @@ static int parse_dims(parser* p, ccshim_shape* out) {
       const char* name = NULL;
       int64_t v = 0;
       if (is_name_start(c)) {
-        while (is_ident(p->text[p->pos])) p->pos++;
+        if (!scan_dim_name(p)) return 0;
         int32_t index = dim_name(p, at, p->pos);
         if (index < 0) return 0;
         name = p->names[index];
@@ -413,10 +437,68 @@ static int is_size_operand(const ccshim_shape* s) {
           (d >= CCSHIM__DTYPE_U8 && d <= CCSHIM__DTYPE_U64));
 }
 
+static int is_integer_array(const ccshim_shape* s) {
+  int d = s->dtype;
+  return !s->is_tuple && !s->any_dims && s->dim_names == NULL &&
+         ((d >= CCSHIM__DTYPE_S8 && d <= CCSHIM__DTYPE_S64) ||
+          (d >= CCSHIM__DTYPE_U8 && d <= CCSHIM__DTYPE_U64));
+}
+
+/* A dimension name `op[k]` (element k of operand op): the operand's name
+ * length and k; 0 for a plain name. */
+static int element_name(const char* name, size_t* base_len, int64_t* k) {
+  const char* bracket = strchr(name, '[');
+  if (bracket == NULL) return 0;
+  *base_len = (size_t)(bracket - name);
+  *k = strtoll(bracket + 1, NULL, 10);
+  return 1;
+}
+
+/* 1 when some dimension is the operand's value (`name`), 2 when some is an
+ * element of it (`name[k]`), 3 both, 0 neither. */
 static int names_dim(const parser* p, const char* name) {
-  for (size_t v = 0; v < p->num_names; v++)
-    if (!strcmp(p->names[v], name)) return 1;
-  return 0;
+  int uses = 0;
+  size_t len = strlen(name), base;
+  int64_t k;
+  for (size_t v = 0; v < p->num_names; v++) {
+    if (!strcmp(p->names[v], name)) uses |= 1;
+    if (element_name(p->names[v], &base, &k) && base == len && !strncmp(p->names[v], name, len))
+      uses |= 2;
+  }
+  return uses;
+}
+
+/* Every `op[k]` names an operand of fixed integer dims with a k-th element. */
+static int check_elements(parser* p, const ccshim_shape* operands, size_t n) {
+  for (size_t v = 0; v < p->num_names; v++) {
+    size_t base;
+    int64_t k;
+    if (!element_name(p->names[v], &base, &k)) continue;
+    const ccshim_shape* s = NULL;
+    for (size_t i = 0; i < n && s == NULL; i++)
+      if (operands[i].name && strlen(operands[i].name) == base &&
+          !strncmp(operands[i].name, p->names[v], base))
+        s = &operands[i];
+    char msg[400], shape[256];
+    if (s == NULL) {
+      ccshim__format(msg, sizeof msg,
+                     "dimension '%.40s' is an element of operand '%.*s', but no operand is "
+                     "named so",
+                     p->names[v], (int)(base > 40 ? 40 : base), p->names[v]);
+      return fail_at(p, p->name_pos[v], CCSHIM_ESIGNATURE, msg);
+    }
+    int64_t count = is_integer_array(s) ? ccshim_shape_elements(s) : -1;
+    if (count < 0 || k >= count) {
+      ccshim_shape_format(s, shape, sizeof shape);
+      ccshim__format(msg, sizeof msg,
+                     "dimension '%.40s' is element %lld of operand '%.40s', %s, which %s",
+                     p->names[v], (long long)k, s->name, shape,
+                     count < 0 ? "is no integer array of fixed dims (s8..s64, u8..u64)"
+                               : "has fewer elements");
+      return fail_at(p, p->name_pos[v], CCSHIM_ESIGNATURE, msg);
+    }
+  }
+  return 1;
 }
 
 /* Operand names: distinct, and one that a dimension uses must be an
@@ -435,23 +517,28 @@ static int tie_names(parser* p, const ccshim_shape* operands, size_t n) {
         return fail_at(p, p->operand_pos[i], CCSHIM_ESIGNATURE, msg);
       }
     const ccshim_shape* s = &operands[i];
-    if (!names_dim(p, s->name)) {
-      if (unused == n && is_size_operand(s)) unused = i;
+    int uses = names_dim(p, s->name);
+    if (!uses) {
+      if (unused == n && (is_size_operand(s) || is_integer_array(s))) unused = i;
       continue;
     }
-    if (!is_size_operand(s)) {
+    if ((uses & 1) && !is_size_operand(s)) {
       char shape[256], msg[400];
       ccshim_shape_format(s, shape, sizeof shape);
       ccshim__format(msg, sizeof msg,
                      "dimension '%.40s' names operand %zu, %s, which holds no size: a dimension "
-                     "can be tied only to an integer scalar (s8..s64, u8..u64)",
+                     "can be tied only to an integer scalar (s8..s64, u8..u64), or to an "
+                     "element of an integer array as name[k]",
                      s->name, i, shape);
       return fail_at(p, p->operand_pos[i], CCSHIM_ESIGNATURE, msg);
     }
   }
+  if (!check_elements(p, operands, n)) return 0;
   if (unused == n) return 1;
   for (size_t v = 0; v < p->num_names; v++) {
-    int bound = 0;
+    size_t base;
+    int64_t k;
+    int bound = element_name(p->names[v], &base, &k);
     for (size_t i = 0; i < n && !bound; i++)
       bound = operands[i].name && !strcmp(operands[i].name, p->names[v]);
     if (bound) continue;
@@ -546,19 +633,28 @@ ccshim_status ccshim_signature_parse(const char* text, ccshim_signature** out) {
   if (p.num_names > 0) {
     const char** names = arena_alloc(sig, p.num_names * sizeof *names);
     int32_t* tied = arena_alloc(sig, p.num_names * sizeof *tied);
-    if (names == NULL || tied == NULL) {
+    int64_t* elements = arena_alloc(sig, p.num_names * sizeof *elements);
+    if (names == NULL || tied == NULL || elements == NULL) {
       ccshim_signature_free(&sig->pub);
       return ccshim__fail(CCSHIM_ENOMEM, "out of memory");
     }
     for (size_t v = 0; v < p.num_names; v++) {
       names[v] = p.names[v];
       tied[v] = -1;
+      elements[v] = -1;
+      size_t base = strlen(names[v]);
+      int64_t k = -1;
+      if (!element_name(names[v], &base, &k)) k = -1;
       for (size_t i = 0; i < num_operands; i++)
-        if (operands[i].name && strcmp(operands[i].name, names[v]) == 0)
+        if (operands[i].name && strlen(operands[i].name) == base &&
+            strncmp(operands[i].name, names[v], base) == 0) {
           tied[v] = (int32_t)operands[i].first_leaf;
+          elements[v] = k;
+        }
     }
     sig->pub.dim_names = names;
     sig->pub.dim_operands = tied;
+    sig->pub.dim_elements = elements;
   }
   *out = &sig->pub;
   return CCSHIM_OK;
@@ -622,6 +718,7 @@ static void put_shape(text_out* t, const ccshim_shape* s) {
     put(t, dtype ? dtype : "?");
     put(t, "[");
     if (s->any_dims) put(t, "...");
+    if (s->any_dims && s->elements_name) put(t, s->elements_name);
     for (int64_t i = 0; !s->any_dims && i < s->rank; i++) {
       if (i) put(t, ",");
       if (s->dim_names[i] != NULL) {

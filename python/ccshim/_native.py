@@ -108,6 +108,7 @@ Shape._fields_ = [
     ("dim_names", ctypes.POINTER(c_char_p)),
     ("any_dims", c_int),
     ("name", c_char_p),
+    ("elements_name", c_char_p),
 ]
 
 
@@ -126,6 +127,7 @@ class SignatureStruct(ctypes.Structure):
         ("dim_names", ctypes.POINTER(c_char_p)),
         ("dim_operands", ctypes.POINTER(ctypes.c_int32)),
         ("is_static", c_int),
+        ("dim_elements", ctypes.POINTER(c_int64)),
     ]
 
 

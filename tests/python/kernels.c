@@ -140,3 +140,34 @@ void batched_double_v1(void* out, const void** in) {
   const float* x = in[1];
   for (int32_t i = 0; i < n * 16; i++) ((float*)out)[i] = 2.0f * x[i];
 }
+
+/* Sizes carried in arrays, as real projects passed them (issue 20).
+ * (n: s64[1], x: f32[...n[0]]) -> f32[]: the sum of the n elements of x,
+ * n an s64[1] as veros passed its sizes. */
+void count_sum_v1(void* out, const void** in) {
+  int64_t n = ((const int64_t*)in[0])[0];
+  const float* x = in[1];
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; i++) s += x[i];
+  *(float*)out = s;
+}
+
+/* (shape: s32[2], x: f32[shape[0],shape[1]]) -> f32[shape[0],shape[1]]:
+ * out = x + row index, the dims read from a shape array as an FFT kernel
+ * reads its s32[r] shape. */
+void shape_rows_v1(void* out, const void** in) {
+  const int32_t* shape = in[0];
+  const float* x = in[1];
+  for (int32_t r = 0; r < shape[0]; r++)
+    for (int32_t c = 0; c < shape[1]; c++)
+      ((float*)out)[r * shape[1] + c] = x[r * shape[1] + c] + (float)r;
+}
+
+/* (n: s64[], x: f32[...n]) -> f32[...n]: out = 3 * x over n elements, n
+ * the element count of x, as extending-jax passed it. */
+void count_triple_v2(void* out, const void** in, XlaCustomCallStatus* status) {
+  (void)status;
+  int64_t n = *(const int64_t*)in[0];
+  const float* x = in[1];
+  for (int64_t i = 0; i < n; i++) ((float*)out)[i] = 3.0f * x[i];
+}

@@ -206,6 +206,21 @@ static void print_json(const scan* s, const inventory* inv) {
       s->num_arts, art_calls);
 }
 
+/* The candidates, apart; how many. */
+static size_t print_text_candidates(const inventory* inv) {
+  size_t candidates = count_candidates(inv);
+  if (candidates == 0) return 0;
+  printf(
+      "candidates: functions with legacy parameters that nothing in the tree registers or "
+      "calls\n");
+  for (size_t i = 0; i < inv->n; i++)
+    if (inv->t[i].candidate)
+      printf("    %s  %s:%d (%s parameters)\n", inv->t[i].name, inv->t[i].def->file,
+             inv->t[i].def->line, ccshim_legacy_form_text(inv->t[i].form));
+  printf("\n");
+  return candidates;
+}
+
 static void print_text(const scan* s, const inventory* inv) {
   size_t typed = 0, by_form[PLAT_SYCL + 1][4] = {{0}}, unknown = 0, notes = 0, calls = 0;
   for (size_t i = 0; i < s->n; i++) typed += s->f[i].kind == TYPED;
@@ -284,17 +299,7 @@ static void print_text(const scan* s, const inventory* inv) {
     }
     printf("\n");
   }
-  size_t candidates = count_candidates(inv);
-  if (candidates) {
-    printf(
-        "candidates: functions with legacy parameters that nothing in the tree registers or "
-        "calls\n");
-    for (size_t i = 0; i < inv->n; i++)
-      if (inv->t[i].candidate)
-        printf("    %s  %s:%d (%s parameters)\n", inv->t[i].name, inv->t[i].def->file,
-               inv->t[i].def->line, ccshim_legacy_form_text(inv->t[i].form));
-    printf("\n");
-  }
+  size_t candidates = print_text_candidates(inv);
   size_t num = inv->n - candidates;
   printf("%zu legacy target%s in %zu files (%zu lines):", num, num == 1 ? "" : "s", s->files,
          s->lines);

@@ -25,6 +25,10 @@
  *   (m: s32[], n: s32[], a: f32[m,n]) -> f32[n]
  *                                           a dim tied to a scalar's value
  *   (s32[], u8[...]) -> f32[...]            any dims: the dtype is checked
+ *   (sz: s64[1], x: f64[sz[0]]) -> f64[sz[0]]
+ *                                           a dim tied to an element of a
+ *                                           small integer array
+ *   (n: s64[], x: f32[...n]) -> f32[...n]   any dims whose element count is n
  *
  * A dimension written as a name is the same size in every buffer that
  * names it: the first buffer that has it (operands, then results, depth
@@ -33,7 +37,11 @@
  * the value that operand holds at run time (it must be an integer scalar;
  * read on the host, so on CPU only), so that a size operand that disagrees
  * with its buffer is refused with both numbers instead of crashing the
- * kernel.  `[...]` checks the element type only.
+ * kernel.  `[...]` checks the element type only; `[...n]` any dims whose
+ * product is n (a name, shared or tied as any other).  A dimension written
+ * `name[k]` is element k of the operand of that name, an integer array of
+ * fixed dims (a size carried in an array: veros's s64[1], mpi4jax's s32[1]
+ * counts, an FFT's s32[r] shape), read on the host as a scalar tie is.
  */
 #ifndef CCSHIM_SIGNATURE_H
 #define CCSHIM_SIGNATURE_H
@@ -76,6 +84,9 @@ struct ccshim_shape {
   int any_dims;
   /* A top-level operand written `name: shape`; NULL otherwise. */
   const char* name;
+  /* Arrays written `[...n]`: the dimension name that their element count
+   * is (one of the signature's dim_names); NULL otherwise. */
+  const char* elements_name;
 };
 
 /* Whether an array's layout is row-major (also when none was written). */
@@ -100,6 +111,9 @@ typedef struct ccshim_signature {
   const int32_t* dim_operands;
   /* No named dims and no `[...]`: every buffer's shape is fixed. */
   int is_static;
+  /* Per name: the element of dim_operands' leaf that holds it (`name[k]`),
+   * or -1 when the operand is the scalar itself (or none is tied). */
+  const int64_t* dim_elements;
 } ccshim_signature;
 
 /* Parses `text` (NUL-terminated).  pre: out != NULL.  On success *out owns a

@@ -231,24 +231,7 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
             json.dump(dict(manifest, check=report), out, indent=2)
             out.write("\n")
         else:
-            n = sum(t["calls"] for t in done.targets)
-            print(f"{dst}: {n} legacy call(s) to {len(done.targets)} target(s) rewritten; "
-                  f"{len(done.kept)} custom call(s) left alone", file=out)
-            read_v, written_v = done.serialization
-            cc_read, cc_written = done.calling_convention
-            if read_v is not None and written_v is not None:
-                cc = (f"calling convention {cc_read} kept" if cc_read == cc_written else
-                      f"calling convention {cc_read} -> {cc_written} (exact)")
-                print(f"  serialization version {read_v} -> {written_v} (the running JAX's); "
-                      f"{cc}", file=out)
-            for t in done.targets:
-                print(f"  {t['legacy']} (api_version {t['api_version']}) -> {t['typed']}, "
-                      f"{t['calls']} call(s)", file=out)
-            if report is not None:
-                print(f"check against {report['reference']}:", file=out)
-                for r in report["outputs"]:
-                    state = "equal" if r["equal"] else f"DIFFERENT ({r['differing_bytes']} bytes)"
-                    print(f"  output {r['output']} {r['dtype']}{r['shape']}: {state}", file=out)
+            _print_done(dst, done, report, out)
         return 0 if report is None or report["equal"] else 1
     except ArtifactError as e:
         print(f"ccshim rewrite: {e}", file=sys.stderr)
@@ -259,6 +242,29 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
     except Exception as e:  # JAX's or XLA's own errors, e.g. from --check's runs
         print(f"ccshim rewrite: {type(e).__name__}: {_first_line(e)}", file=sys.stderr)
         return 2
+
+
+def _print_done(dst, done, report, out) -> None:
+    """What a rewrite did, as text: the calls rewritten, the versions
+    written, and --check's outputs."""
+    n = sum(t["calls"] for t in done.targets)
+    print(f"{dst}: {n} legacy call(s) to {len(done.targets)} target(s) rewritten; "
+          f"{len(done.kept)} custom call(s) left alone", file=out)
+    read_v, written_v = done.serialization
+    cc_read, cc_written = done.calling_convention
+    if read_v is not None and written_v is not None:
+        cc = (f"calling convention {cc_read} kept" if cc_read == cc_written else
+              f"calling convention {cc_read} -> {cc_written} (exact)")
+        print(f"  serialization version {read_v} -> {written_v} (the running JAX's); {cc}",
+              file=out)
+    for t in done.targets:
+        print(f"  {t['legacy']} (api_version {t['api_version']}) -> {t['typed']}, "
+              f"{t['calls']} call(s)", file=out)
+    if report is not None:
+        print(f"check against {report['reference']}:", file=out)
+        for r in report["outputs"]:
+            state = "equal" if r["equal"] else f"DIFFERENT ({r['differing_bytes']} bytes)"
+            print(f"  output {r['output']} {r['dtype']}{r['shape']}: {state}", file=out)
 
 
 def _check_output(path: pathlib.Path) -> None:
