@@ -313,12 +313,26 @@ def _describe(shape, dtype) -> str:
     return f"{name}[{','.join(map(str, shape))}]"
 
 
-def _check_signature(name: str, sig: Signature, operands, results, multiple) -> None:
-    """pre: no tuple operand (JAX passes none; the adapter checks the leaves)."""
-    if len(operands) != len(sig.operands):
+def _check_signature(name: str, sig: Signature, operands, results, multiple,
+                     token: bool = False) -> None:
+    """pre: no tuple operand (JAX passes none; the adapter checks the leaves).
+    ``token``: the call passes a token last on both sides, which the
+    signature must list there (``token[]``)."""
+    want_operands, want_results = sig.operands, sig.results
+    if token:
+        if not (want_operands and want_operands[-1].dtype == "token" and sig.tuple_result
+                and want_results and want_results[-1].dtype == "token"):
+            raise ValueError(f"{name}: ordered=True passes a token as the last operand and "
+                             f"takes one as the last result, which the signature {sig} does "
+                             "not list (end both sides with token[])")
+        want_operands, want_results = want_operands[:-1], want_results[:-1]
+        sig_arity = len(want_operands)
+    else:
+        sig_arity = len(sig.operands)
+    if len(operands) != sig_arity:
         raise ValueError(
-            f"{name}: the signature {sig} takes {len(sig.operands)} operand(s), "
-            f"the call passes {len(operands)}")
+            f"{name}: the signature {sig} takes {sig_arity} operand(s)"
+            f"{' and a token' if token else ''}, the call passes {len(operands)}")
     from . import numpy_dtype
     bound: dict[str, tuple[int, str]] = {}  # dim name -> (size, where it was set)
 
@@ -342,9 +356,16 @@ def _check_signature(name: str, sig: Signature, operands, results, multiple) -> 
             raise ValueError(f"{name}: {side} {i}: the signature {sig} expects "
                              f"{want}, got {_describe(shape, dtype)}")
 
-    for i, (x, want) in enumerate(zip(operands, sig.operands)):
+    for i, (x, want) in enumerate(zip(operands, want_operands)):
         aval = _aval(x)
         check("operand", i, want, aval.shape, aval.dtype)
+    if token:
+        if len(results) != len(want_results):
+            raise ValueError(f"{name}: the signature {sig} has {len(want_results)} array "
+                             f"result(s) and a token, the call asks for {len(results)}")
+        for i, (r, want) in enumerate(zip(results, want_results)):
+            check("result", i, want, r.shape, r.dtype)
+        return
     # A list of one lowers to a single array, as one ShapeDtypeStruct does.
     if sig.tuple_result and not multiple:
         raise ValueError(
@@ -484,7 +505,7 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
                 input_output_aliases: dict[int, int] | None = None,
                 input_layouts: Sequence[Any] | None = None, output_layouts: Any = None,
                 batch_operands: Callable | None = None,
-                platform: str | None = None) -> Callable[..., Any]:
+                platform: str | None = None, ordered: bool = False) -> Callable[..., Any]:
     """A legacy call site, made typed: returns a callable of the operands.
 
     The arguments are ``jax.ffi.ffi_call``'s, with the same meaning, plus
@@ -512,11 +533,23 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
     opaque, ``batch_operands`` is needed; without ``batch_operands`` every
     operand is broadcast.  Refused with a signature, whose shapes a batch
     breaks.
+
+    ``ordered=True``: the kernel takes a token as its last operand and gives
+    one as its last result, as mpi4jax's lowerings called theirs; JAX
+    threads it through an ordered effect (the calls run in program order),
+    and the call returns the array results only (a signature lists the
+    tokens: ``(..., token[]) -> (..., token[])``).  ffi_call passes no
+    token, so the call is built by ccshim (ccshim._ordered).
     """
     _args.text("name", name)
     adapter = registered(name, platform)
     attr = adapter.options["opaque_attr"] if adapter else "opaque"
     sig = adapter.signature if adapter else None
+    if ordered:
+        return _ordered_call(name, result_shape_dtypes, sig, attr, opaque,
+                             vmap_method=vmap_method, batch_operands=batch_operands,
+                             aliases=input_output_aliases,
+                             layouts=(input_layouts, output_layouts))
     if vmap_method == "broadcast" and sig is not None and sig.is_static:
         raise ValueError(
             f"{name}: vmap_method='broadcast' gives the kernel batched shapes, "
@@ -548,6 +581,30 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
     return _call_site(name, result_shape_dtypes, vmap_method,
                       input_layouts is not None or output_layouts is not None, opaque,
                       batch_operands, bind)
+
+
+def _ordered_call(name, result_shape_dtypes, sig, attr, opaque, *, vmap_method,
+                  batch_operands, aliases, layouts) -> Callable[..., Any]:
+    """legacy_call(..., ordered=True): a token threaded through an ordered
+    effect; the options that ffi_call's path takes and this one does not
+    are refused, not dropped."""
+    given = [k for k, v in (("vmap_method", vmap_method), ("batch_operands", batch_operands),
+                            ("input_output_aliases", aliases), ("input_layouts", layouts[0]),
+                            ("output_layouts", layouts[1])) if v is not None]
+    if given:
+        raise ValueError(f"{name}: ordered=True takes none of {', '.join(given)}: the call "
+                         "is built by ccshim with row-major buffers and no batching rule")
+    from . import _ordered
+    multiple = isinstance(result_shape_dtypes, Sequence)
+    results = list(result_shape_dtypes) if multiple else [result_shape_dtypes]
+
+    def call(*operands):
+        if sig is not None:
+            _check_signature(name, sig, operands, results, multiple, token=True)
+        blob = _opaque_bytes(opaque, operands)
+        out = _ordered.call(name, operands, results, {attr: blob} if blob else {})
+        return out if multiple else out[0]
+    return call
 
 
 # --- XLA's own legacy path, for side-by-side conformance ------------------------
@@ -585,13 +642,28 @@ def xla_legacy_call(name: str, result_shape_dtypes: Any, *, api_version: int,
                     input_output_aliases: dict[int, int] | None = None,
                     input_layouts: Sequence[Any] | None = None,
                     output_layouts: Any = None,
-                    batch_operands: Callable | None = None) -> Callable[..., Any]:
+                    batch_operands: Callable | None = None,
+                    ordered: bool = False) -> Callable[..., Any]:
     """The same call site through XLA's legacy custom-call path
     (custom_call_api_version 1-3, the opaque as the legacy backend config,
     bytes kept intact): takes what legacy_call takes, with the same meaning,
     so that one call site can run both ways."""
     _args.text("name", name)
     api_version = _args.integer("api_version", api_version, 1, 3)
+    if ordered:
+        if any(v is not None for v in (vmap_method, input_output_aliases, input_layouts,
+                                       output_layouts, batch_operands)):
+            raise ValueError(f"{name}: ordered=True takes no vmap_method, aliases, layouts "
+                             "or batch_operands")
+        from . import _ordered
+        multiple = isinstance(result_shape_dtypes, Sequence)
+        results = list(result_shape_dtypes) if multiple else [result_shape_dtypes]
+
+        def call(*operands):
+            blob = _opaque_bytes(opaque, operands)
+            out = _ordered.call(name, operands, results, {"opaque": blob}, api_version)
+            return out if multiple else out[0]
+        return call
 
     def bind(operands, result_types, multiple):
         blob = _opaque_bytes(opaque, operands)

@@ -171,3 +171,18 @@ void count_triple_v2(void* out, const void** in, XlaCustomCallStatus* status) {
   const float* x = in[1];
   for (int64_t i = 0; i < n; i++) ((float*)out)[i] = 3.0f * x[i];
 }
+
+/* (f32[4], token[]) -> (f32[4], token[]): out[0] = x, recording the
+ * pointers it is handed for the token operand and result, and the order
+ * of the calls (issue 20: what XLA hands a kernel for a token). */
+void* token_seen[2];
+int token_calls[8];
+int token_ncalls;
+void token_probe_v2(void* out, const void** in, XlaCustomCallStatus* status) {
+  (void)status;
+  void** table = out;
+  token_seen[0] = (void*)in[1];
+  token_seen[1] = table[1];
+  memcpy(table[0], in[0], 4 * sizeof(float));
+  if (token_ncalls < 8) token_calls[token_ncalls++] = (int)((const float*)in[0])[0];
+}
