@@ -20,11 +20,12 @@ MIRRORS = {
                        "entry", "allow_wx", "layouts")}),
     _native.Shape: ("ccshim_shape", {
         f: f for f in ("is_tuple", "dtype", "rank", "dims", "num_children", "children",
-                       "num_leaves", "first_leaf", "layout", "dim_names", "any_dims", "name")}),
+                       "num_leaves", "first_leaf", "layout", "dim_names", "any_dims", "name",
+                       "elements_name")}),
     _native.SignatureStruct: ("ccshim_signature", {
         f: f for f in ("num_operands", "operands", "result", "num_arg_leaves", "arg_leaves",
                        "num_ret_leaves", "ret_leaves", "has_tuple_operand", "num_dim_names",
-                       "dim_names", "dim_operands", "is_static")}),
+                       "dim_names", "dim_operands", "is_static", "dim_elements")}),
     _native.ContextOptions: ("ccshim_context_options", {
         f: f for f in ("struct_size", "platform", "stream", "device_ordinal", "run_id", "num_threads",
                        "alloc", "free", "alloc_user")}),
@@ -91,7 +92,7 @@ def test_mirrors_have_the_c_layout(build_dir, tmp_path):
             assert got == want, f"{mirror.__name__}.{name}: ctypes {got}, C {ctype}.{member} {want}"
             checked += 1
         assert ctypes.sizeof(mirror) == sizes[ctype], mirror.__name__
-    assert checked == 49
+    assert checked == 51
 
 
 def test_versioned_mirrors_set_the_c_struct_size(build_dir, tmp_path):
