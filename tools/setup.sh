@@ -104,7 +104,7 @@ fi
 # so that `make test` runs the Python suite on the pinned JAX and on the
 # newest one.  Python 3.12 from pyenv or PATH; without one, said and skipped.
 newest_pkgs=(jax==0.12.0.1 jaxlib==0.12.0.1 numpy==2.4.6 pytest==9.2.0 scipy==1.16.3
-             flatbuffers==25.12.19)
+             flatbuffers==25.12.19 cython==3.3.1 setuptools==75.8.0)
 newest_stamp=.venv-newest/.ccshim-requirements
 if [ "$(cat "$newest_stamp" 2>/dev/null)" != "${newest_pkgs[*]}" ]; then
   py312=$(python_of 3.12)
@@ -269,4 +269,46 @@ build_mpi4jax() {
   fi
 }
 build_mpi4jax
+# veros 1.7.0 (MIT): its Cython TDMA kernels, registered with
+# register_ffi_target(api_version=0) and lowered with mlir.custom_call, for
+# the zero-change tests (tests/python/test_legacy_mode.py).  Built as its
+# setup.py builds them, once per Python ABI: the pinned venv's 3.11, and
+# 3.12 for the newest JAX and for JAX 0.11.2, the newest veros allows (a
+# venv of its own, .cache/venv-jax-0.11.2).
+fetch_sdist veros 1.7.0 4b430abeb08dba63dcff80a4f39949bbe1c125a5e93c477789f403859cb5509d
+build_veros() {
+  local python=$1 tag=$2 src=.cache/veros-1.7.0-src/veros-1.7.0
+  local dest=.cache/veros-1.7.0-build-$2
+  [ -f "$dest/.complete" ] && return 0
+  [ -d "$src" ] && [ -x "$python" ] && "$python" -c "import Cython" 2>/dev/null || return 0
+  say "building veros 1.7.0's Cython extension for $tag (the zero-change tests)"
+  rm -rf "$dest" && cp -r "$src" "$dest"
+  if (cd "$dest" && "$OLDPWD/$python" setup.py build_ext --inplace) \
+       >".cache/build-veros-$tag.log" 2>&1 &&
+     ls "$dest"/veros/core/special/tdma_cython_.*.so >/dev/null 2>&1; then
+    touch "$dest/.complete"
+  else
+    say "could not build veros's extension (.cache/build-veros-$tag.log); its tests will skip"
+  fi
+}
+veros_jax_pkgs=(jax==0.11.2 jaxlib==0.11.2 numpy==2.4.6 scipy==1.16.3 cython==3.3.1)
+make_veros_jax_venv() {
+  local venv=.cache/venv-jax-0.11.2 stamp=.cache/venv-jax-0.11.2/.ccshim-requirements py312
+  [ "$(cat "$stamp" 2>/dev/null)" = "${veros_jax_pkgs[*]}" ] && return 0
+  py312=$(python_of 3.12)
+  [ -n "$py312" ] || { say "no Python 3.12: veros is not tested on JAX 0.11.2"; return 0; }
+  say "installing JAX 0.11.2 (the newest veros 1.7.0 allows) into $venv"
+  rm -rf "$venv"
+  if "$py312" -m venv "$venv" >/dev/null 2>&1 &&
+     "$venv/bin/python" -m pip install -q --disable-pip-version-check "${veros_jax_pkgs[@]}" \
+       >/dev/null 2>".cache/pip-jax-0.11.2.log"; then
+    printf '%s' "${veros_jax_pkgs[*]}" >"$stamp"
+    add_source_path "$venv" "$PWD/python" || true
+  else
+    say "could not install JAX 0.11.2 (PyPI unreachable?); veros on it will skip"
+  fi
+}
+build_veros .venv/bin/python cp311
+make_veros_jax_venv
+build_veros .venv-newest/bin/python cp312
 exit 0

@@ -1,0 +1,180 @@
+"""Zero-change mode: an extension that registers legacy custom-call targets
+and lowers legacy calls runs through ccshim without a line of it changed.
+
+    import ccshim.legacy          # before the extension is imported
+    import veros                  # registers with api_version=0, lowers with
+                                  # mlir.custom_call (api_version 2)
+
+Two interception points, both in JAX:
+
+* registration: ``jax.ffi.register_ffi_target(name, fn, platform,
+  api_version=0)`` (what mpi4jax and veros call) and, in JAX releases that
+  have it (to 0.5), ``jax.lib.xla_client.register_custom_call_target``
+  (celerite2's) record the kernel instead of handing it to XLA's legacy
+  registry; typed registrations (api_version >= 1) pass through untouched;
+* compilation: ``jax._src.compiler.compile_or_get_cached``, which every
+  jitted function and every jax.export artifact goes through with its
+  StableHLO module.  Before XLA sees the module, each legacy custom call
+  (api_version 1-3) to a recorded target is rewritten in place to a
+  typed-FFI call on ``ccshim.vN.TARGET``, with ``ccshim rewrite``'s own
+  engine (its opaque carried as the adapter's uint8 attribute), and that
+  target is registered from the recorded kernel, wrapped for form N, the
+  first time a call needs it.
+
+Strict mode (``enable(strict=True)``, or ``CCSHIM_LEGACY=strict`` in the
+environment before ``import ccshim.legacy``) makes a legacy call that would
+still reach XLA an error naming it: how a test proves that an extension
+would survive the removal of XLA's legacy path.
+
+JAX internals touched: ``jax.ffi.register_ffi_target`` and, where it
+exists, ``jax.lib.xla_client.register_custom_call_target`` (replaced by
+wrappers), and ``jax._src.compiler.compile_or_get_cached`` (wrapped; its
+first two parameters, the backend and the ir.Module, are the same from JAX
+0.5 to 0.12).  ``disable()`` puts them back.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from .export._common import DEFAULT_PREFIX
+
+__all__ = ["enable", "disable", "enabled", "recorded", "LegacyCallError"]
+
+
+class LegacyCallError(RuntimeError):
+    """Strict mode: a legacy custom call would have reached XLA."""
+
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {"on": False, "strict": False, "originals": None}
+# (canonical platform, name) -> the kernel as registered (capsule, address)
+_kernels: dict[tuple[str, str], Any] = {}
+# typed targets registered so far: (platform, typed name)
+_wrapped: set[tuple[str, str]] = set()
+
+
+def recorded() -> dict[tuple[str, str], Any]:
+    """The legacy registrations intercepted so far: (platform, name) -> kernel."""
+    return dict(_kernels)
+
+
+def enabled() -> bool:
+    return _state["on"]
+
+
+def enable(strict: bool | None = None) -> None:
+    """Installs the two interceptions (once); ``strict`` as documented above
+    (None: keep the current setting, initially CCSHIM_LEGACY=strict)."""
+    import jax.ffi
+    from jax._src import compiler
+    with _lock:
+        if strict is not None:
+            _state["strict"] = bool(strict)
+        if _state["on"]:
+            return
+        originals = (jax.ffi.register_ffi_target, compiler.compile_or_get_cached)
+        register, compile_ = originals
+
+        def register_ffi_target(name, fn, platform="cpu", api_version=1, **kwargs):
+            if api_version != 0:
+                return register(name, fn, platform=platform, api_version=api_version, **kwargs)
+            from . import parse_platform
+            if kwargs:
+                raise TypeError(f"ccshim.legacy: register_ffi_target({name!r}, ..., "
+                                f"api_version=0) with {sorted(kwargs)}, which a legacy "
+                                "registration does not take")
+            canonical = parse_platform(platform)[0]
+            _kernels[(canonical, name)] = fn
+            return None
+
+        def compile_or_get_cached(backend, computation, *args, **kwargs):
+            _rewrite_module(computation, backend.platform)
+            return compile_(backend, computation, *args, **kwargs)
+
+        jax.ffi.register_ffi_target = register_ffi_target
+        compiler.compile_or_get_cached = compile_or_get_cached
+        # JAX to 0.5 also had xla_client.register_custom_call_target
+        # (celerite2's), whose api_version defaults to 0.
+        client = _xla_client()
+        if client is not None:
+            old_client = client.register_custom_call_target
+
+            def register_custom_call_target(name, fn, platform="cpu", api_version=0, **kwargs):
+                if isinstance(name, bytes):
+                    name = name.decode()
+                if api_version != 0:
+                    return old_client(name, fn, platform=platform, api_version=api_version,
+                                      **kwargs)
+                return register_ffi_target(name, fn, platform=platform, api_version=0, **kwargs)
+            client.register_custom_call_target = register_custom_call_target
+            originals += (old_client,)
+        _state["originals"] = originals
+        _state["on"] = True
+
+
+def disable() -> None:
+    """Puts JAX's own functions back (the recorded kernels stay)."""
+    import jax.ffi
+    from jax._src import compiler
+    with _lock:
+        if not _state["on"]:
+            return
+        jax.ffi.register_ffi_target, compiler.compile_or_get_cached = _state["originals"][:2]
+        if len(_state["originals"]) > 2:
+            _xla_client().register_custom_call_target = _state["originals"][2]
+        _state["on"] = False
+
+
+def _xla_client():
+    """jax.lib.xla_client where it still has register_custom_call_target."""
+    try:
+        from jax.lib import xla_client
+    except ImportError:
+        return None
+    return xla_client if hasattr(xla_client, "register_custom_call_target") else None
+
+
+def _rewrite_module(module, backend_platform: str) -> None:
+    """Every legacy call to a recorded target made typed, in place; in
+    strict mode, any other legacy call refused."""
+    from . import parse_platform
+    from .export._calls import _describe_call
+    from .export._read import _walk
+    from .export._rewrite import _rewrite_call
+    platform = parse_platform(backend_platform)[0]
+    left = []
+    with module.context:
+        ops = [op for op in _walk(module.operation) if op.name == "stablehlo.custom_call"]
+        for op in ops:
+            call = _describe_call(op, DEFAULT_PREFIX)
+            if call.kind != "legacy":
+                continue
+            fn = _kernels.get((platform, call.target))
+            if fn is None:
+                left.append(call)
+                continue
+            typed = _rewrite_call(op, call, DEFAULT_PREFIX, "ccshim.legacy")
+            _ensure_registered(typed, fn, platform, call.api_version)
+    if left and _state["strict"]:
+        names = ", ".join(sorted({f"{c.target} (api_version {c.api_version})" for c in left}))
+        raise LegacyCallError(
+            f"ccshim.legacy (strict): legacy custom call(s) to {names} would reach XLA's "
+            f"legacy path on {backend_platform}: no registration of "
+            f"{'them' if len(left) > 1 else 'it'} went through jax.ffi.register_ffi_target("
+            "..., api_version=0) after ccshim.legacy was enabled")
+
+
+def _ensure_registered(typed: str, fn: Any, platform: str, api_version: int) -> None:
+    key = (platform, typed)
+    if key in _wrapped:
+        return
+    from . import jax as cj
+    cj.register_legacy(typed, fn, platform=platform, api_version=api_version)
+    _wrapped.add(key)
+
+
+if os.environ.get("CCSHIM_LEGACY", "").lower() not in ("0", "off", "no"):
+    enable(strict=os.environ.get("CCSHIM_LEGACY", "").lower() == "strict")

@@ -1,0 +1,82 @@
+"""Zero-change mode (issue 20, point 1): `import ccshim.legacy` before an
+extension, and its legacy registrations and call sites run through ccshim
+unchanged; in strict mode no legacy call reaches XLA.  Each program runs in
+a process of its own (the mode patches JAX for the whole process):
+
+* tests/python/legacy_mode_program.py: an extension written as veros and
+  mpi4jax wrote theirs (register_ffi_target(api_version=0), lowerings with
+  mlir.custom_call's default api_version 2, ffi_call with
+  custom_call_api_version 1 and 3 and a descriptor);
+* tests/python/veros_tdma_program.py: veros 1.7.0's own TDMA (from its
+  sdist on PyPI, its Cython extension built by tools/setup.sh), on the
+  running JAX, on JAX 0.11.2 (the newest veros allows) and, from the pinned
+  venv, 0.10.2: the bytes of XLA's legacy path, and scipy's solve_banded.
+"""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import BUILD, ROOT
+
+HERE = ROOT / "tests" / "python"
+KERNELS = BUILD / "tests" / "libccshim_pytest_kernels.so"
+
+
+def _run(python, program, *args):
+    p = subprocess.run([str(python), str(HERE / program), *map(str, args)], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_an_unchanged_extension_runs_through_ccshim():
+    xla = _run(sys.executable, "legacy_mode_program.py", "xla", KERNELS)
+    on = _run(sys.executable, "legacy_mode_program.py", "on", KERNELS)
+    strict = _run(sys.executable, "legacy_mode_program.py", "strict", KERNELS)
+    assert on["outputs"] == strict["outputs"] == xla["outputs"]
+    x = np.linspace(-1, 1, 256, dtype=np.float32)
+    got = {k: np.frombuffer(bytes.fromhex(v), np.float32) for k, v in strict["outputs"].items()}
+    np.testing.assert_array_equal(got["v1 via ffi_call"], 2 * x)
+    np.testing.assert_array_equal(got["v3 with a descriptor"], np.float32(3) * x)
+    # XLA was given only ccshim's typed targets, each for its call's form
+    assert strict["targets"] == {"v1 via ffi_call": ["ccshim.v1.ext_scale_v1"],
+                                 "v2 via mlir.custom_call": ["ccshim.v2.ext_scale_v2"],
+                                 "v3 with a descriptor": ["ccshim.v3.ext_scale_v3"]}
+    assert xla["targets"]["v2 via mlir.custom_call"] == ["ext_scale_v2"]
+    # strict: a legacy call whose registration bypassed ccshim is an error
+    assert "ccshim.legacy (strict): legacy custom call(s) to ext_late (api_version 1) would " \
+           "reach XLA's legacy path" in strict["strict_refused"]
+
+
+# (python, JAX it has, veros build) for each place veros is run
+def _veros_places():
+    places = []
+    for label, python, tag in [
+            ("pinned", ROOT / ".venv" / "bin" / "python", "cp311"),
+            ("0.11.2", ROOT / ".cache" / "venv-jax-0.11.2" / "bin" / "python", "cp312"),
+            ("newest", ROOT / ".venv-newest" / "bin" / "python", "cp312")]:
+        places.append(pytest.param(python, ROOT / ".cache" / f"veros-1.7.0-build-{tag}",
+                                   id=label))
+    return places
+
+
+@pytest.mark.parametrize("python, build", _veros_places())
+def test_veros_tdma_unchanged_in_strict_mode(python, build):
+    if not (build / ".complete").exists():
+        pytest.skip(f"veros 1.7.0 was not built here ({build.name}: tools/setup.sh, see "
+                    ".cache/build-veros-*.log; its sdist or Python 3.12 could not be had)")
+    if not python.exists():
+        pytest.skip(f"{python} was not made by tools/setup.sh (no Python 3.12, or PyPI "
+                    "unreachable)")
+    xla = _run(python, "veros_tdma_program.py", "xla", build)
+    ours = _run(python, "veros_tdma_program.py", "strict", build)
+    assert ours["outputs"] == xla["outputs"]
+    assert ours["targets"] == {"float64": ["ccshim.v2.tdma_cython_double"],
+                               "float32": ["ccshim.v2.tdma_cython_float"]}
+    assert xla["targets"] == {"float64": ["tdma_cython_double"],
+                              "float32": ["tdma_cython_float"]}
+    assert ours["scipy_error"]["float64"] < 1e-13 and ours["scipy_error"]["float32"] < 1e-5
