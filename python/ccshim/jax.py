@@ -320,8 +320,10 @@ def _check_signature(name: str, sig: Signature, operands, results, multiple,
     signature must list there (``token[]``)."""
     want_operands, want_results = sig.operands, sig.results
     if token:
-        if not (want_operands and want_operands[-1].dtype == "token" and sig.tuple_result
-                and want_results and want_results[-1].dtype == "token"):
+        # (a token alone is a single result, as mpi4jax's send and barrier return)
+        if not (want_operands and want_operands[-1].dtype == "token"
+                and want_results and want_results[-1].dtype == "token"
+                and (sig.tuple_result or len(want_results) == 1)):
             raise ValueError(f"{name}: ordered=True passes a token as the last operand and "
                              f"takes one as the last result, which the signature {sig} does "
                              "not list (end both sides with token[])")

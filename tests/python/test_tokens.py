@@ -86,6 +86,10 @@ def test_a_signature_must_list_the_tokens_and_options_that_do_not_apply_are_refu
     with pytest.raises(ValueError, match="end both sides with token"):
         cj.legacy_call("tok_untokened", [S((4,), np.float32)], ordered=True)(
             np.zeros(4, np.float32))
+    # a token alone is a single result (mpi4jax's send and barrier)
+    cj.register_legacy("tok_alone", kernels.token_probe_v2, api_version=2,
+                       signature="(x: f32[4], token[]) -> token[]")
+    cj.legacy_call("tok_alone", [], ordered=True)  # accepted; mpi4jax's send is run below
     with pytest.raises(ValueError, match="ordered=True takes none of vmap_method"):
         cj.legacy_call("tok_untokened", [S((4,), np.float32)], ordered=True,
                        vmap_method="sequential")
@@ -151,3 +155,30 @@ def test_mpi4jax_allreduce_and_scan_with_tokens(mpi):
             jax.block_until_ready(jax.jit(cj.legacy_call(f"tok_mpi_{kernel}", out,
                                                          ordered=True))(
                 np.array([7], np.int32), *args[1:]))
+
+
+def test_mpi4jax_twelve_cpu_kernels_with_tokens_on_two_ranks(mpi):
+    """Every CPU kernel of mpi4jax 0.8.1.post2, with the operands and tokens
+    its lowerings pass, on two MPI ranks (mpiexec from the mpich wheel):
+    ccshim's ordered call and XLA's legacy path give the same bytes, and
+    mpi4py's result, on each rank (tests/python/mpi4jax_tokens_worker.py)."""
+    import json
+    import pathlib
+    import re
+    import subprocess
+    mpiexec = pathlib.Path(sys.executable).parent / "mpiexec"
+    if not mpiexec.exists():
+        pytest.skip(f"no mpiexec beside {sys.executable} (the mpich wheel is not installed)")
+    p = subprocess.run([str(mpiexec), "-n", "2", sys.executable,
+                        str(ROOT / "tests" / "python" / "mpi4jax_tokens_worker.py"),
+                        str(MPI4JAX)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    reports = [json.loads(m) for m in re.findall(r'\{"rank".*?\}\}', p.stdout)]
+    assert sorted(r["rank"] for r in reports) == [0, 1], p.stdout
+    for r in reports:
+        assert len(r["kernels"]) == 12 and set(r["kernels"]) == {
+            f"mpi_{k}" for k in ("allgather", "allreduce", "alltoall", "barrier", "bcast",
+                                 "gather", "recv", "reduce", "scan", "scatter", "send",
+                                 "sendrecv")}, r
+        bad = {k: v for k, v in r["kernels"].items() if v != "ok"}
+        assert not bad, (r["rank"], bad)
