@@ -4,6 +4,7 @@ the build's libraries, and the versions in the report header."""
 import os
 import pathlib
 import re
+import sys
 
 # shard_map over 8 host devices needs this before JAX is imported.
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
@@ -142,3 +143,28 @@ def old_finufft():
     return _real_extension("jax-finufft", OLD_FINUFFT,
                            "jax_finufft/jax_finufft_cpu.cpython-311-x86_64-linux-gnu.so",
                            "jax_finufft_cpu")
+
+
+MPI4JAX = ROOT / ".cache" / "mpi4jax-0.8.1.post2-build"
+
+
+@pytest.fixture(scope="session")
+def mpi4jax():
+    """mpi4py's MPI and mpi4jax 0.8.1.post2's CPU module (its Cython
+    extension as tools/setup.sh builds it), imported without the package's
+    __init__, which imports JAX internals of its day; skips with the reason
+    where it could not be built or cannot load here."""
+    if not (MPI4JAX / ".complete").exists():
+        pytest.skip("mpi4jax 0.8.1.post2's extension was not built (tools/setup.sh: its sdist "
+                    "or the mpich/mpi4py wheels could not be had; see .cache/build-mpi4jax.log)")
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip("mpi4jax's extension is built for the pinned venv's CPython 3.11")
+    mpi = pytest.importorskip("mpi4py.MPI", reason="mpi4py is not installed")
+    import importlib
+    import types
+    for name in ("mpi4jax", "mpi4jax._src", "mpi4jax._src.xla_bridge"):
+        if name not in sys.modules:
+            stub = types.ModuleType(name)
+            stub.__path__ = [str(MPI4JAX.joinpath(*name.split(".")))]
+            sys.modules[name] = stub
+    return mpi, importlib.import_module("mpi4jax._src.xla_bridge.mpi_xla_bridge_cpu")

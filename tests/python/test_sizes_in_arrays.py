@@ -11,7 +11,6 @@ writes past its buffers).
   tools/setup.sh builds it, on one MPI rank), whose count is an s32[1].
 """
 
-import sys
 
 import jax
 import numpy as np
@@ -19,7 +18,6 @@ import pytest
 
 import ccshim
 import ccshim.jax as cj
-from conftest import ROOT
 
 S = jax.ShapeDtypeStruct
 pytestmark = pytest.mark.usefixtures("x64")
@@ -113,33 +111,11 @@ def test_the_text_round_trips():
 
 # --- mpi4jax's own kernel ---------------------------------------------------------
 
-MPI4JAX = ROOT / ".cache" / "mpi4jax-0.8.1.post2-build"
-
-
-@pytest.fixture(scope="module")
-def mpi4jax_cpu():
-    if not (MPI4JAX / ".complete").exists():
-        pytest.skip("mpi4jax 0.8.1.post2's extension was not built (tools/setup.sh: its sdist "
-                    "or the mpich/mpi4py wheels could not be had; see .cache/build-mpi4jax.log)")
-    if sys.version_info[:2] != (3, 11):
-        pytest.skip("mpi4jax's extension is built for the pinned venv's CPython 3.11")
-    mpi = pytest.importorskip("mpi4py.MPI", reason="mpi4py is not installed")
-    import importlib
-    import types
-    for name in ("mpi4jax", "mpi4jax._src", "mpi4jax._src.xla_bridge"):
-        if name not in sys.modules:
-            stub = types.ModuleType(name)
-            stub.__path__ = [str(MPI4JAX.joinpath(*name.split(".")))]
-            sys.modules[name] = stub
-    cpu = importlib.import_module("mpi4jax._src.xla_bridge.mpi_xla_bridge_cpu")
-    return mpi, cpu
-
-
-def test_mpi4jax_allreduce_count_is_checked(mpi4jax_cpu):
+def test_mpi4jax_allreduce_count_is_checked(mpi4jax):
     """mpi_allreduce_cpu(void** out, void** in) as mpi4jax lowers it: nitems
     s32[1], the array, then op, comm and dtype handles (u64[1]) and a token
     (not read); its out is a table (the array, then the token's place)."""
-    mpi, cpu = mpi4jax_cpu
+    mpi, cpu = mpi4jax
     handle = lambda obj: np.array([mpi._handleof(obj)], np.uint64)  # noqa: E731
     sig = ("(n: s32[1], x: f32[...n[0]], op: u64[1], comm: u64[1], dtype: u64[1]) -> "
            "(f32[...n[0]], u8[0])")

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import ccshim.jax as cj
-from conftest import ROOT
+from conftest import MPI4JAX, ROOT
 
 S = jax.ShapeDtypeStruct
 SIG = "(x: f32[4], token[]) -> (f32[4], token[])"
@@ -97,25 +97,9 @@ def test_a_signature_must_list_the_tokens_and_options_that_do_not_apply_are_refu
 
 # --- mpi4jax's kernels, with tokens as its lowerings pass them --------------------
 
-MPI4JAX = ROOT / ".cache" / "mpi4jax-0.8.1.post2-build"
-
-
 @pytest.fixture(scope="module")
-def mpi():
-    if not (MPI4JAX / ".complete").exists():
-        pytest.skip("mpi4jax 0.8.1.post2's extension was not built (tools/setup.sh; see "
-                    ".cache/build-mpi4jax.log)")
-    if sys.version_info[:2] != (3, 11):
-        pytest.skip("mpi4jax's extension is built for the pinned venv's CPython 3.11")
-    MPI = pytest.importorskip("mpi4py.MPI", reason="mpi4py is not installed")
-    import importlib
-    import types
-    for name in ("mpi4jax", "mpi4jax._src", "mpi4jax._src.xla_bridge"):
-        if name not in sys.modules:
-            stub = types.ModuleType(name)
-            stub.__path__ = [str(MPI4JAX.joinpath(*name.split(".")))]
-            sys.modules[name] = stub
-    cpu = importlib.import_module("mpi4jax._src.xla_bridge.mpi_xla_bridge_cpu")
+def mpi(mpi4jax):
+    MPI, cpu = mpi4jax
     return MPI, cpu.custom_call_targets
 
 
