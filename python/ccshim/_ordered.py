@@ -5,12 +5,12 @@ JAX's other ordered effects.  jax.ffi.ffi_call passes no token, so the call
 is built here: a primitive whose lowering writes the typed-FFI custom call
 (api_version 4) itself, the opaque as the adapter's uint8 attribute.
 
-What a kernel is handed for the token (traced in jaxlib 0.10.2, tests/
-python/test_tokens.py): on XLA's CPU legacy path a non-NULL pointer per
-token operand and result, distinct, into XLA's buffer allocation; on the
-typed path the same kind of pointer in the token buffer's data, which the
-adapter forwards.  A kernel that passes its token through (mpi4jax's do not
-read it) sees the same on both.
+What a kernel is handed for the token (traced with tests/python/
+test_tokens.py across the JAX matrix): on XLA's CPU legacy path NULL in
+jaxlib 0.6.2 to 0.8.3, and from 0.9.2 a non-NULL pointer per token operand
+and result, distinct, into XLA's buffer allocation; the typed path's token
+buffer holds the same, which the adapter forwards.  A kernel that passes
+its token through (mpi4jax's do not read it) sees the same on both.
 
 JAX internals touched: jax._src.effects (an ordered, lowerable effect type),
 jax._src.interpreters.mlir (custom_call, token_type, TokenSet, and the

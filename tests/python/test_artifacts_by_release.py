@@ -131,10 +131,11 @@ np.savez(sys.argv[3], *[np.asarray(o) for o in out])
 
 def _call_isolated(data, inputs, release, typed):
     """Runs an artifact whose custom calls are all jaxlib's own typed ones
-    in a process of its own: a jaxlib whose handler no longer takes what an
-    old release's call passes may crash (jaxlib 0.6.2 to 0.9.2 segfault on
-    JAX 0.4.35's lapack_sgetrf_ffi), which is a skip with the reason, not
-    the end of the test run.  ccshim rewrote no call here."""
+    in a process of its own: jaxlib may crash running them (jaxlib 0.6.2 to
+    0.9.2 with SciPy 1.17 and NumPy 2.4, which they predate, segfault even on
+    their own release's LAPACK artifacts without ccshim: JAX 0.7.2 on its
+    lu_f32), which is a skip with the signal named, not the end of the test
+    run.  ccshim rewrote no call here."""
     import os
     import signal
     import tempfile
@@ -146,9 +147,11 @@ def _call_isolated(data, inputs, release, typed):
         p = subprocess.run([sys.executable, "-c", _CHILD, src, ins, outs], capture_output=True,
                            text=True, timeout=300)
         if p.returncode < 0:
-            pytest.skip(f"jaxlib {jax.__version__} dies by {signal.Signals(-p.returncode).name} "
-                        f"running JAX {release}'s own typed call(s) {', '.join(typed)}, which "
-                        "ccshim leaves as they are (its handler no longer takes that call)")
+            import scipy
+            pytest.skip(f"jaxlib {jax.__version__} (with SciPy {scipy.__version__}, NumPy "
+                        f"{np.__version__}) dies by {signal.Signals(-p.returncode).name} "
+                        f"running JAX {release}'s artifact, whose calls are jaxlib's own typed "
+                        f"ones ({', '.join(typed)}), which ccshim leaves as they are")
         if p.returncode != 0:
             raise RuntimeError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else
                                f"exit {p.returncode}")

@@ -55,10 +55,14 @@ def test_xla_hands_a_token_as_a_distinct_non_null_pointer_and_so_does_ccshim(pro
     ours = jax.jit(cj.legacy_call("tok_ours", [S((4,), np.float32)], ordered=True))(x)
     jax.block_until_ready(ours)
     our_in, our_out = _seen(probe)
-    # XLA's CPU legacy path: a pointer per token, non-NULL and distinct; the
-    # typed path's token buffers hold the same kind, which the adapter forwards.
-    assert xla_in and xla_out and xla_in != xla_out
-    assert our_in and our_out and our_in != our_out
+    # What XLA's CPU legacy path hands for a token depends on the jaxlib:
+    # NULL in 0.6.2 to 0.8.3, from 0.9.2 a pointer per token, non-NULL and
+    # distinct (measured by `make test-matrix`).  The typed path's token
+    # buffers hold the same, which the adapter forwards: ccshim hands what
+    # the running XLA's legacy path hands.
+    assert (xla_in is None) == (our_in is None) and (xla_out is None) == (our_out is None)
+    if xla_in is not None:
+        assert xla_in != xla_out and our_in != our_out
     assert np.asarray(ours[0]).tobytes() == np.asarray(xla[0]).tobytes() == x.tobytes()
     _order(probe)
 
