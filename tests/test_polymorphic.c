@@ -142,6 +142,60 @@ static void any_dims(ccshim_context* ctx) {
   CHECK_OK(ccshim_adapter_free(a));
 }
 
+/* (b: s32[], n: s32[], x: f32[...b, n]) -> f32[...b]: the jaxlib style of
+ * a batch, the batch size an operand and the rows any leading dims. */
+static void rowsum_v1(void* out, const void** in) {
+  calls++;
+  int32_t b = *(const int32_t*)in[0], n = *(const int32_t*)in[1];
+  for (int32_t r = 0; r < b; r++) {
+    float sum = 0;
+    for (int32_t j = 0; j < n; j++) sum += ((const float*)in[2])[r * n + j];
+    ((float*)out)[r] = sum;
+  }
+}
+
+static XLA_FFI_Error* call_rowsum(ccshim_adapter* a, ccshim_context* ctx, int32_t b, int32_t n,
+                                  int64_t xrank, const int64_t* xdims, int64_t yrank,
+                                  const int64_t* ydims, float* y) {
+  static float x[64];
+  for (int i = 0; i < 64; i++) x[i] = (float)i;
+  ccshim_frame_builder* fb;
+  CHECK_OK(ccshim_frame_builder_new(&fb));
+  add_arg(fb, XLA_FFI_DataType_S32, &b, 0, NULL);
+  add_arg(fb, XLA_FFI_DataType_S32, &n, 0, NULL);
+  add_arg(fb, XLA_FFI_DataType_F32, x, xrank, xdims);
+  CHECK_OK(ccshim_frame_builder_add_ret(fb, XLA_FFI_DataType_F32, y, yrank, ydims));
+  XLA_FFI_Error* err = call_adapter(a, fb, ctx);
+  ccshim_frame_builder_free(fb);
+  return err;
+}
+
+static void leading_dims(ccshim_context* ctx) {
+  ccshim_adapter* a;
+  CHECK_OK(ccshim_wrap((ccshim_legacy_fn)rowsum_v1, 1, CCSHIM_PLATFORM_HOST,
+                       "(b: s32[], n: s32[], x: f32[...b, n]) -> f32[...b]", NULL, &a));
+  float y[16];
+  calls = 0;
+  /* No leading dims (b = 1, the empty product), one, two. */
+  int64_t x1[1] = {3}, x2[2] = {2, 3}, x3[3] = {2, 2, 3}, y1[1] = {2}, y2[2] = {2, 2};
+  CHECK(call_rowsum(a, ctx, 1, 3, 1, x1, 0, NULL, y) == NULL && y[0] == 0 + 1 + 2);
+  CHECK(call_rowsum(a, ctx, 2, 3, 2, x2, 1, y1, y) == NULL && y[1] == 3 + 4 + 5);
+  CHECK(call_rowsum(a, ctx, 4, 3, 3, x3, 2, y2, y) == NULL && y[3] == 9 + 10 + 11);
+  CHECK_EQ(calls, 3);
+  /* A lying batch size, a lying row length, and buffers that disagree. */
+  expect_ffi_error(call_rowsum(a, ctx, 3, 3, 2, x2, 1, y1, y), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                   "arg 2: has 2 in its 1 leading dim(s), but b is 3 (the value of arg 0)");
+  expect_ffi_error(call_rowsum(a, ctx, 4, 3, 3, x3, 0, NULL, y),
+                   XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                   "ret 0: has 1 elements, but b is 4 (the value of arg 0)");
+  expect_ffi_error(call_rowsum(a, ctx, 2, 4, 2, x2, 1, y1, y), XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                   "arg 2: dim 1 is 3, but n is 4 (the value of arg 1)");
+  expect_ffi_error(call_rowsum(a, ctx, 1, 3, 0, NULL, 0, NULL, y),
+                   XLA_FFI_Error_Code_INVALID_ARGUMENT, "arg 2: expected f32[...b,n], got f32[]");
+  CHECK_EQ(calls, 3);
+  CHECK_OK(ccshim_adapter_free(a));
+}
+
 static void gpu_forms(void) {
   ccshim_adapter* a = (ccshim_adapter*)1;
   CHECK_STATUS(ccshim_wrap((ccshim_legacy_fn)double_v1, 2, CCSHIM_PLATFORM_CUDA,
@@ -163,8 +217,9 @@ int main(void) {
   named_dims(ctx);
   size_operands(ctx);
   any_dims(ctx);
+  leading_dims(ctx);
   gpu_forms();
   ccshim_context_free(ctx);
-  printf("polymorphic signatures: named dims, size operands, [...], GPU refusals\n");
+  printf("polymorphic signatures: named dims, size operands, [...], leading dims, GPU refusals\n");
   return 0;
 }

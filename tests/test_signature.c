@@ -114,6 +114,19 @@ static void test_polymorphic(void) {
   s = parse("(x: f32[4]) -> f32[4]");
   CHECK(s->is_static && s->num_dim_names == 0 && s->dim_names == NULL);
   ccshim_signature_free(s);
+  /* Leading dims: any number of them before the trailing dims written, their
+   * product a name; the layout orders the trailing dims. */
+  roundtrip("(b: s32[], a: f32[... b , m,n]{0,1}) -> (f32[...b,m,n]{0,1}, s32[...b], f32[..., 4])",
+            "(b: s32[], a: f32[...b,m,n]{0,1}) -> (f32[...b,m,n]{0,1}, s32[...b], f32[...,4])");
+  s = parse("(b: s32[], a: f32[...b,m,3]{0,1}) -> f32[...,3]");
+  const ccshim_shape* lead = s->arg_leaves[1];
+  CHECK(lead->any_dims && lead->rank == 2 && lead->elements_name == s->dim_names[0]);
+  CHECK(lead->dims[0] == CCSHIM_DIM_NAMED && lead->dims[1] == 3);
+  CHECK(lead->layout[0] == 0 && lead->layout[1] == 1 && !ccshim_shape_is_row_major(lead));
+  CHECK(s->ret_leaves[0]->any_dims && s->ret_leaves[0]->rank == 1 &&
+        s->ret_leaves[0]->elements_name == NULL && s->ret_leaves[0]->dim_names == NULL);
+  CHECK(!s->is_static && ccshim_shape_elements(lead) == -1);
+  ccshim_signature_free(s);
 }
 
 static void refused(const char* text, ccshim_status status, const char* message) {
@@ -175,7 +188,15 @@ static void test_refused(void) {
   refused("(f32[...]{0}) -> f32[]", CCSHIM_ESIGNATURE,
           "signature column 10: a layout needs the dims it orders, not [...]");
   refused("(f32[..]) -> f32[]", CCSHIM_ESIGNATURE, "expected a dimension size or name, found '.'");
-  refused("(f32[... 3]) -> f32[]", CCSHIM_ESIGNATURE, "expected ']' after '...' (any dims)");
+  refused("(f32[... 3]) -> f32[]", CCSHIM_ESIGNATURE,
+          "expected ']' or ',' after '...' (leading dims), or a name for their element count");
+  refused("(f32[...b,]) -> f32[]", CCSHIM_ESIGNATURE,
+          "signature column 11: expected a dimension after ',' (the trailing dims), found ']'");
+  refused("(f32[...b]{0}) -> f32[]", CCSHIM_ESIGNATURE,
+          "a layout needs the dims it orders, not [...] alone");
+  refused("(f32[...b,m]{1,0}) -> f32[]", CCSHIM_ESIGNATURE,
+          "layout names dimension 1, but the array has rank 1");
+  refused("(token[...b,2]) -> f32[]", CCSHIM_ESIGNATURE, "a token has no dimensions");
   refused("(token[...]) -> f32[]", CCSHIM_ESIGNATURE, "a token has no dimensions");
   refused("(f32[4 n]) -> f32[]", CCSHIM_ESIGNATURE,
           "signature column 8: expected ',' or ']' after a dimension, found 'n'");

@@ -174,7 +174,8 @@ ccshim_status ccshim_wrap(ccshim_legacy_fn fn, int api_version, ccshim_platform 
       const ccshim_shape* s =
           i < sig->num_arg_leaves ? sig->arg_leaves[i] : sig->ret_leaves[i - sig->num_arg_leaves];
       specs[i].dtype = s->dtype;
-      specs[i].rank = s->any_dims ? -1 : (int32_t)s->rank;
+      specs[i].rank = (int32_t)s->rank;
+      specs[i].lead = s->any_dims;
       specs[i].dims = dims;
       specs[i].count_var = -1;
       for (size_t v = 0; s->elements_name != NULL && v < nnames; v++)

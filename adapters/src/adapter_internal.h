@@ -16,13 +16,15 @@
 typedef ccshim_legacy_form form;
 
 /* What a signature says of one buffer.  In a shape-polymorphic signature
- * rank is -1 for `[...]` (dtype only), and a named dim is -(1 + v), v its
- * index among the adapter's dim_names. */
+ * a named dim is -(1 + v), v its index among the adapter's dim_names, and
+ * `lead` says that any number of leading dims come before the `rank`
+ * written ones (`[...]`, `[...n]`, `[...b, m, n]`). */
 typedef struct leaf_spec {
   int32_t dtype;
-  int32_t rank;
+  int32_t rank; /* the dims written (after the leading ones, if any) */
   const int64_t* dims;
-  int32_t count_var; /* `[...n]`: the name its element count is, or -1 */
+  int32_t count_var; /* `[...n, ...]`: the name the leading dims' product is, or -1 */
+  int32_t lead;      /* 1: leading dims come first */
 } leaf_spec;
 
 typedef XLA_FFI_Error* (*ccshim__call_fn)(const ccshim_adapter* a, XLA_FFI_CallFrame* frame);

@@ -138,12 +138,15 @@ static XLA_FFI_Error* buffer_error(const ccshim_adapter* a, const XLA_FFI_Api* a
 static void format_spec(const ccshim_adapter* a, const leaf_spec* s, char* buf, size_t cap) {
   const char* dtype = ccshim_dtype_name(s->dtype);
   size_t n = ccshim__format(buf, cap, "%s[", dtype ? dtype : "?");
-  if (s->rank < 0) n += ccshim__format(buf + n, cap - n, "...");
+  if (s->lead)
+    n += ccshim__format(buf + n, cap - n, "...%s",
+                        s->count_var >= 0 ? a->dim_names[s->count_var] : "");
   for (int32_t d = 0; d < s->rank; d++) {
+    const char* sep = d || s->lead ? "," : "";
     if (s->dims[d] >= 0)
-      n += ccshim__format(buf + n, cap - n, d ? ",%lld" : "%lld", (long long)s->dims[d]);
+      n += ccshim__format(buf + n, cap - n, "%s%lld", sep, (long long)s->dims[d]);
     else
-      n += ccshim__format(buf + n, cap - n, d ? ",%s" : "%s", a->dim_names[-1 - s->dims[d]]);
+      n += ccshim__format(buf + n, cap - n, "%s%s", sep, a->dim_names[-1 - s->dims[d]]);
   }
   ccshim__format(buf + n, cap - n, "]");
 }
@@ -172,14 +175,15 @@ static int fixed_match(const XLA_FFI_Buffer* b, const leaf_spec* s) {
           (b->dims != NULL && memcmp(b->dims, s->dims, (size_t)s->rank * sizeof(int64_t)) == 0));
 }
 
-/* `[...n]`: the buffer's element count is n, bound here when nothing bound
- * it before, else compared. */
+/* `[...n]`, `[...n, m]`: the product of the buffer's leading dims (all of
+ * them in `[...n]`) is n, bound here when nothing bound it before, else
+ * compared. */
 static XLA_FFI_Error* check_count(const ccshim_adapter* a, const XLA_FFI_Api* api,
-                                  const XLA_FFI_Buffer* b, int64_t i, int64_t na, int32_t v,
-                                  int64_t* value, int64_t* from, int32_t* from_dim,
+                                  const XLA_FFI_Buffer* b, int64_t lead, int64_t i, int64_t na,
+                                  int32_t v, int64_t* value, int64_t* from, int32_t* from_dim,
                                   uint64_t* bound) {
   int64_t count = 1;
-  for (int64_t d = 0; d < b->rank; d++) {
+  for (int64_t d = 0; d < lead; d++) {
     if (b->dims[d] != 0 && count > INT64_MAX / b->dims[d]) {
       count = -1;
       break;
@@ -189,18 +193,24 @@ static XLA_FFI_Error* check_count(const ccshim_adapter* a, const XLA_FFI_Api* ap
   if (!(*bound & (UINT64_C(1) << v))) {
     value[v] = count;
     from[v] = i;
-    from_dim[v] = -2;
+    from_dim[v] = lead == b->rank ? -2 : -3;
     *bound |= UINT64_C(1) << v;
     return NULL;
   }
   if (count == value[v]) return NULL;
-  char who[32], where[32];
+  char who[32], where[32], what[64];
   side_name(a, i, na, who, sizeof who);
   side_name(a, from[v], na, where, sizeof where);
-  return invalid(api, "%s: has %lld elements, but %s is %lld (%s of %s)", who, (long long)count,
-                 a->dim_names[v], (long long)value[v],
+  if (lead == b->rank)
+    ccshim__format(what, sizeof what, "has %lld elements", (long long)count);
+  else
+    ccshim__format(what, sizeof what, "has %lld in its %lld leading dim(s)", (long long)count,
+                   (long long)lead);
+  return invalid(api, "%s: %s, but %s is %lld (%s of %s)", who, what, a->dim_names[v],
+                 (long long)value[v],
                  from_dim[v] == -1   ? "the value"
                  : from_dim[v] == -2 ? "the element count"
+                 : from_dim[v] == -3 ? "the leading dims' product"
                                      : "a dim",
                  where);
 }
@@ -239,7 +249,9 @@ static XLA_FFI_Error* check_symbolic(const ccshim_adapter* a, const XLA_FFI_Api*
   for (int64_t i = 0; i < na + nr; i++) {
     const XLA_FFI_Buffer* b = i < na ? args[i] : rets[i - na];
     const leaf_spec* s = &a->specs[i];
-    int rank_ok = s->rank < 0 || (b->rank == s->rank && (s->rank == 0 || b->dims != NULL));
+    int rank_ok =
+        (s->lead ? b->rank >= s->rank && b->rank <= CCSHIM_MAX_RANK : b->rank == s->rank) &&
+        (b->rank == 0 || b->dims != NULL);
     if ((int)b->dtype != s->dtype || !rank_ok) {
       side_name(a, i, na, who, sizeof who);
       format_spec(a, s, want, sizeof want);
@@ -249,12 +261,14 @@ static XLA_FFI_Error* check_symbolic(const ccshim_adapter* a, const XLA_FFI_Api*
         ccshim__format_shape(got, sizeof got, (int)b->dtype, b->rank, b->dims);
       return invalid(api, "%s: expected %s, got %s", who, want, got);
     }
+    int64_t lead = b->rank - s->rank; /* 0 unless s->lead */
     if (s->count_var >= 0) {
-      XLA_FFI_Error* e = check_count(a, api, b, i, na, s->count_var, value, from, from_dim, &bound);
+      XLA_FFI_Error* e =
+          check_count(a, api, b, lead, i, na, s->count_var, value, from, from_dim, &bound);
       if (e != NULL) return e;
     }
-    for (int32_t d = 0; d < s->rank; d++) {
-      int64_t want_dim = s->dims[d], got_dim = b->dims[d];
+    for (int32_t w = 0; w < s->rank; w++) {
+      int64_t d = lead + w, want_dim = s->dims[w], got_dim = b->dims[d];
       if (want_dim >= 0) {
         if (got_dim == want_dim) continue;
         side_name(a, i, na, who, sizeof who);
@@ -266,7 +280,7 @@ static XLA_FFI_Error* check_symbolic(const ccshim_adapter* a, const XLA_FFI_Api*
       if (!(bound & (UINT64_C(1) << v))) {
         value[v] = got_dim;
         from[v] = i;
-        from_dim[v] = d;
+        from_dim[v] = (int32_t)d;
         bound |= UINT64_C(1) << v;
         continue;
       }
@@ -279,9 +293,10 @@ static XLA_FFI_Error* check_symbolic(const ccshim_adapter* a, const XLA_FFI_Api*
                        "and the buffer disagree",
                        who, (int)d, (long long)got_dim, a->dim_names[v], (long long)value[v],
                        where);
-      if (from_dim[v] == -2)
-        return invalid(api, "%s: dim %d is %lld, but %s is %lld (the element count of %s)", who,
-                       (int)d, (long long)got_dim, a->dim_names[v], (long long)value[v], where);
+      if (from_dim[v] <= -2)
+        return invalid(api, "%s: dim %d is %lld, but %s is %lld (the %s of %s)", who, (int)d,
+                       (long long)got_dim, a->dim_names[v], (long long)value[v],
+                       from_dim[v] == -2 ? "element count" : "leading dims' product", where);
       return invalid(api, "%s: dim %d is %lld, but %s is %lld (dim %d of %s)", who, (int)d,
                      (long long)got_dim, a->dim_names[v], (long long)value[v], (int)from_dim[v],
                      where);

@@ -220,9 +220,11 @@ static int parse_dims(parser* p, ccshim_shape* out) {
   int named = 0;
   skip_ws(p);
   if (strncmp(p->text + p->pos, "...", 3) == 0) {
+    /* Leading dims, any number of them: `[...]`, `[...n]` (their product is
+     * n), then the trailing dims written as usual: `[...b, m, n]`. */
     p->pos += 3;
     skip_ws(p);
-    if (is_name_start(p->text[p->pos])) { /* [...n]: n elements, any dims */
+    if (is_name_start(p->text[p->pos])) {
       size_t at = p->pos;
       if (!scan_dim_name(p)) return 0;
       int32_t index = dim_name(p, at, p->pos);
@@ -230,12 +232,16 @@ static int parse_dims(parser* p, ccshim_shape* out) {
       out->elements_name = p->names[index];
       skip_ws(p);
     }
-    if (p->text[p->pos] != ']')
-      return expected(p, "']' after '...' (any dims), or a name for their element count");
-    p->pos++;
     out->any_dims = 1;
     p->symbolic = 1;
-    return 1;
+    if (p->text[p->pos] == ',') {
+      p->pos++;
+      skip_ws(p);
+      if (p->text[p->pos] == ']') return expected(p, "a dimension after ',' (the trailing dims)");
+    } else if (p->text[p->pos] != ']') {
+      return expected(p,
+                      "']' or ',' after '...' (leading dims), or a name for their element count");
+    }
   }
   if (p->text[p->pos] != ']') {
     for (;;) {
@@ -333,8 +339,10 @@ static int parse_array(parser* p, ccshim_shape* out) {
   }
   skip_ws(p);
   if (p->text[p->pos] == '{') {
-    if (out->any_dims)
-      return fail_at(p, p->pos, CCSHIM_ESIGNATURE, "a layout needs the dims it orders, not [...]");
+    if (out->any_dims && out->rank == 0)
+      return fail_at(p, p->pos, CCSHIM_ESIGNATURE,
+                     "a layout needs the dims it orders, not [...] alone (write the trailing "
+                     "dims it orders after the leading ones: [...b, m, n]{0,1})");
     return parse_layout(p, out);
   }
   return 1;
@@ -719,9 +727,9 @@ static void put_shape(text_out* t, const ccshim_shape* s) {
     put(t, "[");
     if (s->any_dims) put(t, "...");
     if (s->any_dims && s->elements_name) put(t, s->elements_name);
-    for (int64_t i = 0; !s->any_dims && i < s->rank; i++) {
-      if (i) put(t, ",");
-      if (s->dim_names[i] != NULL) {
+    for (int64_t i = 0; i < s->rank; i++) {
+      if (i || s->any_dims) put(t, ",");
+      if (s->dim_names != NULL && s->dim_names[i] != NULL) {
         put(t, s->dim_names[i]);
       } else {
         ccshim__format(text, sizeof text, "%lld", (long long)s->dims[i]);

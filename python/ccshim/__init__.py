@@ -137,28 +137,40 @@ def dtype_number(dtype) -> int:
 class Leaf(NamedTuple):
     """One buffer of a signature: its element type (HLO name), dims (each a
     size, or a name shared with the other buffers that use it; None for
-    `[...]`, any dims), and the layout written after them (HLO's
-    minor-to-major order), None if none."""
+    `[...]` and `[...n]`, any dims), the layout written after them (HLO's
+    minor-to-major order), None if none, and ``leading``: None, or for a
+    buffer written with ``...`` the name of the leading dims' product (""
+    when unnamed), ``shape`` then holding the trailing dims written after
+    them (``f32[...b,m,n]``: leading "b", shape ("m", "n"))."""
     dtype: str
     shape: tuple[int | str, ...] | None
     layout: tuple[int, ...] | None = None
+    leading: str | None = None
 
     def __str__(self) -> str:
         if self.dtype == "token":
             return "token[]"
-        if self.shape is None:
-            return f"{self.dtype}[...]"
-        text = f"{self.dtype}[{','.join(map(str, self.shape))}]"
+        dims = [] if self.leading is None else ["..." + self.leading]
+        dims += map(str, self.shape or ())
+        text = f"{self.dtype}[{','.join(dims)}]"
         if self.layout is not None:
             text += "{" + ",".join(map(str, self.layout)) + "}"
         return text
 
     @property
     def minor_to_major(self) -> tuple[int, ...]:
-        """The layout, row-major when none was written."""
+        """The layout of the dims written, row-major when none was."""
         if self.layout is not None:
             return self.layout
-        return tuple(reversed(range(len(self.shape))))
+        return tuple(reversed(range(len(self.shape or ()))))
+
+    def layout_for(self, rank: int) -> tuple[int, ...]:
+        """The minor-to-major layout of a buffer of this rank: with leading
+        dims, the written layout orders the trailing dims and the leading
+        ones are majormost, row-major among themselves (f32[...b,m,n]{0,1}
+        at rank 3 is {1,2,0}, jaxlib's batched layout)."""
+        lead = rank - len(self.shape or ())
+        return tuple(d + lead for d in self.minor_to_major) + tuple(reversed(range(lead)))
 
 
 class Signature:
@@ -207,12 +219,15 @@ class Signature:
 
 
 def _leaf(shape: _native.Shape) -> Leaf:
+    leading = None
     if shape.any_dims:
-        return Leaf(dtype_name(shape.dtype), None)
+        leading = shape.elements_name.decode() if shape.elements_name else ""
+        if shape.rank == 0:  # [...], [...n]: any dims
+            return Leaf(dtype_name(shape.dtype), None, None, leading)
     dims = tuple(shape.dim_names[i].decode() if shape.dim_names and shape.dim_names[i]
                  else shape.dims[i] for i in range(shape.rank))
     layout = tuple(shape.layout[i] for i in range(shape.rank)) if shape.layout else None
-    return Leaf(dtype_name(shape.dtype), dims, layout)
+    return Leaf(dtype_name(shape.dtype), dims, layout, leading)
 
 
 # --- Finding a kernel -------------------------------------------------------

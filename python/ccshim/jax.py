@@ -338,22 +338,31 @@ def _check_signature(name: str, sig: Signature, operands, results, multiple,
     from . import numpy_dtype
     bound: dict[str, tuple[int, str]] = {}  # dim name -> (size, where it was set)
 
+    def bind(w: str, g: int, what: str, where: str) -> None:
+        if w in bound and bound[w][0] != g:
+            raise ValueError(f"{name}: {what} is {g}, but {w} is {bound[w][0]} "
+                             f"({bound[w][1]}) in the signature {sig}")
+        bound.setdefault(w, (g, where))
+
     def check(side: str, i: int, want, shape, dtype) -> None:
         if want.dtype == "token":
             return
         shape = tuple(shape)
+        # Leading dims (`...`) come before the dims written, if any.
+        lead = len(shape) - len(want.shape) if want.shape is not None else len(shape)
         fits = np.dtype(dtype) == numpy_dtype(want.dtype) and (
-            want.shape is None or len(shape) == len(want.shape))
-        for d, (w, g) in enumerate(zip(want.shape or (), shape)):
-            if not fits:
-                break
+            lead == 0 or (want.leading is not None and lead > 0))
+        if fits and want.leading:
+            product = int(np.prod(shape[:lead], dtype=np.int64))
+            what = ("element count" if want.shape is None
+                    else f"product of {lead} leading dim(s)")
+            bind(want.leading, product, f"{side} {i}: its {what}", f"the {what} of {side} {i}")
+        for d, (w, g) in enumerate(zip(want.shape or (), shape[lead:] if fits else ()), lead):
             if isinstance(w, str):
-                if w in bound and bound[w][0] != g:
-                    raise ValueError(f"{name}: {side} {i}: dim {d} is {g}, but {w} is "
-                                     f"{bound[w][0]} ({bound[w][1]}) in the signature {sig}")
-                bound.setdefault(w, (g, f"dim {d} of {side} {i}"))
+                bind(w, g, f"{side} {i}: dim {d}", f"dim {d} of {side} {i}")
             elif w != g:
                 fits = False
+                break
         if not fits:
             raise ValueError(f"{name}: {side} {i}: the signature {sig} expects "
                              f"{want}, got {_describe(shape, dtype)}")
@@ -430,7 +439,7 @@ def _layouts_for_call(name: str, side: str, given: Any, shapes: Sequence[Any],
         if leaf is None or leaf.dtype == "token" or leaf.shape is None:
             out.append(None if call is None else call[::-1])
             continue
-        want = leaf.minor_to_major
+        want = leaf.layout_for(len(shape))
         if call is not None and call != want:
             said = (f"layout {_hlo_layout(want)}" if leaf.layout is not None
                     else f"no layout, which means row-major {_hlo_layout(want)}")
@@ -447,25 +456,119 @@ def _broadcast_all(axis_size: int, operands: Sequence[Any], batched: Sequence[bo
             for x, b in zip(operands, batched)]
 
 
+def _layouts_at(name: str, side: str, given: Any, shapes: Sequence[Any], depth: int,
+                operands: Sequence[Any], one: bool = False) -> list | None:
+    """The call's {side}_layouts for these (possibly batched) shapes, a list
+    of one per buffer or None.  A function is called with the operands'
+    abstract values, as a function opaque is, so that it sees the batched
+    shapes; a list written for one row is extended under
+    vmap_method="broadcast" by its ``depth`` batch dims, each majormost (the
+    rule of jax.ffi.ffi_call's batching, and jaxlib's batched layouts).
+    ``one``: the call has one result, whose layout is given alone, as
+    ffi_call takes it."""
+    if callable(given):
+        given = given(*[_aval(x) for x in operands])
+    if given is not None and one:
+        given = [given]
+    if given is None:
+        return None
+    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+        raise TypeError(f"{name}: {side}_layouts must be a sequence of layouts, one per "
+                        f"{side}, or a function of the operands returning one; got "
+                        f"{type(given).__name__}")
+    given = list(given)
+    if len(given) != len(shapes):
+        raise ValueError(f"{name}: {len(given)} {side}_layouts for {len(shapes)} {side}(s)")
+    if not depth:
+        return given
+    lifted = []
+    for i, (layout, shape) in enumerate(zip(given, shapes)):
+        row = _layout_order(f"{name}: {side}_layouts[{i}] (for one row of the batch)", layout,
+                            len(shape) - depth)
+        lifted.append(None if row is None else
+                      tuple(range(depth)) + tuple(d + depth for d in reversed(row)))
+    return lifted
+
+
+def _broadcast_all(axis_size: int, operands: Sequence[Any], batched: Sequence[bool]) -> list:
+    return [x if b else jax.numpy.broadcast_to(x, (axis_size, *np.shape(x)))
+            for x, b in zip(operands, batched)]
+
+
+def _layouts_at(name: str, side: str, given: Any, shapes: Sequence[Any], depth: int,
+                operands: Sequence[Any], one: bool = False) -> list | None:
+    """The call's {side}_layouts for these (possibly batched) shapes, a list
+    of one per buffer or None.  A function is called with the operands'
+    abstract values, as a function opaque is, so that it sees the batched
+    shapes; a list written for one row is extended under
+    vmap_method="broadcast" by its ``depth`` batch dims, each majormost (the
+    rule of jax.ffi.ffi_call's batching, and jaxlib's batched layouts).
+    ``one``: the call has one result, whose layout is given alone, as
+    ffi_call takes it."""
+    if callable(given):
+        given = given(*[_aval(x) for x in operands])
+    if given is not None and one:
+        given = [given]
+    if given is None:
+        return None
+    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+        raise TypeError(f"{name}: {side}_layouts must be a sequence of layouts, one per "
+                        f"{side}, or a function of the operands returning one; got "
+                        f"{type(given).__name__}")
+    given = list(given)
+    if len(given) != len(shapes):
+        raise ValueError(f"{name}: {len(given)} {side}_layouts for {len(shapes)} {side}(s)")
+    if not depth:
+        return given
+    lifted = []
+    for i, (layout, shape) in enumerate(zip(given, shapes)):
+        row = _layout_order(f"{name}: {side}_layouts[{i}] (for one row of the batch)", layout,
+                            len(shape) - depth)
+        lifted.append(None if row is None else
+                      tuple(range(depth)) + tuple(d + depth for d in reversed(row)))
+    return lifted
+
+
+def _is_layout_list(given: Any, count: int) -> bool:
+    """Whether an output_layouts value is a list of layouts rather than one
+    result's layout (a Layout, or a tuple of dimension numbers)."""
+    if hasattr(given, "major_to_minor") or isinstance(given, (str, bytes)):
+        return False
+    if not isinstance(given, Sequence):
+        return True  # refused by the caller, naming its type
+    return count != 1 or any(x is None or hasattr(x, "major_to_minor") or
+                             isinstance(x, Sequence) for x in given)
+
+
+def _broadcast_all(axis_size: int, operands: Sequence[Any], batched: Sequence[bool]) -> list:
+    return [x if b else jax.numpy.broadcast_to(x, (axis_size, *np.shape(x)))
+            for x, b in zip(operands, batched)]
+
+
 def _call_site(name: str, result_shape_dtypes: Any, vmap_method: str | None,
-               layouts_given: bool, opaque: Any, batch_operands: Callable | None,
+               layouts: tuple[Any, Any], opaque: Any, batch_operands: Callable | None,
                bind: Callable) -> Callable[..., Any]:
     """A callable of the operands that calls bind(operands, result types,
-    multiple) once, or under vmap_method="broadcast" once per batch, on the
-    whole batch (a custom_vmap rule)."""
+    multiple, input layouts, output layouts) once, or under
+    vmap_method="broadcast" once per batch, on the whole batch (a
+    custom_vmap rule), with the layouts for the batch (_layouts_at)."""
     multiple = isinstance(result_shape_dtypes, Sequence)
     results = list(result_shape_dtypes) if multiple else [result_shape_dtypes]
     if batch_operands is not None and not callable(batch_operands):
         raise TypeError(f"{name}: batch_operands must be a function, got "
                         f"{type(batch_operands).__name__}")
+
+    def call_with(operands, types, depth):
+        in_layouts = _layouts_at(name, "input", layouts[0],
+                                 [np.shape(_aval(x)) for x in operands], depth, operands)
+        out_layouts = _layouts_at(name, "output", layouts[1], [t.shape for t in types], depth,
+                                  operands, one=not multiple)
+        return bind(operands, types, multiple, in_layouts, out_layouts)
+
     if vmap_method != "broadcast":
         if batch_operands is not None:
             raise ValueError(f"{name}: batch_operands is for vmap_method='broadcast' only")
-        return lambda *operands: bind(operands, results, multiple)
-    if layouts_given:
-        raise ValueError(f"{name}: vmap_method='broadcast' changes the operands' rank, "
-                         "so input_layouts/output_layouts cannot apply to the batch; use "
-                         "'sequential'")
+        return lambda *operands: call_with(operands, results, 0)
     if batch_operands is None and not callable(opaque):
         raise ValueError(
             f"{name}: vmap_method='broadcast' makes one call on the whole batch, but "
@@ -477,10 +580,10 @@ def _call_site(name: str, result_shape_dtypes: Any, vmap_method: str | None,
             "vmap_method='sequential'")
     widen = batch_operands or _broadcast_all
 
-    def make(types):
+    def make(types, depth):
         @custom_batching.custom_vmap
         def call(*operands):
-            return bind(operands, types, multiple)
+            return call_with(operands, types, depth)
 
         @call.def_vmap
         def rule(axis_size, in_batched, *operands):
@@ -494,12 +597,12 @@ def _call_site(name: str, result_shape_dtypes: Any, vmap_method: str | None,
                 raise ValueError(f"{name}: batch_operands returned {len(full)} operand(s) "
                                  f"for {len(operands)}")
             batched = [jax.ShapeDtypeStruct((axis_size, *t.shape), t.dtype) for t in types]
-            out = make(batched)(*full)
+            out = make(batched, depth + 1)(*full)
             return out, ([True] * len(types) if multiple else True)
 
         return call
 
-    return make(results)
+    return make(results, 0)
 
 
 def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
@@ -520,9 +623,12 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
 
     ``input_layouts``/``output_layouts`` are ffi_call's (per buffer: None
     for row-major, a ``Layout``, or dimension numbers major-to-minor); XLA
-    hands the kernel buffers in those layouts.  A layout written in the
-    signature (HLO's minor-to-major order, ``f32[4,4]{0,1}``) is used where
-    the call gives none, and must agree where it gives one.
+    hands the kernel buffers in those layouts.  Either may also be a
+    function of the operands' abstract values returning them, like a
+    function opaque.  A layout written in the signature (HLO's
+    minor-to-major order, ``f32[4,4]{0,1}``; with leading dims,
+    ``f32[...b,m,n]{0,1}``, the leading ones majormost) is used where the
+    call gives none, and must agree where it gives one.
 
     ``vmap_method`` is ffi_call's (``"sequential"``, ``"expand_dims"``,
     ``"broadcast_all"``, ...) or ccshim's ``"broadcast"``: one call on the
@@ -533,8 +639,12 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
     the batch's operands, e.g. every operand broadcast to the batch and a
     batch-size operand multiplied by ``axis_size``.  Without a function
     opaque, ``batch_operands`` is needed; without ``batch_operands`` every
-    operand is broadcast.  Refused with a signature, whose shapes a batch
-    breaks.
+    operand is broadcast.  Layouts given as lists are for one row: each
+    batch dim is added majormost (jaxlib's batched layouts, and the rule of
+    ffi_call's own batching); layouts given as a function are asked again
+    for the batched shapes.  A signature must allow the batched ranks: one
+    with leading dims (``f32[...b,m,n]``) serves the unbatched call and any
+    batch with every check kept; a fixed signature is refused.
 
     ``ordered=True``: the kernel takes a token as its last operand and gives
     one as its last result, as mpi4jax's lowerings called theirs; JAX
@@ -559,7 +669,7 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
             "or register it with a shape-polymorphic signature (named dims, [...]) "
             "or none")
 
-    def bind(operands, result_types, multiple):
+    def bind(operands, result_types, multiple, input_layouts, output_layouts):
         blob = _opaque_bytes(opaque, operands)
         flat = sig is not None and not sig.has_tuple_operand
         if flat:
@@ -567,10 +677,9 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
         in_layouts = _layouts_for_call(name, "input", input_layouts,
                                        [np.shape(_aval(x)) for x in operands],
                                        sig.operands if flat else None)
-        out_layouts = _layouts_for_call(
-            name, "output", output_layouts if multiple or output_layouts is None
-            else [output_layouts], [t.shape for t in result_types],
-            sig.results if flat else None)
+        out_layouts = _layouts_for_call(name, "output", output_layouts,
+                                        [t.shape for t in result_types],
+                                        sig.results if flat else None)
         attrs = {attr: np.frombuffer(blob, np.uint8)} if blob else {}
         return jax.ffi.ffi_call(
             name, result_types if multiple else result_types[0],
@@ -580,9 +689,8 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
             output_layouts=out_layouts if multiple or out_layouts is None else out_layouts[0],
             input_output_aliases=input_output_aliases)(*operands, **attrs)
 
-    return _call_site(name, result_shape_dtypes, vmap_method,
-                      input_layouts is not None or output_layouts is not None, opaque,
-                      batch_operands, bind)
+    return _call_site(name, result_shape_dtypes, vmap_method, (input_layouts, output_layouts),
+                      opaque, batch_operands, bind)
 
 
 def _ordered_call(name, result_shape_dtypes, sig, attr, opaque, *, vmap_method,
@@ -667,17 +775,18 @@ def xla_legacy_call(name: str, result_shape_dtypes: Any, *, api_version: int,
             return out if multiple else out[0]
         return call
 
-    def bind(operands, result_types, multiple):
+    def bind(operands, result_types, multiple, input_layouts, output_layouts):
         blob = _opaque_bytes(opaque, operands)
         return jax.ffi.ffi_call(
             name, result_types if multiple else result_types[0],
             has_side_effect=has_side_effect,
             vmap_method=None if vmap_method == "broadcast" else vmap_method,
-            input_layouts=input_layouts, output_layouts=output_layouts,
+            input_layouts=input_layouts,
+            output_layouts=output_layouts if multiple or output_layouts is None
+            else output_layouts[0],
             input_output_aliases=input_output_aliases,
             custom_call_api_version=api_version,
             legacy_backend_config=blob if blob else None)(*operands)
 
-    return _call_site(name, result_shape_dtypes, vmap_method,
-                      input_layouts is not None or output_layouts is not None, opaque,
-                      batch_operands, bind)
+    return _call_site(name, result_shape_dtypes, vmap_method, (input_layouts, output_layouts),
+                      opaque, batch_operands, bind)

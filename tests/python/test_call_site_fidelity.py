@@ -136,14 +136,15 @@ def test_malformed_layouts_say_what_was_expected(registered, layout, error, mess
 def test_layout_lists_say_what_was_expected(registered):
     _, ours = registered["column-major operand"]
     with pytest.raises(TypeError, match="input_layouts must be a sequence of layouts, one per "
-                                        "input, got int"):
+                                        "input, or a function of the operands returning one; "
+                                        "got int"):
         cj.legacy_call(ours, sds((12,)), input_layouts=5)(X34)
     with pytest.raises(ValueError, match=r"2 input_layouts for 1 input\(s\)"):
         cj.legacy_call(ours, sds((12,)), input_layouts=[None, None])(X34)
-    _, unsigned = registered["result list of one, no signature"]
-    with pytest.raises(ValueError, match="changes the operands' rank"):
-        cj.legacy_call(unsigned, [sds((4096,))], output_layouts=[(0,)], vmap_method="broadcast",
-                       opaque=lambda: b"")
+    with pytest.raises(TypeError, match="input_layouts must be .* got str"):
+        cj.legacy_call(ours, sds((12,)), input_layouts=lambda x: "01")(X34)
+    with pytest.raises(ValueError, match=r"2 input_layouts for 1 input\(s\)"):
+        cj.legacy_call(ours, sds((12,)), input_layouts=lambda x: [None, None])(X34)
 
 
 def test_a_result_tuple_of_one_is_refused_with_what_xla_does(kernels):

@@ -29,6 +29,9 @@
  *                                           a dim tied to an element of a
  *                                           small integer array
  *   (n: s64[], x: f32[...n]) -> f32[...n]   any dims whose element count is n
+ *   (b: s32[], a: f32[...b,m,n]{0,1}) -> s32[...b]
+ *                                           leading dims (any number, their
+ *                                           product b) before the ones written
  *
  * A dimension written as a name is the same size in every buffer that
  * names it: the first buffer that has it (operands, then results, depth
@@ -38,7 +41,14 @@
  * read on the host, so on CPU only), so that a size operand that disagrees
  * with its buffer is refused with both numbers instead of crashing the
  * kernel.  `[...]` checks the element type only; `[...n]` any dims whose
- * product is n (a name, shared or tied as any other).  A dimension written
+ * product is n (a name, shared or tied as any other).  `...` may also come
+ * before dims written as usual, `[...b, m, n]`: zero or more leading dims
+ * (their product b when named), then the trailing dims m and n, the form
+ * of a batch that one call takes whole (jaxlib's LAPACK kernels, whose b
+ * operand is the batch size).  A layout then orders the trailing dims and
+ * the leading ones are majormost, row-major among themselves: `{0,1}` of
+ * [...b,m,n] is {1,2,0} for a rank-3 buffer, as jaxlib laid batches out
+ * (and as jax.ffi.ffi_call's batching rule extends a layout).  A dimension written
  * `name[k]` is element k of the operand of that name, an integer array of
  * fixed dims (a size carried in an array: veros's s64[1], mpi4jax's s32[1]
  * counts, an FFT's s32[r] shape), read on the host as a scalar tie is.
@@ -80,12 +90,15 @@ struct ccshim_shape {
    * pointer), or NULL for a fixed size (dims[i] is CCSHIM_DIM_NAMED where
    * it is a name); NULL when every dim is fixed. */
   const char* const* dim_names;
-  /* Arrays written `[...]`: any rank and dims (rank is 0, dims NULL). */
+  /* Arrays written with `...`: any number of leading dims come before the
+   * `rank` dims written (`[...]` and `[...n]` have rank 0, dims NULL;
+   * `[...b,m,n]` rank 2); the layout, if any, orders the written dims. */
   int any_dims;
   /* A top-level operand written `name: shape`; NULL otherwise. */
   const char* name;
-  /* Arrays written `[...n]`: the dimension name that their element count
-   * is (one of the signature's dim_names); NULL otherwise. */
+  /* Arrays written `[...n]` or `[...n, ...]`: the dimension name that the
+   * product of the leading dims is (the element count in `[...n]`; one of
+   * the signature's dim_names); NULL otherwise. */
   const char* elements_name;
 };
 
