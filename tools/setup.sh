@@ -29,6 +29,7 @@ python_pkgs=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6 pytest==9.2.0
 # unchanged through XLA's legacy path and through ccshim.  Only the module
 # and its licence are kept, under .cache/ (never committed).
 old_jaxlib=0.4.30
+old_fft_jaxlib=0.4.23
 old_finufft=0.1.0
 
 say() { printf 'setup: %s\n' "$*"; }
@@ -158,6 +159,11 @@ PY
 fetch_wheel jaxlib "$old_jaxlib" jaxlib/cpu/_lapack.so jaxlib/lapack.py \
   "jaxlib-$old_jaxlib.dist-info/LICENSE.txt"
 fetch_wheel jax-finufft "$old_finufft"
+# jaxlib 0.4.23: its CPU FFT kernels (ducc_fft, dynamic_ducc_fft; legacy v2,
+# a flatbuffer descriptor and s32 shape and stride arrays as operands),
+# which later jaxlibs no longer ship (XLA runs FFTs itself).  Apache-2.0.
+fetch_wheel jaxlib "$old_fft_jaxlib" jaxlib/cpu/_ducc_fft.so jaxlib/ducc_fft.py \
+  "jaxlib-$old_fft_jaxlib.dist-info/LICENSE.txt"
 # Artifacts of 2023 for the rewrite tests: JAX 0.4.23 (December 2023, from
 # PyPI), in a venv of its own, exports and serializes programs whose CPU
 # linear algebra lowers to jaxlib's legacy LAPACK/BLAS custom calls, and

@@ -29,7 +29,7 @@ import jax
 import numpy as np
 from jax import custom_batching
 
-from . import (Adapter, Signature, WrapSpec, _args, _modules, answers_as_typed_handler,
+from . import (Adapter, Signature, WrapSpec, _args, _layouts, _modules, answers_as_typed_handler,
                export_platform_name, parse_platform, resolve_kernel, wrap_kernel, wrap_spec,
                xla_platform_name)
 
@@ -393,153 +393,6 @@ def _check_signature(name: str, sig: Signature, operands, results, multiple,
         check("result", i, want, r.shape, r.dtype)
 
 
-def _layout_order(what: str, layout: Any, rank: int) -> tuple[int, ...] | None:
-    """A layout as jax.ffi.ffi_call takes it (None, a Layout, or dimension
-    numbers major-to-minor) as HLO's minor-to-major order, or None."""
-    if layout is None:
-        return None
-    if hasattr(layout, "major_to_minor"):
-        if getattr(layout, "tiling", None):
-            raise ValueError(f"{what}: tiled layouts are not supported: the FFI passes "
-                             "untiled buffers")
-        major_to_minor = tuple(layout.major_to_minor)
-    else:
-        try:
-            major_to_minor = tuple(_args.integer(what, d, 0, 63) for d in layout)
-        except TypeError:
-            raise TypeError(f"{what} must be None, a Layout or a sequence of dimension "
-                            f"numbers (major-to-minor), got {type(layout).__name__}") from None
-    if sorted(major_to_minor) != list(range(rank)):
-        raise ValueError(f"{what} is {major_to_minor}; expected an order of the {rank} "
-                         f"dimension(s) 0..{rank - 1}, major-to-minor")
-    return major_to_minor[::-1]
-
-
-def _hlo_layout(minor_to_major: Sequence[int]) -> str:
-    return "{" + ",".join(map(str, minor_to_major)) + "}"
-
-
-def _layouts_for_call(name: str, side: str, given: Any, shapes: Sequence[Any],
-                      leaves: Sequence[Any] | None) -> list | None:
-    """The layouts to ask XLA for, major-to-minor as ffi_call takes them
-    (None: row-major), after checking the call's against the signature's: a
-    layout the signature writes is used where the call gives none; one the
-    call gives must agree with the signature (no suffix there means
-    row-major)."""
-    if given is not None and (isinstance(given, (str, bytes)) or not isinstance(given, Sequence)):
-        raise TypeError(f"{name}: {side}_layouts must be a sequence of layouts, one per "
-                        f"{side}, got {type(given).__name__}")
-    given = [None] * len(shapes) if given is None else list(given)
-    if len(given) != len(shapes):
-        raise ValueError(f"{name}: {len(given)} {side}_layouts for {len(shapes)} {side}(s)")
-    out = []
-    for i, (layout, shape) in enumerate(zip(given, shapes)):
-        call = _layout_order(f"{name}: {side}_layouts[{i}]", layout, len(shape))
-        leaf = leaves[i] if leaves is not None else None
-        if leaf is None or leaf.dtype == "token" or leaf.shape is None:
-            out.append(None if call is None else call[::-1])
-            continue
-        want = leaf.layout_for(len(shape))
-        if call is not None and call != want:
-            said = (f"layout {_hlo_layout(want)}" if leaf.layout is not None
-                    else f"no layout, which means row-major {_hlo_layout(want)}")
-            raise ValueError(
-                f"{name}: {side} {i}: the signature says {leaf} ({said}, minor-to-major as "
-                f"HLO writes it); the call's {side}_layouts[{i}] is {call[::-1]} "
-                f"(major-to-minor, JAX's order), which is {_hlo_layout(call)}")
-        out.append(want[::-1] if leaf.layout is not None or call is not None else None)
-    return out if any(layout is not None for layout in out) else None
-
-
-def _broadcast_all(axis_size: int, operands: Sequence[Any], batched: Sequence[bool]) -> list:
-    return [x if b else jax.numpy.broadcast_to(x, (axis_size, *np.shape(x)))
-            for x, b in zip(operands, batched)]
-
-
-def _layouts_at(name: str, side: str, given: Any, shapes: Sequence[Any], depth: int,
-                operands: Sequence[Any], one: bool = False) -> list | None:
-    """The call's {side}_layouts for these (possibly batched) shapes, a list
-    of one per buffer or None.  A function is called with the operands'
-    abstract values, as a function opaque is, so that it sees the batched
-    shapes; a list written for one row is extended under
-    vmap_method="broadcast" by its ``depth`` batch dims, each majormost (the
-    rule of jax.ffi.ffi_call's batching, and jaxlib's batched layouts).
-    ``one``: the call has one result, whose layout is given alone, as
-    ffi_call takes it."""
-    if callable(given):
-        given = given(*[_aval(x) for x in operands])
-    if given is not None and one:
-        given = [given]
-    if given is None:
-        return None
-    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
-        raise TypeError(f"{name}: {side}_layouts must be a sequence of layouts, one per "
-                        f"{side}, or a function of the operands returning one; got "
-                        f"{type(given).__name__}")
-    given = list(given)
-    if len(given) != len(shapes):
-        raise ValueError(f"{name}: {len(given)} {side}_layouts for {len(shapes)} {side}(s)")
-    if not depth:
-        return given
-    lifted = []
-    for i, (layout, shape) in enumerate(zip(given, shapes)):
-        row = _layout_order(f"{name}: {side}_layouts[{i}] (for one row of the batch)", layout,
-                            len(shape) - depth)
-        lifted.append(None if row is None else
-                      tuple(range(depth)) + tuple(d + depth for d in reversed(row)))
-    return lifted
-
-
-def _broadcast_all(axis_size: int, operands: Sequence[Any], batched: Sequence[bool]) -> list:
-    return [x if b else jax.numpy.broadcast_to(x, (axis_size, *np.shape(x)))
-            for x, b in zip(operands, batched)]
-
-
-def _layouts_at(name: str, side: str, given: Any, shapes: Sequence[Any], depth: int,
-                operands: Sequence[Any], one: bool = False) -> list | None:
-    """The call's {side}_layouts for these (possibly batched) shapes, a list
-    of one per buffer or None.  A function is called with the operands'
-    abstract values, as a function opaque is, so that it sees the batched
-    shapes; a list written for one row is extended under
-    vmap_method="broadcast" by its ``depth`` batch dims, each majormost (the
-    rule of jax.ffi.ffi_call's batching, and jaxlib's batched layouts).
-    ``one``: the call has one result, whose layout is given alone, as
-    ffi_call takes it."""
-    if callable(given):
-        given = given(*[_aval(x) for x in operands])
-    if given is not None and one:
-        given = [given]
-    if given is None:
-        return None
-    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
-        raise TypeError(f"{name}: {side}_layouts must be a sequence of layouts, one per "
-                        f"{side}, or a function of the operands returning one; got "
-                        f"{type(given).__name__}")
-    given = list(given)
-    if len(given) != len(shapes):
-        raise ValueError(f"{name}: {len(given)} {side}_layouts for {len(shapes)} {side}(s)")
-    if not depth:
-        return given
-    lifted = []
-    for i, (layout, shape) in enumerate(zip(given, shapes)):
-        row = _layout_order(f"{name}: {side}_layouts[{i}] (for one row of the batch)", layout,
-                            len(shape) - depth)
-        lifted.append(None if row is None else
-                      tuple(range(depth)) + tuple(d + depth for d in reversed(row)))
-    return lifted
-
-
-def _is_layout_list(given: Any, count: int) -> bool:
-    """Whether an output_layouts value is a list of layouts rather than one
-    result's layout (a Layout, or a tuple of dimension numbers)."""
-    if hasattr(given, "major_to_minor") or isinstance(given, (str, bytes)):
-        return False
-    if not isinstance(given, Sequence):
-        return True  # refused by the caller, naming its type
-    return count != 1 or any(x is None or hasattr(x, "major_to_minor") or
-                             isinstance(x, Sequence) for x in given)
-
-
 def _broadcast_all(axis_size: int, operands: Sequence[Any], batched: Sequence[bool]) -> list:
     return [x if b else jax.numpy.broadcast_to(x, (axis_size, *np.shape(x)))
             for x, b in zip(operands, batched)]
@@ -551,7 +404,7 @@ def _call_site(name: str, result_shape_dtypes: Any, vmap_method: str | None,
     """A callable of the operands that calls bind(operands, result types,
     multiple, input layouts, output layouts) once, or under
     vmap_method="broadcast" once per batch, on the whole batch (a
-    custom_vmap rule), with the layouts for the batch (_layouts_at)."""
+    custom_vmap rule), with the layouts for the batch (_layouts.for_batch)."""
     multiple = isinstance(result_shape_dtypes, Sequence)
     results = list(result_shape_dtypes) if multiple else [result_shape_dtypes]
     if batch_operands is not None and not callable(batch_operands):
@@ -559,10 +412,11 @@ def _call_site(name: str, result_shape_dtypes: Any, vmap_method: str | None,
                         f"{type(batch_operands).__name__}")
 
     def call_with(operands, types, depth):
-        in_layouts = _layouts_at(name, "input", layouts[0],
-                                 [np.shape(_aval(x)) for x in operands], depth, operands)
-        out_layouts = _layouts_at(name, "output", layouts[1], [t.shape for t in types], depth,
-                                  operands, one=not multiple)
+        avals = [_aval(x) for x in operands]
+        in_layouts = _layouts.for_batch(name, "input", layouts[0], [a.shape for a in avals],
+                                        depth, avals)
+        out_layouts = _layouts.for_batch(name, "output", layouts[1], [t.shape for t in types],
+                                         depth, avals, one=not multiple)
         return bind(operands, types, multiple, in_layouts, out_layouts)
 
     if vmap_method != "broadcast":
@@ -658,26 +512,26 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
     attr = adapter.options["opaque_attr"] if adapter else "opaque"
     sig = adapter.signature if adapter else None
     if ordered:
-        return _ordered_call(name, result_shape_dtypes, sig, attr, opaque,
-                             vmap_method=vmap_method, batch_operands=batch_operands,
-                             aliases=input_output_aliases,
-                             layouts=(input_layouts, output_layouts))
+        return _ordered_call(name, result_shape_dtypes, opaque, attr, 4, sig, dict(
+            vmap_method=vmap_method, batch_operands=batch_operands,
+            input_output_aliases=input_output_aliases, input_layouts=input_layouts,
+            output_layouts=output_layouts))
     if vmap_method == "broadcast" and sig is not None and sig.is_static:
         raise ValueError(
             f"{name}: vmap_method='broadcast' gives the kernel batched shapes, "
             f"which its fixed signature {sig} would refuse; use 'sequential', "
-            "or register it with a shape-polymorphic signature (named dims, [...]) "
-            "or none")
+            "or register it with a signature whose buffers take leading batch dims "
+            "(f32[...b,m,n]) or none")
 
     def bind(operands, result_types, multiple, input_layouts, output_layouts):
         blob = _opaque_bytes(opaque, operands)
         flat = sig is not None and not sig.has_tuple_operand
         if flat:
             _check_signature(name, sig, operands, result_types, multiple)
-        in_layouts = _layouts_for_call(name, "input", input_layouts,
+        in_layouts = _layouts.for_call(name, "input", input_layouts,
                                        [np.shape(_aval(x)) for x in operands],
                                        sig.operands if flat else None)
-        out_layouts = _layouts_for_call(name, "output", output_layouts,
+        out_layouts = _layouts.for_call(name, "output", output_layouts,
                                         [t.shape for t in result_types],
                                         sig.results if flat else None)
         attrs = {attr: np.frombuffer(blob, np.uint8)} if blob else {}
@@ -693,14 +547,13 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
                       opaque, batch_operands, bind)
 
 
-def _ordered_call(name, result_shape_dtypes, sig, attr, opaque, *, vmap_method,
-                  batch_operands, aliases, layouts) -> Callable[..., Any]:
-    """legacy_call(..., ordered=True): a token threaded through an ordered
-    effect; the options that ffi_call's path takes and this one does not
-    are refused, not dropped."""
-    given = [k for k, v in (("vmap_method", vmap_method), ("batch_operands", batch_operands),
-                            ("input_output_aliases", aliases), ("input_layouts", layouts[0]),
-                            ("output_layouts", layouts[1])) if v is not None]
+def _ordered_call(name: str, result_shape_dtypes: Any, opaque: Any, attr: str,
+                  api_version: int, sig: Signature | None, refused: dict) -> Callable[..., Any]:
+    """A call site with ordered=True (legacy_call's, api_version 4, and
+    xla_legacy_call's, 1-3): a token threaded through an ordered effect.
+    The options in ``refused`` that ffi_call's path takes and this one does
+    not are refused when given, not dropped."""
+    given = [k for k, v in refused.items() if v is not None]
     if given:
         raise ValueError(f"{name}: ordered=True takes none of {', '.join(given)}: the call "
                          "is built by ccshim with row-major buffers and no batching rule")
@@ -712,7 +565,7 @@ def _ordered_call(name, result_shape_dtypes, sig, attr, opaque, *, vmap_method,
         if sig is not None:
             _check_signature(name, sig, operands, results, multiple, token=True)
         blob = _opaque_bytes(opaque, operands)
-        out = _ordered.call(name, operands, results, {attr: blob} if blob else {})
+        out = _ordered.call(name, operands, results, {attr: blob} if blob else {}, api_version)
         return out if multiple else out[0]
     return call
 
@@ -761,19 +614,10 @@ def xla_legacy_call(name: str, result_shape_dtypes: Any, *, api_version: int,
     _args.text("name", name)
     api_version = _args.integer("api_version", api_version, 1, 3)
     if ordered:
-        if any(v is not None for v in (vmap_method, input_output_aliases, input_layouts,
-                                       output_layouts, batch_operands)):
-            raise ValueError(f"{name}: ordered=True takes no vmap_method, aliases, layouts "
-                             "or batch_operands")
-        from . import _ordered
-        multiple = isinstance(result_shape_dtypes, Sequence)
-        results = list(result_shape_dtypes) if multiple else [result_shape_dtypes]
-
-        def call(*operands):
-            blob = _opaque_bytes(opaque, operands)
-            out = _ordered.call(name, operands, results, {"opaque": blob}, api_version)
-            return out if multiple else out[0]
-        return call
+        return _ordered_call(name, result_shape_dtypes, opaque, "opaque", api_version, None, dict(
+            vmap_method=vmap_method, batch_operands=batch_operands,
+            input_output_aliases=input_output_aliases, input_layouts=input_layouts,
+            output_layouts=output_layouts))
 
     def bind(operands, result_types, multiple, input_layouts, output_layouts):
         blob = _opaque_bytes(opaque, operands)

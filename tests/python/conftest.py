@@ -84,6 +84,7 @@ def build_dir():
 
 
 OLD_JAXLIB = "0.4.30"
+OLD_FFT_JAXLIB = "0.4.23"
 OLD_FINUFFT = "0.1.0"
 
 
@@ -135,6 +136,13 @@ def old_lapack():
     module = _real_extension("jaxlib", OLD_JAXLIB, "jaxlib/cpu/_lapack.so", "_lapack")
     module.initialize()
     return module
+
+
+@pytest.fixture(scope="session")
+def old_ducc_fft():
+    """jaxlib 0.4.23's CPU FFT extension (ducc_fft, dynamic_ducc_fft: legacy
+    v2 kernels; later jaxlibs no longer have them)."""
+    return _real_extension("jaxlib", OLD_FFT_JAXLIB, "jaxlib/cpu/_ducc_fft.so", "_ducc_fft")
 
 
 @pytest.fixture(scope="session")
