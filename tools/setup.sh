@@ -297,7 +297,11 @@ build_veros() {
     say "could not build veros's extension (.cache/build-veros-$tag.log); its tests will skip"
   fi
 }
-veros_jax_pkgs=(jax==0.11.2 jaxlib==0.11.2 numpy==2.4.6 scipy==1.16.3 cython==3.3.1)
+# JAX 0.11.2's venv: what veros's extension builds with and, for a short
+# model run (acc_basic), the rest of veros 1.7.0's requirements.txt, as it pins them.
+veros_jax_pkgs=(jax==0.11.2 jaxlib==0.11.2 numpy==2.4.6 scipy==1.16.3 cython==3.3.1
+                click==8.5.0 entrypoints==0.4 requests==2.34.2 h5netcdf==1.8.1 h5py==3.16.0
+                pillow==12.3.0 loguru==0.7.3 tqdm==4.70.1)
 make_veros_jax_venv() {
   local venv=.cache/venv-jax-0.11.2 stamp=.cache/venv-jax-0.11.2/.ccshim-requirements py312
   [ "$(cat "$stamp" 2>/dev/null)" = "${veros_jax_pkgs[*]}" ] && return 0

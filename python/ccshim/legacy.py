@@ -21,6 +21,12 @@ Two interception points, both in JAX:
   target is registered from the recorded kernel, wrapped for form N, the
   first time a call needs it.
 
+Checks without changing the extension: ``signature(target, text)`` gives a
+recorded target a signature (ccshim/signature.h), with which it is wrapped
+the first time a call needs it, so that every call is checked before the
+kernel runs (veros's tdma: its ``s64[1]`` operands tied to its buffers'
+dims, ``f64[...n[0],s[0]]``).
+
 Strict mode (``enable(strict=True)``, or ``CCSHIM_LEGACY=strict`` in the
 environment before ``import ccshim.legacy``) makes a legacy call that would
 still reach XLA an error naming it: how a test proves that an extension
@@ -41,7 +47,8 @@ from typing import Any
 
 from .export._common import DEFAULT_PREFIX
 
-__all__ = ["enable", "disable", "enabled", "recorded", "LegacyCallError"]
+__all__ = ["enable", "disable", "enabled", "recorded", "wrapped", "signature",
+           "LegacyCallError"]
 
 
 class LegacyCallError(RuntimeError):
@@ -54,11 +61,38 @@ _state: dict[str, Any] = {"on": False, "strict": False, "originals": None}
 _kernels: dict[tuple[str, str], Any] = {}
 # typed targets registered so far: (platform, typed name)
 _wrapped: set[tuple[str, str]] = set()
+# (canonical platform, name) -> the signature to wrap it with; and the
+# targets wrapped so far, which a signature can no longer reach
+_signatures: dict[tuple[str, str], str] = {}
+_wrapped_targets: set[tuple[str, str]] = set()
+
+
+def signature(target: str, text: str, platform: str = "cpu") -> None:
+    """Wraps the extension's ``target`` with the signature ``text``, checked
+    on every call (parsed now: a bad one raises here).  Said before the
+    first call to the target compiles; after it, refused, since that
+    target is already registered without it."""
+    from . import Signature, _args, parse_platform
+    _args.text("target", target)
+    Signature(text)
+    canonical = parse_platform(platform)[0]
+    with _lock:
+        if (canonical, target) in _wrapped_targets:
+            raise ValueError(f"ccshim.legacy: {target!r} on {canonical} was already wrapped, "
+                             "without this signature, when a call to it compiled; give the "
+                             "signature before the first call")
+        _signatures[(canonical, target)] = text
 
 
 def recorded() -> dict[tuple[str, str], Any]:
     """The legacy registrations intercepted so far: (platform, name) -> kernel."""
     return dict(_kernels)
+
+
+def wrapped() -> list[tuple[str, str]]:
+    """The typed targets registered so far for legacy calls that compiled:
+    (platform, "ccshim.vN.TARGET"), sorted."""
+    return sorted(_wrapped)
 
 
 def enabled() -> bool:
@@ -157,7 +191,7 @@ def _rewrite_module(module, backend_platform: str) -> None:
                 left.append(call)
                 continue
             typed = _rewrite_call(op, call, DEFAULT_PREFIX, "ccshim.legacy")
-            _ensure_registered(typed, fn, platform, call.api_version)
+            _ensure_registered(typed, call.target, fn, platform, call.api_version)
     if left and _state["strict"]:
         names = ", ".join(sorted({f"{c.target} (api_version {c.api_version})" for c in left}))
         raise LegacyCallError(
@@ -167,12 +201,16 @@ def _rewrite_module(module, backend_platform: str) -> None:
             "..., api_version=0) after ccshim.legacy was enabled")
 
 
-def _ensure_registered(typed: str, fn: Any, platform: str, api_version: int) -> None:
+def _ensure_registered(typed: str, target: str, fn: Any, platform: str,
+                       api_version: int) -> None:
     key = (platform, typed)
     if key in _wrapped:
         return
     from . import jax as cj
-    cj.register_legacy(typed, fn, platform=platform, api_version=api_version)
+    with _lock:
+        _wrapped_targets.add((platform, target))
+        text = _signatures.get((platform, target))
+    cj.register_legacy(typed, fn, platform=platform, api_version=api_version, signature=text)
     _wrapped.add(key)
 
 

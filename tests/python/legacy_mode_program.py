@@ -82,4 +82,12 @@ if mode == "strict":  # a target registered before ccshim.legacy: its call is re
         report["strict_refused"] = None
     except Exception as e:  # noqa: BLE001 - the message is the result
         report["strict_refused"] = str(e).splitlines()[0]
+    # A signature for a target already wrapped, and a malformed one: refused.
+    report["signature_refused"] = []
+    for target, text in (("ext_scale_v1", "(f32[n]) -> f32[n]"), ("ext_new", "(f32[n) -> f32[n]")):
+        try:
+            cl.signature(target, text)
+            report["signature_refused"].append(None)
+        except Exception as e:  # noqa: BLE001 - the message is the result
+            report["signature_refused"].append(str(e))
 print(json.dumps(report))

@@ -50,6 +50,9 @@ def test_an_unchanged_extension_runs_through_ccshim():
     # strict: a legacy call whose registration bypassed ccshim is an error
     assert "ccshim.legacy (strict): legacy custom call(s) to ext_late (api_version 1) would " \
            "reach XLA's legacy path" in strict["strict_refused"]
+    late, malformed = strict["signature_refused"]
+    assert "'ext_scale_v1' on host was already wrapped, without this signature" in late
+    assert "signature column 7: expected ',' or ']' after a dimension" in malformed
 
 
 # (python, JAX it has, veros build) for each place veros is run
@@ -80,3 +83,38 @@ def test_veros_tdma_unchanged_in_strict_mode(python, build):
     assert xla["targets"] == {"float64": ["tdma_cython_double"],
                               "float32": ["tdma_cython_float"]}
     assert ours["scipy_error"]["float64"] < 1e-13 and ours["scipy_error"]["float32"] < 1e-5
+    # With a signature given to each kernel, still without changing veros:
+    # its s64[1] operands tied to the buffers; the same bytes, and a mask
+    # that disagrees with the systems refused before the kernel runs.
+    checked = _run(python, "veros_tdma_program.py", "checked", build)
+    assert checked["outputs"] == xla["outputs"] and checked["targets"] == ours["targets"]
+    assert ("INVALID_ARGUMENT" in checked["lie"] and
+            "arg 4: has 5 elements, but n[0] is 30 (the value of arg 5)" in checked["lie"]), \
+        checked["lie"]
+
+
+def test_a_short_veros_model_run_unchanged_in_strict_mode(tmp_path):
+    # veros 1.7.0's acc_basic setup, four iterations, on the newest JAX it
+    # allows: the whole state after the run is the same as on XLA's legacy
+    # path, and strict mode proves no legacy call reached XLA.
+    python = ROOT / ".cache" / "venv-jax-0.11.2" / "bin" / "python"
+    build = ROOT / ".cache" / "veros-1.7.0-build-cp312"
+    if not (build / ".complete").exists() or not python.exists():
+        pytest.skip("veros 1.7.0 or the JAX 0.11.2 venv was not made here by tools/setup.sh "
+                    "(no Python 3.12, or PyPI unreachable)")
+    runs = {}
+    for mode in ("xla", "strict"):
+        where = tmp_path / mode
+        where.mkdir()
+        p = subprocess.run([str(python), str(HERE / "veros_model_program.py"), mode, str(build)],
+                           capture_output=True, text=True, timeout=600, cwd=where)
+        assert p.returncode == 0, p.stderr[-3000:]
+        runs[mode] = json.loads(p.stdout.strip().splitlines()[-1])
+        if "skip" in runs[mode]:
+            pytest.skip(runs[mode]["skip"])
+    xla, ours = runs["xla"], runs["strict"]
+    assert xla["iterations"] == ours["iterations"] == 4
+    assert xla["variables"] == ours["variables"] > 100
+    assert ours["digest"] == xla["digest"]
+    assert ours["wrapped"] == [["host", "ccshim.v2.tdma_cython_double"]]
+

@@ -6,9 +6,13 @@ tests/python/test_legacy_mode.py in a process of its own:
     veros_tdma_program.py MODE VEROS_BUILD_DIR
 
 MODE "xla": on XLA's legacy path; "strict": with `import ccshim.legacy`
-first in strict mode (CCSHIM_LEGACY=strict).  Prints one JSON line: the
-solution's bytes, the custom-call targets XLA was given, and the largest
-difference from scipy.linalg.solve_banded.
+first in strict mode (CCSHIM_LEGACY=strict); "checked": strict, and each
+kernel given a signature that ties veros's s64[1] operands (the number of
+systems, their length) to its buffers (ccshim.legacy.signature), then a
+call whose mask disagrees with the systems, which must be refused.  Prints
+one JSON line: the solution's bytes, the custom-call targets XLA was given,
+the largest difference from scipy.linalg.solve_banded, and (checked) the
+refusal's message.
 """
 import importlib
 import json
@@ -18,8 +22,16 @@ import types
 
 mode, root = sys.argv[1], sys.argv[2]
 if mode != "xla":
-    os.environ["CCSHIM_LEGACY"] = mode
-    import ccshim.legacy  # noqa: F401 - the one line
+    os.environ["CCSHIM_LEGACY"] = "strict"
+    import ccshim.legacy  # the one line
+# tdma_xla_encode_cpu's operands: a, b, c, d (the systems, each of length
+# `stride`), system_depths (one per system), num_systems and stride as
+# s64[1] constants; its results: the solution and a scratch row.
+SIGNATURE = ("({t}[...n[0],s[0]], {t}[...n[0],s[0]], {t}[...n[0],s[0]], {t}[...n[0],s[0]], "
+             "s32[...n[0]], n: s64[1], s: s64[1]) -> ({t}[...n[0],s[0]], {t}[s[0]])")
+if mode == "checked":
+    for kernel, t in (("tdma_cython_double", "f64"), ("tdma_cython_float", "f32")):
+        ccshim.legacy.signature(kernel, SIGNATURE.format(t=t))
 
 import jax
 import numpy as np
@@ -66,4 +78,12 @@ for dtype in (np.float64, np.float32):
         want = solve_banded((1, 1), banded, d[idx][k:].astype(np.float64))
         worst = max(worst, float(np.abs(out[idx][k:] - want).max() / np.abs(want).max()))
     report["scipy_error"][name] = worst
+if mode == "checked":
+    # A mask for one row of columns, not the six: system_depths then has 5
+    # entries for 30 systems, which the kernel would read past.
+    try:
+        jax.block_until_ready(solve(a, b, c, d, interior[:1], edge))
+        report["lie"] = "not refused"
+    except Exception as e:  # XlaRuntimeError / JaxRuntimeError by release
+        report["lie"] = str(e).splitlines()[0]
 print(json.dumps(report))
