@@ -21,9 +21,13 @@ optional_debs=(clang libclang-rt-14-dev clang-format-14 valgrind libopenblas-dev
 # atheris: the fuzz harness of ccshim.export's reader (tests/fuzz/).
 # mpich, mpi4py, cython: building mpi4jax's Cython extension (MPI without
 # root: the mpich wheel has mpicc, mpi.h and mpiexec).
+# veros 1.7.0's requirements.txt beside JAX and SciPy, as it pins them: its
+# model runs in the zero-change tests (tests/python/veros_model_program.py).
+veros_model_pkgs=(click==8.5.0 entrypoints==0.4 requests==2.34.2 h5netcdf==1.8.1
+                  h5py==3.16.0 pillow==12.3.0 loguru==0.7.3 tqdm==4.70.1)
 python_pkgs=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6 pytest==9.2.0
              matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19 atheris==3.0.0
-             mpich==5.0.2 mpi4py==4.1.2 cython==3.3.1)
+             mpich==5.0.2 mpi4py==4.1.2 cython==3.3.1 "${veros_model_pkgs[@]}")
 # Real legacy kernels for the tests: jaxlib 0.4.30's CPU LAPACK/BLAS
 # capsules (legacy v2 kernels, with its first typed-FFI ones mixed in), run
 # unchanged through XLA's legacy path and through ccshim.  Only the module
@@ -297,11 +301,8 @@ build_veros() {
     say "could not build veros's extension (.cache/build-veros-$tag.log); its tests will skip"
   fi
 }
-# JAX 0.11.2's venv: what veros's extension builds with and, for a short
-# model run (acc_basic), the rest of veros 1.7.0's requirements.txt, as it pins them.
 veros_jax_pkgs=(jax==0.11.2 jaxlib==0.11.2 numpy==2.4.6 scipy==1.16.3 cython==3.3.1
-                click==8.5.0 entrypoints==0.4 requests==2.34.2 h5netcdf==1.8.1 h5py==3.16.0
-                pillow==12.3.0 loguru==0.7.3 tqdm==4.70.1)
+                "${veros_model_pkgs[@]}")
 make_veros_jax_venv() {
   local venv=.cache/venv-jax-0.11.2 stamp=.cache/venv-jax-0.11.2/.ccshim-requirements py312
   [ "$(cat "$stamp" 2>/dev/null)" = "${veros_jax_pkgs[*]}" ] && return 0

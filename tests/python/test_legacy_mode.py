@@ -93,15 +93,15 @@ def test_veros_tdma_unchanged_in_strict_mode(python, build):
         checked["lie"]
 
 
-def test_a_short_veros_model_run_unchanged_in_strict_mode(tmp_path):
-    # veros 1.7.0's acc_basic setup, four iterations, on the newest JAX it
-    # allows: the whole state after the run is the same as on XLA's legacy
-    # path, and strict mode proves no legacy call reached XLA.
-    python = ROOT / ".cache" / "venv-jax-0.11.2" / "bin" / "python"
-    build = ROOT / ".cache" / "veros-1.7.0-build-cp312"
+@pytest.mark.parametrize("python, build", _veros_places()[:2])
+def test_a_short_veros_model_run_unchanged_in_strict_mode(python, build, tmp_path):
+    # veros 1.7.0's acc_basic setup, four iterations, on the pinned JAX and
+    # on the newest JAX veros allows (0.11.2; its requirements pin it): the
+    # whole state after the run is the same as on XLA's legacy path, and
+    # strict mode proves no legacy call reached XLA.
     if not (build / ".complete").exists() or not python.exists():
-        pytest.skip("veros 1.7.0 or the JAX 0.11.2 venv was not made here by tools/setup.sh "
-                    "(no Python 3.12, or PyPI unreachable)")
+        pytest.skip(f"veros 1.7.0 ({build.name}) or {python} was not made here by "
+                    "tools/setup.sh (no Python 3.12, or PyPI unreachable)")
     runs = {}
     for mode in ("xla", "strict"):
         where = tmp_path / mode
