@@ -352,3 +352,24 @@ def test_fft_under_vmap_in_one_call(ducc, dtype, forward, batch):
     ref = np.fft.fft(x.astype(np.complex128)) if forward else np.fft.ifft(x.astype(np.complex128))
     tol = 1e-4 if dtype == np.complex64 else 1e-12
     np.testing.assert_allclose(np.asarray(got), ref, rtol=tol, atol=tol)
+
+
+def test_fft_shape_array_tied_to_the_buffer(ducc):
+    # The real kernel's s32[r] shape operand tied to its buffer's dims (a
+    # 2-D batch of rows, one registration for every such shape): a true
+    # one gives XLA's legacy bytes, a lying one (rows of 32 for rows of 16,
+    # which the kernel would read and write past) is refused before it runs.
+    kernel = ducc.registrations()["dynamic_ducc_fft"]
+    cj.register_legacy("bat_fft_shape_c64", kernel, api_version=2,
+                       signature="(u8[l], c64[shape[0],shape[1]], shape: s32[2], s32[2], s32[2], "
+                                 "f64[1]) -> c64[shape[0],shape[1]]")
+    x = (np.arange(64) * (1 + 0.5j)).astype(np.complex64).reshape(4, 16)
+    row = S(x.shape, np.complex64)
+    ops = _fft_operands(ducc, x, True)
+    ours = jax.jit(cj.legacy_call("bat_fft_shape_c64", row))(*ops)
+    xla = jax.jit(cj.xla_legacy_call("batxla_fft", row, api_version=2))(*ops)
+    assert np.asarray(ours).tobytes() == np.asarray(xla).tobytes()
+    ops[2] = np.array([4, 32], np.int32)
+    with pytest.raises(Exception, match=r"INVALID_ARGUMENT.*arg 1: dim 1 is 16, but shape\[1\] "
+                                        r"is 32 \(the value of arg 2\)"):
+        jax.block_until_ready(jax.jit(cj.legacy_call("bat_fft_shape_c64", row))(*ops))
