@@ -237,7 +237,7 @@ fetch_sdist() {
   local name=$1 version=$2 sha=$3 dest=.cache/$1-$2-src
   [ -f "$dest/.complete" ] && return 0
   [ -x .venv/bin/python ] || return 0
-  say "fetching the $name $version sdist from PyPI (real sources for scan's tests)"
+  say "fetching the $name $version sdist from PyPI (a real project's sources for the tests)"
   rm -rf "$dest"
   .venv/bin/python - "$name" "$version" "$sha" "$dest" 2>".cache/sdist-$name.log" <<'PY' ||
 import hashlib, io, json, pathlib, sys, tarfile, urllib.request

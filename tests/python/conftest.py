@@ -168,11 +168,5 @@ def mpi4jax():
     if sys.version_info[:2] != (3, 11):
         pytest.skip("mpi4jax's extension is built for the pinned venv's CPython 3.11")
     mpi = pytest.importorskip("mpi4py.MPI", reason="mpi4py is not installed")
-    import importlib
-    import types
-    for name in ("mpi4jax", "mpi4jax._src", "mpi4jax._src.xla_bridge"):
-        if name not in sys.modules:
-            stub = types.ModuleType(name)
-            stub.__path__ = [str(MPI4JAX.joinpath(*name.split(".")))]
-            sys.modules[name] = stub
-    return mpi, importlib.import_module("mpi4jax._src.xla_bridge.mpi_xla_bridge_cpu")
+    from project_modules import load_package_module
+    return mpi, load_package_module(MPI4JAX, "mpi4jax._src.xla_bridge.mpi_xla_bridge_cpu")

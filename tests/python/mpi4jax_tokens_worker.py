@@ -8,26 +8,21 @@ mpi4py.  Prints one JSON line: {kernel: "ok" or what differed}.
 
     mpiexec -n 2 python mpi4jax_tokens_worker.py MPI4JAX_BUILD_DIR
 """
-import importlib
 import json
-import os
 import sys
-import types
 
 import jax
 import numpy as np
 from mpi4py import MPI
+from project_modules import load_package_module
 
 import ccshim.jax as cj
 
 jax.config.update("jax_enable_x64", True)
 root_dir = sys.argv[1]
-for name in ("mpi4jax", "mpi4jax._src", "mpi4jax._src.xla_bridge"):
-    package = types.ModuleType(name)
-    package.__path__ = [os.path.join(root_dir, *name.split("."))]
-    sys.modules[name] = package
-bridge = importlib.import_module("mpi4jax._src.xla_bridge.mpi_xla_bridge")
-targets = importlib.import_module("mpi4jax._src.xla_bridge.mpi_xla_bridge_cpu").custom_call_targets
+bridge = load_package_module(root_dir, "mpi4jax._src.xla_bridge.mpi_xla_bridge")
+targets = load_package_module(root_dir,
+                              "mpi4jax._src.xla_bridge.mpi_xla_bridge_cpu").custom_call_targets
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()

@@ -14,11 +14,11 @@ one JSON line: the solution's bytes, the custom-call targets XLA was given,
 the largest difference from scipy.linalg.solve_banded, and (checked) the
 refusal's message.
 """
-import importlib
 import json
 import os
 import sys
-import types
+
+from project_modules import load_package_module
 
 mode, root = sys.argv[1], sys.argv[2]
 if mode != "xla":
@@ -40,11 +40,7 @@ from scipy.linalg import solve_banded
 jax.config.update("jax_enable_x64", True)
 # veros/__init__.py imports the whole model (h5py, loguru, ...): only the
 # package path is needed for its solver module.
-for name in ("veros", "veros.core", "veros.core.special"):
-    package = types.ModuleType(name)
-    package.__path__ = [os.path.join(root, *name.split("."))]
-    sys.modules[name] = package
-tdma_ = importlib.import_module("veros.core.special.tdma_")
+tdma_ = load_package_module(root, "veros.core.special.tdma_")
 
 report = {"outputs": {}, "targets": {}, "scipy_error": {}}
 rng = np.random.default_rng(2026)

@@ -23,16 +23,15 @@ Exits 77 when the set-up could not fetch or build the projects.
 """
 import ast
 import ctypes
-import importlib
 import json
-import os
 import pathlib
 import re
 import subprocess
 import sys
-import types
 
 CCSHIM, CACHE = pathlib.Path(sys.argv[1]).resolve(), pathlib.Path(sys.argv[2]).resolve()
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+from project_modules import load_package_module  # noqa: E402
 failures, ran = [], []
 
 
@@ -111,20 +110,6 @@ def run_wrap(line, namespace):
     finally:
         cj.register_legacy = real
     return got[0] if got else None
-
-
-def load_package_module(root, dotted):
-    """A module of a package built in place, its parent packages stubbed (so
-    that the package's __init__, which imports JAX internals of its day, is
-    not run)."""
-    parts = dotted.split(".")
-    for i in range(1, len(parts)):
-        name = ".".join(parts[:i])
-        if name not in sys.modules:
-            stub = types.ModuleType(name)
-            stub.__path__ = [str(root.joinpath(*parts[:i]))]
-            sys.modules[name] = stub
-    return importlib.import_module(dotted)
 
 
 # --- mpi4jax 0.8.1.post2 ------------------------------------------------------------
