@@ -79,7 +79,7 @@ static void gpu_v2(void* stream, void** buffers, const char* o, size_t n, XlaCus
 
 /* --- The adapters, made once ------------------------------------------------ */
 
-enum { NUM_ADAPTERS = 26 };                     /* 2 entry kinds x (3 signatures x 3 forms + 4) */
+enum { NUM_ADAPTERS = 32 };                     /* 2 entry kinds x (4 signatures x 3 forms + 4) */
 static const size_t wide_sizes[2] = {130, 300}; /* operands, and one result */
 
 /* "(f32[1], ...) -> f32[1]" with n operands, in a static buffer. */
@@ -96,13 +96,15 @@ static ccshim_context *host, *gpu;
 
 static void make_adapters(void) {
   static const char* const sigs[] = {NULL, "(f32[4], s32[2,3]) -> f32[4]",
-                                     "(f32[2], token[]) -> (s8[], f32[2])"};
+                                     "(f32[2], token[]) -> (s8[], f32[2])",
+                                     /* leading dims: any rank from 1 (or 0) up */
+                                     "(f32[...b,2], s32[...b]) -> (f32[...b,2], s32[...,b])"};
   int n = 0;
   for (int entry = CCSHIM_ENTRY_PREBUILT; entry <= CCSHIM_ENTRY_CLOSURE; entry++) {
     ccshim_wrap_options o = CCSHIM_WRAP_OPTIONS_INIT;
     o.entry = (ccshim_entry_kind)entry;
     o.allow_wx = 1;
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < 4; s++) {
       ccshim_wrap((ccshim_legacy_fn)cpu_v1, 1, CCSHIM_PLATFORM_HOST, sigs[s], &o, &adapters[n++]);
       ccshim_wrap((ccshim_legacy_fn)cpu_v3, 3, CCSHIM_PLATFORM_HOST, sigs[s], &o, &adapters[n++]);
       ccshim_wrap((ccshim_legacy_fn)gpu_v2, 2, CCSHIM_PLATFORM_CUDA, sigs[s], &o, &adapters[n++]);
