@@ -111,6 +111,24 @@ def test_the_text_round_trips():
         assert str(ccshim.Signature(str(ccshim.Signature(text)))) == text
 
 
+def test_leading_dims_as_python_reads_them():
+    # The C parser's shapes as ccshim.Leaf holds them (any_dims with rank > 0:
+    # the dims written after the leading ones), each leaf's text the same as
+    # the C side's canonical text of it.
+    sig = ccshim.Signature("(b: s32[], a: f32[...b,m,n]{0,1}) -> "
+                           "(s32[...b], f32[...,4], f32[...], f32[...n])")
+    a = sig.operands[1]
+    assert a == ccshim.Leaf("f32", ("m", "n"), (0, 1), "b")
+    assert [str(leaf) for leaf in sig.operands + sig.results] == [
+        "s32[]", "f32[...b,m,n]{0,1}", "s32[...b]", "f32[...,4]", "f32[...]", "f32[...n]"]
+    assert sig.results[0] == ccshim.Leaf("s32", None, None, "b")
+    assert sig.results[1] == ccshim.Leaf("f32", (4,), None, "")
+    assert sig.results[2].leading == "" and sig.results[2].shape is None
+    # jaxlib 0.4.30's batched layouts, from the layout of the trailing dims
+    assert [a.layout_for(r) for r in (2, 3, 4)] == [(0, 1), (1, 2, 0), (2, 3, 1, 0)]
+    assert sig.results[1].layout_for(3) == (2, 1, 0)
+
+
 # --- mpi4jax's own kernel ---------------------------------------------------------
 
 def test_mpi4jax_allreduce_count_is_checked(mpi4jax):
