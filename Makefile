@@ -1,7 +1,9 @@
 # The two commands of the quick start, and the steps behind them.
 #
-#   make demo   set-up, build, and the legacy kernels run through ccshim
-#   make test   set-up, build, and every test
+#   make demo   the demo's set-up (dev/setup.sh demo), the demo built and
+#               run: legacy kernels through ccshim on the embedded runtime
+#   make test   the tests' set-up (dev/setup.sh test), the build, and every
+#               test, each stage timed (dev/stages.sh prints the table)
 #
 # CMake does the building; this file only strings the steps together.
 
@@ -19,52 +21,67 @@ CLANG_FLAGS = -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCCSHIM_WERROR=ON \
   -DCCSHIM_JAXLIB_INCLUDE="$(JAXLIB_INCLUDE)"
 FUZZ_SECONDS ?= 60
+# ccache, where the set-up could install it (dev/setup.sh test), for every
+# compiler CMake runs from here, the wheel's and plain CMake's builds
+# included: a second make test, or one in another clone, compiles almost
+# nothing.  Paths are made relative to the tree, so clones share entries.
+ifneq ($(shell command -v ccache 2>/dev/null),)
+export CMAKE_C_COMPILER_LAUNCHER := ccache
+export CMAKE_CXX_COMPILER_LAUNCHER := ccache
+export CMAKE_CUDA_COMPILER_LAUNCHER := ccache
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+endif
 THREADED_TESTS = test_adapter_threads test_invoke test_runtime_api
 empty :=
 space := $(empty) $(empty)
 THREADED_RE = ^($(subst $(space),|,$(THREADED_TESTS)))$$
 
-.PHONY: all setup build demo test test-c test-python test-wheel test-cmake test-sanitize test-fuzz \
+.PHONY: all setup test-setup configure build demo test test-c test-python test-wheel test-cmake test-sanitize test-fuzz \
         fuzz bench clean test-matrix format
 
 all: build
 
+# What the demo and the build need; the tests' set-up adds the rest.
 setup:
-	@bash tools/setup.sh
+	@bash dev/setup.sh demo
 
-build: setup
+test-setup:
+	@bash dev/setup.sh test
+
+configure: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCCSHIM_WERROR=ON \
 	  -DCCSHIM_JAXLIB_INCLUDE="$(JAXLIB_INCLUDE)" -DCCSHIM_PYTHON_DEFAULT="$(abspath $(PYTHON))" \
 	  $(CMAKE_FLAGS) >/dev/null
+
+build: configure
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
 
-demo: build
+# Only what the demo runs is built: the library, the example kernels, the demo.
+demo: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target ccshim_demo -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
 	@$(BUILD)/examples/ccshim_demo
 
 # Every test: the C suite, the Python suite, a pip install used as a user
 # would, the plain CMake path, the whole C suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests under
-# ThreadSanitizer, and each fuzzer for FUZZ_SECONDS.
-test: build
-	@$(MAKE) --no-print-directory test-c test-python test-wheel test-cmake test-sanitize test-fuzz
+# ThreadSanitizer, and each fuzzer for FUZZ_SECONDS.  A fixture the set-up
+# should have made is a failure here, not a skip (CCSHIM_FIXTURES_REQUIRED).
+TEST_STAGES = test-setup build test-c test-python test-wheel test-cmake test-sanitize test-fuzz
+test:
+	@CCSHIM_FIXTURES_REQUIRED=1 bash dev/stages.sh $(TEST_STAGES)
 
-test-c: build
+test-c: test-setup build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# The Python suite on the pinned JAX (.venv), then on the newest JAX
-# (.venv-newest, Python 3.12), so that what breaks on today's JAX cannot land.
-test-python: build
-	@if $(PYTHON) -c 'import pytest' 2>/dev/null; then \
-	  CCSHIM_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python; \
-	else echo "SKIPPED: the Python tests (pytest and JAX are not in .venv: PyPI unreachable?)"; fi
-	@if .venv-newest/bin/python -c 'import pytest, jax' 2>/dev/null; then \
-	  echo "== the Python suite on the newest JAX ($$(.venv-newest/bin/python -c 'import jax, sys; print(jax.__version__, "on Python", sys.version.split()[0])'))"; \
-	  CCSHIM_BUILD_DIR=$(abspath $(BUILD)) .venv-newest/bin/python -m pytest -q -p no:cacheprovider tests/python; \
-	else echo "SKIPPED: the Python tests on the newest JAX (no .venv-newest: no Python 3.12, or PyPI unreachable; tools/setup.sh said which)"; fi
+# The Python suite on the pinned JAX (.venv) and on the newest JAX
+# (.venv-newest, Python 3.12), side by side.
+test-python: test-setup build
+	@bash dev/test_python.sh $(BUILD)
 
 # A user's install: pip install of this tree into a fresh venv, used from
 # outside it (77: PyPI unreachable, reported as skipped).
-test-wheel: setup
+test-wheel: test-setup
 	@echo "== pip install of ccshim into a fresh venv, used as the README says"
 	@bash tests/wheel/test_wheel.sh . python3; rc=$$?; \
 	  if [ $$rc = 77 ]; then echo "SKIPPED: the wheel test (see the line above)"; \
@@ -72,11 +89,11 @@ test-wheel: setup
 
 # The plain CMake path: every documented option combination configures, and
 # the default build (no jaxlib headers) passes ctest, skips aside.
-test-cmake: setup
+test-cmake: test-setup
 	@echo "== plain CMake: the documented option combinations, and the default build with ctest"
-	@bash tools/test_cmake.sh $(JOBS)
+	@bash dev/test_cmake.sh $(JOBS)
 
-test-sanitize: setup
+test-sanitize: test-setup
 	@echo "== the C suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
 	@cmake -S . -B build-asan $(CLANG_FLAGS) -DCCSHIM_SANITIZE=address,undefined >/dev/null
 	@cmake --build build-asan -j $(JOBS) -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
@@ -86,17 +103,17 @@ test-sanitize: setup
 	@cmake --build build-tsan -j $(JOBS) --target $(THREADED_TESTS) -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
 	@cd build-tsan && ctest --output-on-failure -R '$(THREADED_RE)'
 
-test-fuzz: setup
+test-fuzz: test-setup
 	@echo "== the fuzzers, $(FUZZ_SECONDS)s each (libFuzzer, ASan, UBSan; clang; Atheris for ccshim.export)"
 	@cmake -S . -B build-fuzz $(CLANG_FLAGS) -DCCSHIM_FUZZ=ON -DCCSHIM_SANITIZE=address,undefined >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan fuzz_scan_tree fuzz_manifest -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
-	@bash tools/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS) $(abspath $(PYTHON))
+	@bash dev/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS) $(abspath $(PYTHON))
 
 # The Python suite against a spread of JAX releases, each in its own venv
 # (.venv-matrix/): the table in docs/jax-matrix.md and the README.  By hand:
 # it downloads each release once.
 test-matrix: build
-	@bash tools/test_matrix.sh $(BUILD)
+	@bash dev/test_matrix.sh $(BUILD)
 
 # Longer fuzzing, by hand.
 fuzz:
@@ -112,7 +129,7 @@ bench: build
 # Lays every tracked source out as .clang-format says (clang-format 14);
 # test_format in ctest checks it.
 format:
-	@bash tools/format.sh --fix
+	@bash dev/format.sh --fix
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-cmake

@@ -2,7 +2,7 @@
 ccshim.export.read, and every custom call of what reads described.  An input
 is either read or refused with ArtifactError (one line that says what was
 expected); any other exception, a hang or a crash of the native reader is a
-finding.  Run by tools/run_fuzzers.sh with libFuzzer's flags:
+finding.  Run by dev/run_fuzzers.sh with libFuzzer's flags:
 
     python tests/fuzz/fuzz_export_reader.py CORPUS_DIR -max_total_time=60
 """

@@ -81,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     /* tmpfs where there is one: directories are made and removed by the
      * thousand, which costs ten times more on a disk's file system. */
     struct stat st;
-    const char* base = getenv("CCSHIM_FUZZ_TREE_BASE"); /* tools/run_fuzzers.sh's */
+    const char* base = getenv("CCSHIM_FUZZ_TREE_BASE"); /* dev/run_fuzzers.sh's */
     if (base == NULL)
       base = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
     snprintf(root, sizeof root, "%s/ccshim-fuzz-tree-%d", base, (int)getpid());

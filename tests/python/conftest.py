@@ -83,14 +83,31 @@ def build_dir():
     return BUILD
 
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from project_modules import CACHE, MPI4JAX_BUILD, cached  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def fixture_missing(what: str):
+    """A fetched or built fixture is absent.  Under make test (which set
+    CCSHIM_FIXTURES_REQUIRED, after dev/setup.sh made the cache whole) that
+    is a failure: a missing cache entry is rebuilt, never skipped.  Run by
+    hand without the set-up, the test skips with the reason."""
+    why = f"{what} (dev/setup.sh test makes it in {CACHE})"
+    if os.environ.get("CCSHIM_FIXTURES_REQUIRED"):
+        pytest.fail(why)
+    pytest.skip(why)
+
+
 OLD_JAXLIB = "0.4.30"
 OLD_FFT_JAXLIB = "0.4.23"
 OLD_FINUFFT = "0.1.0"
 
 
 def _real_extension(project: str, version: str, relpath: str, module: str):
-    """A real project's extension module from the wheel tools/setup.sh
-    fetched from PyPI (under .cache/, never committed), loaded under its own
+    """A real project's extension module from the wheel dev/setup.sh
+    fetched from PyPI (into the per-user cache, never committed), loaded under its own
     name beside whatever else is imported; skips with the reason where the
     wheel could not be had or cannot run here."""
     import importlib.machinery
@@ -99,10 +116,9 @@ def _real_extension(project: str, version: str, relpath: str, module: str):
     import sys
     if platform.machine() != "x86_64":
         pytest.skip(f"the {project} {version} wheel used here is for x86-64")
-    path = ROOT / ".cache" / f"{project}-{version}" / relpath
+    path = cached(f"{project}-{version}") / relpath
     if not path.exists():
-        pytest.skip(f"{project} {version} was not fetched ({path} is missing: PyPI "
-                    "unreachable when tools/setup.sh ran?)")
+        fixture_missing(f"{project} {version} was not fetched ({path} is missing)")
     # Built for CPython 3.11; whether it loads in another Python is the
     # module's own answer, asked in a process of its own, since a module
     # built for another ABI may crash its loader (jaxlib 0.4.30's _lapack
@@ -153,20 +169,16 @@ def old_finufft():
                            "jax_finufft_cpu")
 
 
-MPI4JAX = ROOT / ".cache" / "mpi4jax-0.8.1.post2-build"
-
-
 @pytest.fixture(scope="session")
 def mpi4jax():
     """mpi4py's MPI and mpi4jax 0.8.1.post2's CPU module (its Cython
-    extension as tools/setup.sh builds it), imported without the package's
+    extension as dev/setup.sh builds it), imported without the package's
     __init__, which imports JAX internals of its day; skips with the reason
     where it could not be built or cannot load here."""
-    if not (MPI4JAX / ".complete").exists():
-        pytest.skip("mpi4jax 0.8.1.post2's extension was not built (tools/setup.sh: its sdist "
-                    "or the mpich/mpi4py wheels could not be had; see .cache/build-mpi4jax.log)")
+    if not (MPI4JAX_BUILD / ".complete").exists():
+        fixture_missing(f"mpi4jax 0.8.1.post2's extension was not built ({MPI4JAX_BUILD})")
     if sys.version_info[:2] != (3, 11):
         pytest.skip("mpi4jax's extension is built for the pinned venv's CPython 3.11")
     mpi = pytest.importorskip("mpi4py.MPI", reason="mpi4py is not installed")
     from project_modules import load_package_module
-    return mpi, load_package_module(MPI4JAX, "mpi4jax._src.xla_bridge.mpi_xla_bridge_cpu")
+    return mpi, load_package_module(MPI4JAX_BUILD, "mpi4jax._src.xla_bridge.mpi_xla_bridge_cpu")

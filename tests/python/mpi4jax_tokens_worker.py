@@ -1,5 +1,5 @@
 """One MPI rank of tests/python/test_tokens.py's two-rank test: each of
-mpi4jax 0.8.1.post2's 12 CPU kernels (its Cython extension as tools/setup.sh
+mpi4jax 0.8.1.post2's 12 CPU kernels (its Cython extension as dev/setup.sh
 builds it), called with the operands its lowering passes (sizes as s32[1],
 handles as u64[1], the token last on both sides), through ccshim
 (legacy_call(..., ordered=True)) and through XLA's legacy path

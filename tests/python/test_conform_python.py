@@ -22,11 +22,11 @@ import sysconfig
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, cached, fixture_missing
 
 CCSHIM = BUILD / "tools" / "ccshim"
 CORPUS = BUILD / "tests" / "libccshim_conform_kernels.so"
-LAPACK = ROOT / ".cache" / "jaxlib-0.4.30" / "jaxlib" / "cpu" / "_lapack.so"
+LAPACK = cached("jaxlib-0.4.30") / "jaxlib" / "cpu" / "_lapack.so"
 
 
 def conform(*args, timeout=300):
@@ -45,7 +45,7 @@ def one(*args):
 
 def need_lapack():
     if not LAPACK.exists():
-        pytest.skip(f"jaxlib 0.4.30 was not fetched ({LAPACK} is missing)")
+        fixture_missing(f"jaxlib 0.4.30 was not fetched ({LAPACK} is missing)")
 
 
 GETRF = ("--api", "2", "--signature", "(s32[], s32[], s32[], f32[4,4]) -> (f32[4,4], s32[4], s32[])",

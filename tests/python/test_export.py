@@ -6,8 +6,9 @@ convention, made typed-FFI calls on ccshim's targets, and run again.
   column-major layouts, a side effect): rewritten, deserialized and run
   through ccshim, byte for byte against the original on XLA's own legacy
   path (ccshim.export.check).
-* Artifacts of 2023: serialized by JAX 0.4.23 (tools/setup.sh makes them
-  with that JAX from PyPI) with its legacy CPU LAPACK/BLAS calls, which
+* Artifacts of 2023: serialized by JAX 0.4.23 (made once with that JAX by
+  tests/fixtures/make_artifacts.sh, committed under tests/fixtures/jax-2023/)
+  with its legacy CPU LAPACK/BLAS calls, which
   today's JAX can no longer run; rewritten, with jaxlib 0.4.30's kernels
   wrapped by ccshim, they give the outputs JAX 0.4.23 recorded.
 * Typed calls (JAX writes them as api_version 1 plus a dictionary) and XLA's
@@ -32,12 +33,12 @@ export = pytest.importorskip("jax.export", reason="jax.export does not import in
 import ccshim
 import ccshim.export as ce
 import ccshim.jax as cj
-from conftest import BUILD, ROOT
+from conftest import BUILD, FIXTURES, ROOT, cached, fixture_missing
 
 S = jax.ShapeDtypeStruct
 pytestmark = pytest.mark.usefixtures("x64")
 
-CASES_2023 = ROOT / ".cache" / "jax-2023"
+CASES_2023 = FIXTURES / "jax-2023"
 BLOB = b"\x00\x01opaque\x00\xff\xfe\n"
 
 
@@ -241,19 +242,12 @@ def test_register_looks_every_kernel_up_before_registering_any(legacy_artifact, 
 
 
 def _cases_2023():
-    index = CASES_2023 / "index.json"
-    if not (CASES_2023 / ".complete").exists():
-        return []
-    return json.loads(index.read_text())["cases"]
+    return json.loads((CASES_2023 / "index.json").read_text())["cases"]
 
 
 @pytest.fixture(scope="module")
 def jax2023():
     cases = _cases_2023()
-    if not cases:
-        pytest.skip(f"the 2023 artifacts were not made ({CASES_2023} is missing: PyPI "
-                    "unreachable when tools/setup.sh ran, or JAX 0.4.23 failed there; see "
-                    ".cache/jax2023.log)")
     try:
         ce.read(CASES_2023 / f"{cases[0]['name']}.jax")
     except ce.ArtifactError as e:
@@ -319,9 +313,9 @@ def test_the_command_checks_a_2023_artifact_against_xla(name, jax2023, tmp_path)
     the original on XLA's legacy path with jaxlib 0.4.30's kernels, the
     rewrite through ccshim, the same inputs, the bytes compared."""
     src = CASES_2023 / f"{name}.jax"
-    lapack = ROOT / ".cache" / "jaxlib-0.4.30" / "jaxlib" / "cpu" / "_lapack.so"
+    lapack = cached("jaxlib-0.4.30") / "jaxlib" / "cpu" / "_lapack.so"
     if not lapack.exists():
-        pytest.skip(f"jaxlib 0.4.30 was not fetched ({lapack} is missing)")
+        fixture_missing(f"jaxlib 0.4.30 was not fetched ({lapack} is missing)")
     npz = tmp_path / "inputs.npz"
     inputs, _ = _recorded(jax2023[name])
     np.savez(npz, *inputs)

@@ -8,27 +8,35 @@ a process of its own (the mode patches JAX for the whole process):
   mlir.custom_call's default api_version 2, ffi_call with
   custom_call_api_version 1 and 3 and a descriptor);
 * tests/python/veros_tdma_program.py: veros 1.7.0's own TDMA (from its
-  sdist on PyPI, its Cython extension built by tools/setup.sh), on the
-  running JAX, on JAX 0.11.2 (the newest veros allows) and, from the pinned
-  venv, 0.10.2: the bytes of XLA's legacy path, and scipy's solve_banded.
+  sdist on PyPI, its Cython extension built by dev/setup.sh), on the
+  running JAX and, from the pinned venv's run, on JAX 0.11.2 (the newest
+  veros allows; a venv of the cache's): the bytes of XLA's legacy path, and
+  scipy's solve_banded.  make test runs this file on the pinned JAX and on
+  the newest, so each JAX runs veros once.
 """
 
 import json
+import os
+import pathlib
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, fixture_missing
+from project_modules import CACHE, veros_build
 
 HERE = ROOT / "tests" / "python"
 KERNELS = BUILD / "tests" / "libccshim_pytest_kernels.so"
 
 
-def _run(python, program, *args):
+def _run(python, program, *args, timeout=300, cwd=None):
+    # ccshim from this tree, also in a venv of the cache's shared by clones
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "python"), *filter(None, [os.environ.get("PYTHONPATH")])])}
     p = subprocess.run([str(python), str(HERE / program), *map(str, args)], capture_output=True,
-                       text=True, timeout=300)
+                       text=True, timeout=timeout, cwd=cwd, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -55,26 +63,23 @@ def test_an_unchanged_extension_runs_through_ccshim():
     assert "signature column 7: expected ',' or ']' after a dimension" in malformed
 
 
-# (python, JAX it has, veros build) for each place veros is run
+# (python, veros build) for each place veros is run: the running JAX, and
+# from the pinned venv JAX 0.11.2, which has no suite of its own
 def _veros_places():
-    places = []
-    for label, python, tag in [
-            ("pinned", ROOT / ".venv" / "bin" / "python", "cp311"),
-            ("0.11.2", ROOT / ".cache" / "venv-jax-0.11.2" / "bin" / "python", "cp312"),
-            ("newest", ROOT / ".venv-newest" / "bin" / "python", "cp312")]:
-        places.append(pytest.param(python, ROOT / ".cache" / f"veros-1.7.0-build-{tag}",
-                                   id=label))
+    here = pathlib.Path(sys.executable)
+    places = [pytest.param(here, veros_build("cp%d%d" % sys.version_info[:2]), id="running")]
+    if pathlib.Path(sys.prefix).resolve() == (ROOT / ".venv").resolve():
+        places.append(pytest.param(CACHE / "venv-jax-0.11.2" / "bin" / "python",
+                                   veros_build("cp312"), id="0.11.2"))
     return places
 
 
 @pytest.mark.parametrize("python, build", _veros_places())
 def test_veros_tdma_unchanged_in_strict_mode(python, build):
     if not (build / ".complete").exists():
-        pytest.skip(f"veros 1.7.0 was not built here ({build.name}: tools/setup.sh, see "
-                    ".cache/build-veros-*.log; its sdist or Python 3.12 could not be had)")
+        fixture_missing(f"veros 1.7.0 was not built for this Python ({build})")
     if not python.exists():
-        pytest.skip(f"{python} was not made by tools/setup.sh (no Python 3.12, or PyPI "
-                    "unreachable)")
+        fixture_missing(f"{python} was not made (it needs a Python 3.12)")
     xla = _run(python, "veros_tdma_program.py", "xla", build)
     ours = _run(python, "veros_tdma_program.py", "strict", build)
     assert ours["outputs"] == xla["outputs"]
@@ -93,23 +98,21 @@ def test_veros_tdma_unchanged_in_strict_mode(python, build):
         checked["lie"]
 
 
-@pytest.mark.parametrize("python, build", _veros_places()[:2])
+@pytest.mark.parametrize("python, build", _veros_places())
 def test_a_short_veros_model_run_unchanged_in_strict_mode(python, build, tmp_path):
-    # veros 1.7.0's acc_basic setup, four iterations, on the pinned JAX and
-    # on the newest JAX veros allows (0.11.2; its requirements pin it): the
-    # whole state after the run is the same as on XLA's legacy path, and
-    # strict mode proves no legacy call reached XLA.
-    if not (build / ".complete").exists() or not python.exists():
-        pytest.skip(f"veros 1.7.0 ({build.name}) or {python} was not made here by "
-                    "tools/setup.sh (no Python 3.12, or PyPI unreachable)")
+    # veros 1.7.0's acc_basic setup, four iterations, on the running JAX and
+    # from the pinned venv on JAX 0.11.2 (the newest its requirements
+    # allow): the whole state after the run is the same as on XLA's legacy
+    # path, and strict mode proves no legacy call reached XLA.
+    if not (build / ".complete").exists():
+        fixture_missing(f"veros 1.7.0 was not built for this Python ({build})")
+    if not python.exists():
+        fixture_missing(f"{python} was not made (it needs a Python 3.12)")
     runs = {}
     for mode in ("xla", "strict"):
         where = tmp_path / mode
         where.mkdir()
-        p = subprocess.run([str(python), str(HERE / "veros_model_program.py"), mode, str(build)],
-                           capture_output=True, text=True, timeout=600, cwd=where)
-        assert p.returncode == 0, p.stderr[-3000:]
-        runs[mode] = json.loads(p.stdout.strip().splitlines()[-1])
+        runs[mode] = _run(python, "veros_model_program.py", mode, build, timeout=600, cwd=where)
         if "skip" in runs[mode]:
             pytest.skip(runs[mode]["skip"])
     xla, ours = runs["xla"], runs["strict"]

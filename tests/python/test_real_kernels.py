@@ -1,5 +1,5 @@
 """Real public legacy kernels, unchanged, from two projects' wheels on PyPI
-(both Apache-2.0, fetched by tools/setup.sh into .cache/, never committed),
+(both Apache-2.0, fetched by dev/setup.sh into the per-user cache, never committed),
 each registered from its own registrations() mapping and called exactly as
 the project's lowering called it, through XLA's own legacy path and through
 ccshim: byte for byte between the two paths, and against an independent

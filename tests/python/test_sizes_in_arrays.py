@@ -8,7 +8,7 @@ writes past its buffers).
 
 * tests/python/kernels.c: count_sum_v1, shape_rows_v1, count_triple_v2;
 * mpi4jax 0.8.1.post2's own mpi_allreduce (its Cython extension as
-  tools/setup.sh builds it, on one MPI rank), whose count is an s32[1].
+  dev/setup.sh builds it, on one MPI rank), whose count is an s32[1].
 """
 
 

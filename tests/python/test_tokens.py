@@ -7,7 +7,7 @@ none), side by side with XLA's legacy path making the same call.
 * tests/python/kernels.c's token_probe_v2 records the pointers it is given
   and the order of its calls;
 * mpi4jax 0.8.1.post2's own CPU kernels (its Cython extension as
-  tools/setup.sh builds it), called with tokens exactly as its lowerings
+  dev/setup.sh builds it), called with tokens exactly as its lowerings
   call them, on one MPI rank: equal to XLA's legacy path and to mpi4py.
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import ccshim.jax as cj
-from conftest import MPI4JAX, ROOT
+from conftest import MPI4JAX_BUILD, ROOT
 
 S = jax.ShapeDtypeStruct
 SIG = "(x: f32[4], token[]) -> (f32[4], token[])"
@@ -159,7 +159,7 @@ def test_mpi4jax_twelve_cpu_kernels_with_tokens_on_two_ranks(mpi):
         pytest.skip(f"no mpiexec beside {sys.executable} (the mpich wheel is not installed)")
     p = subprocess.run([str(mpiexec), "-n", "2", sys.executable,
                         str(ROOT / "tests" / "python" / "mpi4jax_tokens_worker.py"),
-                        str(MPI4JAX)], capture_output=True, text=True, timeout=300)
+                        str(MPI4JAX_BUILD)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     reports = [json.loads(m) for m in re.findall(r'\{"rank".*?\}\}', p.stdout)]
     assert sorted(r["rank"] for r in reports) == [0, 1], p.stdout

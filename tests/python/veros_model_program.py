@@ -20,7 +20,7 @@ import sys
 mode, root = sys.argv[1], sys.argv[2]
 missing = [m for m in ("h5netcdf", "h5py", "loguru", "click", "tqdm", "requests", "PIL",
                        "entrypoints") if importlib.util.find_spec(m) is None]
-if missing:  # veros's own requirements, which tools/setup.sh installs beside JAX 0.11.2
+if missing:  # veros's own requirements, which dev/setup.sh installs in each venv that runs this
     print(json.dumps({"skip": f"veros's requirements {missing} are not installed here"}))
     sys.exit(0)
 if mode != "xla":

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Installs what ccshim needs, and nothing that is already there.  Idempotent
+# and quiet; a second run costs a few file comparisons.
+#
+#   dev/setup.sh demo   what `make demo` and `make build` need: a C
+#                       compiler, cmake, pkg-config and libffi from Debian,
+#                       and .venv with the pinned JAX (its headers are
+#                       compiled against; the README's JAX lines run in it)
+#   dev/setup.sh test   that, and what `make test` needs: clang's sanitizer
+#                       and fuzzer runtimes, clang-format 14, valgrind,
+#                       OpenBLAS and HIP; the test packages in .venv; the
+#                       newest JAX in .venv-newest (Python 3.12); and the
+#                       per-user cache of real projects (tests/fixtures/
+#                       downloads.tsv, fetched and checked by
+#                       tests/fixtures/fetch.py, then built once per
+#                       version and Python ABI)
+#
+# In test mode, what the tests read must be had: a download or a build that
+# fails stops here with its log, rather than letting its tests skip.  What
+# the machine cannot have (a GPU, HIP, a Python 3.12) is said, and the
+# tests that need it skip.
+set -u
+cd "$(dirname "$0")/.."
+. dev/pythons.sh
+mode=${1:-demo}
+case $mode in demo | test) ;; *) echo "usage: dev/setup.sh demo|test" >&2; exit 2 ;; esac
+
+say() { printf 'setup: %s\n' "$*"; }
+fail() { say "$*"; exit 1; }
+
+required_debs=(gcc g++ make cmake pkg-config libffi-dev python3-venv)
+test_debs=(clang libclang-rt-14-dev clang-format-14 valgrind libopenblas-dev
+           hipcc libamdhip64-dev ccache)
+# Pinned so that every run tests the same thing.  jax 0.10.2 is the newest
+# release for this machine's Python 3.11 (FFI API 0.3).
+demo_pkgs=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6)
+# flatbuffers: jax.export's serialization (ccshim rewrite).  atheris: the
+# fuzz harness of ccshim.export's reader.  mpich, mpi4py, cython: building
+# mpi4jax's Cython extension (MPI without root: the mpich wheel has mpicc,
+# mpi.h and mpiexec).  veros 1.7.0's requirements.txt as it pins them: its
+# model runs in the zero-change tests.
+veros_model_pkgs=(click==8.5.0 entrypoints==0.4 requests==2.34.2 h5netcdf==1.8.1
+                  h5py==3.16.0 pillow==12.3.0 loguru==0.7.3 tqdm==4.70.1)
+test_pkgs=(pytest==9.2.0 matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19
+           atheris==3.0.0 mpich==5.0.2 mpi4py==4.1.2 cython==3.3.1 "${veros_model_pkgs[@]}")
+# The newest JAX, which needs Python 3.12.
+newest_pkgs=(jax==0.12.0.1 jaxlib==0.12.0.1 numpy==2.4.6 pytest==9.2.0 scipy==1.16.3
+             flatbuffers==25.12.19 cython==3.3.1 setuptools==75.8.0 "${veros_model_pkgs[@]}")
+# JAX 0.11.2, the newest veros 1.7.0 allows, for its model run.
+veros_jax_pkgs=(jax==0.11.2 jaxlib==0.11.2 numpy==2.4.6 scipy==1.16.3 cython==3.3.1
+                "${veros_model_pkgs[@]}")
+
+missing_debs() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+      printf '%s\n' "$p"
+  done
+}
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null; then sudo -n "$@"
+  else return 1
+  fi
+}
+
+apt_updated=0
+apt_install() {
+  [ $# -eq 0 ] && return 0
+  command -v apt-get >/dev/null || return 1
+  if [ $apt_updated = 0 ]; then
+    as_root apt-get update -qq >/dev/null 2>&1 || return 1
+    apt_updated=1
+  fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "$@" >/dev/null 2>&1
+}
+
+# venv_with DIR PYTHON PKG...: DIR a venv of PYTHON holding PKG..., made or
+# topped up as needed; a stamp of what was installed makes the second run
+# one comparison.  Returns 1 (with pip's last lines said) when pip fails.
+venv_with() {
+  local dir=$1 python=$2 stamp=$1/.ccshim-requirements
+  shift 2
+  [ "$(cat "$stamp" 2>/dev/null)" = "$*" ] && return 0
+  if [ ! -x "$dir/bin/python" ]; then
+    say "creating $dir"
+    "$python" -m venv "$dir" || return 1
+  fi
+  say "installing into $dir: $*"
+  if "$dir/bin/python" -m pip install -q --disable-pip-version-check "$@" \
+       >/dev/null 2>"$dir/pip-error.log"; then
+    printf '%s' "$*" >"$stamp"
+  else
+    tail -n 3 "$dir/pip-error.log" | sed 's/^/setup:   /'
+    return 1
+  fi
+}
+
+# python3-venv is how Debian's own python3 makes venvs; a Python with venv
+# built in (pyenv, for one) needs no package for it.
+if python3 -c 'import ensurepip, venv' 2>/dev/null; then
+  required_debs=("${required_debs[@]/python3-venv}")
+fi
+need=$(missing_debs "${required_debs[@]}")
+if [ -n "$need" ]; then
+  say "installing $(echo $need)"
+  apt_install $need || fail "could not install: $(echo $need)"
+fi
+
+# .venv: the pinned JAX for the demo and the build, and in test mode the
+# test packages beside it (one pip run, so that they agree).
+venv_pkgs=("${demo_pkgs[@]}")
+[ "$mode" = test ] && venv_pkgs+=("${test_pkgs[@]}")
+# A test-mode venv already holds the demo's packages: leave it as it is.
+if [ "$mode" = demo ] && grep -qF "${demo_pkgs[*]} " .venv/.ccshim-requirements 2>/dev/null; then
+  :
+elif ! venv_with .venv python3 "${venv_pkgs[@]}"; then
+  [ "$mode" = test ] && fail "pip could not install the test packages into .venv"
+  say "pip failed (PyPI unreachable?): the demo runs, the JAX lines of the README do not"
+fi
+# The ccshim Python package itself, from this tree (add_source_path).
+[ -x .venv/bin/python ] && { add_source_path .venv "$PWD/python" ||
+  say "could not add python/ to .venv"; }
+[ "$mode" = demo ] && exit 0
+
+want=$(missing_debs "${test_debs[@]}")
+if [ -n "$want" ]; then
+  say "installing $(echo $want)"
+  if apt_install $want; then
+    # A build configured before (by make demo) looked for these and cached
+    # their absence: configure it anew, so that their tests run.
+    for cache_file in build*/CMakeCache.txt; do
+      [ -f "$cache_file" ] && rm -f "$cache_file" && say "configuring ${cache_file%/*} anew"
+    done
+  else
+    say "could not install $(echo $want); the tests that need them will skip"
+  fi
+fi
+
+# .venv-newest: the Python suite runs on the newest JAX too.  Without a
+# Python 3.12 that run is said and skipped.
+py312=$(python_of 3.12)
+if [ -z "$py312" ]; then
+  say "no Python 3.12 here: the newest JAX (${newest_pkgs[0]}) is not tested"
+else
+  venv_with .venv-newest "$py312" "${newest_pkgs[@]}" ||
+    fail "pip could not install the newest JAX into .venv-newest"
+  add_source_path .venv-newest "$PWD/python" || say "could not add python/ to .venv-newest"
+fi
+
+# The per-user cache: real projects' wheels and sdists, each checked
+# against the SHA-256 in tests/fixtures/downloads.tsv.
+cache=$(python3 tests/fixtures/fetch.py --where)
+mkdir -p "$cache" || fail "cannot make the cache folder $cache"
+python3 tests/fixtures/fetch.py || fail "the downloads above could not be had (PyPI unreachable?)"
+
+# build_in_cache NAME SRC DEST PYTHON PRODUCT: SRC's extensions built in
+# place (setup.py build_ext, as the project's own setup builds them) in a
+# copy, renamed to DEST when PRODUCT (a glob) is there.  Made once per
+# version and Python ABI; DEST's .complete says it is whole.
+build_in_cache() {
+  local name=$1 src=$2 dest=$3 python=$4 product=$5 work log
+  [ -f "$dest/.complete" ] && return 0
+  work=$dest.$$ log=$dest.log
+  say "building $name into the cache ($(basename "$dest"))"
+  rm -rf "$work" && cp -r "$src" "$work" || return 1
+  if (cd "$work" && PATH="$(dirname "$python"):$PATH" "$python" setup.py build_ext --inplace) \
+       >"$log" 2>&1 && compgen -G "$work/$product" >/dev/null; then
+    touch "$work/.complete"
+    rm -rf "$dest" && mv "$work" "$dest"
+  else
+    rm -rf "$work"
+    say "the build failed; its log: $log"
+    tail -n 5 "$log" | sed 's/^/setup:   /'
+    return 1
+  fi
+}
+root=$PWD
+# mpi4jax 0.8.1.post2's Cython extension, against the mpich and mpi4py
+# wheels of .venv (Python 3.11).
+build_in_cache "mpi4jax 0.8.1.post2" "$cache/mpi4jax-0.8.1.post2-src/mpi4jax-0.8.1.post2" \
+  "$cache/mpi4jax-0.8.1.post2-build-cp311" "$root/.venv/bin/python" \
+  "mpi4jax/_src/xla_bridge/mpi_xla_bridge_cpu.*.so" || fail "mpi4jax could not be built"
+# veros 1.7.0's Cython TDMA kernels, once per Python ABI: 3.11 for the
+# pinned venv, 3.12 for the newest JAX and for JAX 0.11.2 (the newest veros
+# allows), whose venv is kept in the cache too.
+veros_src=$cache/veros-1.7.0-src/veros-1.7.0
+build_in_cache "veros 1.7.0" "$veros_src" "$cache/veros-1.7.0-build-cp311" \
+  "$root/.venv/bin/python" "veros/core/special/tdma_cython_.*.so" || fail "veros could not be built"
+if [ -n "$py312" ]; then
+  build_in_cache "veros 1.7.0" "$veros_src" "$cache/veros-1.7.0-build-cp312" \
+    "$root/.venv-newest/bin/python" "veros/core/special/tdma_cython_.*.so" ||
+    fail "veros could not be built"
+  venv_with "$cache/venv-jax-0.11.2" "$py312" "${veros_jax_pkgs[@]}" ||
+    fail "pip could not install JAX 0.11.2 into $cache/venv-jax-0.11.2"
+fi
+exit 0

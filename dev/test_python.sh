@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The Python suite on the pinned JAX (.venv) and on the newest JAX
+# (.venv-newest, Python 3.12), so that what breaks on today's JAX cannot
+# land.  The two runs share nothing but the build, and much of their time
+# is spent waiting on compiles and child processes, so they run side by
+# side; each one's report is printed whole when both are done.
+#
+# usage: dev/test_python.sh BUILD_DIR
+set -u
+cd "$(dirname "$0")/.."
+build=$(cd "$1" && pwd)
+runs=() pids=()
+for venv in .venv .venv-newest; do
+  if ! "$venv/bin/python" -c 'import pytest, jax' 2>/dev/null; then
+    echo "SKIPPED: the Python suite in $venv (no pytest and JAX there: no Python 3.12" \
+      "for .venv-newest? dev/setup.sh said which)"
+    continue
+  fi
+  log=$build/pytest${venv#.venv}.log
+  CCSHIM_BUILD_DIR=$build "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+    --durations=10 tests/python >"$log" 2>&1 &
+  runs+=("$venv") pids+=($!)
+done
+status=0
+for i in "${!runs[@]}"; do
+  wait "${pids[$i]}"
+  rc=$?
+  venv=${runs[$i]}
+  echo "== the Python suite in $venv ($("$venv/bin/python" -c 'import jax, sys; print("JAX", jax.__version__, "on Python", sys.version.split()[0])'))"
+  cat "$build/pytest${venv#.venv}.log"
+  [ $rc = 0 ] || status=$rc
+done
+exit $status
