@@ -69,19 +69,22 @@ def for_call(name: str, side: str, given: Any, shapes: Sequence[Any],
     return out if any(layout is not None for layout in out) else None
 
 
-def for_batch(name: str, side: str, given: Any, shapes: Sequence[Any], depth: int,
-                avals: Sequence[Any], one: bool = False) -> list | None:
+def for_batch(name: str, side: str, given: Any, shapes: Sequence[Any],
+              grown: Sequence[int], avals: Sequence[Any], one: bool = False) -> list | None:
     """The call's {side}_layouts for these (possibly batched) shapes, a list
     of one per buffer or None.  A function is called with the operands'
     abstract values, as a function opaque is, so that it sees the batched
     shapes; a list written for one row is extended under
-    vmap_method="broadcast" by its ``depth`` batch dims, each majormost (the
-    rule of jax.ffi.ffi_call's batching, and jaxlib's batched layouts).
+    vmap_method="broadcast" buffer by buffer: ``grown[i]`` is how many batch
+    dims buffer i gained, each added majormost (the rule of
+    jax.ffi.ffi_call's batching, and jaxlib's batched layouts).  A buffer
+    the batch left at its rank (a size operand batch_operands recomputed, a
+    shape array rebuilt) keeps its layout as written, () for a scalar.
     ``one``: the call has one result, whose layout is given alone, as
     ffi_call takes it."""
     if callable(given):
         given = given(*avals)
-        depth = 0  # for these shapes already
+        grown = [0] * len(shapes)  # for these shapes already
     if given is not None and one:
         given = [given]
     if given is None:
@@ -93,10 +96,13 @@ def for_batch(name: str, side: str, given: Any, shapes: Sequence[Any], depth: in
     given = list(given)
     if len(given) != len(shapes):
         raise ValueError(f"{name}: {len(given)} {side}_layouts for {len(shapes)} {side}(s)")
-    if not depth:
+    if not any(grown):
         return given
     lifted = []
-    for i, (layout, shape) in enumerate(zip(given, shapes)):
+    for i, (layout, shape, depth) in enumerate(zip(given, shapes, grown)):
+        if not depth:
+            lifted.append(layout)
+            continue
         row = layout_order(f"{name}: {side}_layouts[{i}] (for one row of the batch)", layout,
                             len(shape) - depth)
         lifted.append(None if row is None else

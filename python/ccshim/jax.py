@@ -398,6 +398,25 @@ def _broadcast_all(axis_size: int, operands: Sequence[Any], batched: Sequence[bo
             for x, b in zip(operands, batched)]
 
 
+def _grown(name: str, grown: list[int] | None, operands: Sequence[Any],
+           batched: Sequence[bool], full: Sequence[Any]) -> list[int]:
+    """The batch dims each operand has gained after one more batch level:
+    ``operands`` as the vmap rule has them (the batch axis in front of the
+    ``batched`` ones), ``full`` what batch_operands made of them.  An
+    operand batch_operands left at its rank (a size recomputed, a shape
+    array rebuilt) gains none, and keeps its layout."""
+    out = []
+    for i, (before, x, b, y) in enumerate(zip(grown or [0] * len(full), operands, batched,
+                                              full)):
+        row, added = np.ndim(x) - bool(b), np.ndim(y) - (np.ndim(x) - bool(b))
+        if added < 0:
+            raise ValueError(f"{name}: batch_operands returned operand {i} of rank "
+                             f"{np.ndim(y)} for one of rank {row}; a batch adds dims in "
+                             "front, never removes them")
+        out.append(before + added)
+    return out
+
+
 def _call_site(name: str, result_shape_dtypes: Any, vmap_method: str | None,
                layouts: tuple[Any, Any], opaque: Any, batch_operands: Callable | None,
                bind: Callable) -> Callable[..., Any]:
@@ -411,18 +430,19 @@ def _call_site(name: str, result_shape_dtypes: Any, vmap_method: str | None,
         raise TypeError(f"{name}: batch_operands must be a function, got "
                         f"{type(batch_operands).__name__}")
 
-    def call_with(operands, types, depth):
+    def call_with(operands, types, grown, depth):
+        # grown: the batch dims each operand gained; every result gains depth
         avals = [_aval(x) for x in operands]
         in_layouts = _layouts.for_batch(name, "input", layouts[0], [a.shape for a in avals],
-                                        depth, avals)
+                                        grown or [0] * len(avals), avals)
         out_layouts = _layouts.for_batch(name, "output", layouts[1], [t.shape for t in types],
-                                         depth, avals, one=not multiple)
+                                         [depth] * len(types), avals, one=not multiple)
         return bind(operands, types, multiple, in_layouts, out_layouts)
 
     if vmap_method != "broadcast":
         if batch_operands is not None:
             raise ValueError(f"{name}: batch_operands is for vmap_method='broadcast' only")
-        return lambda *operands: call_with(operands, results, 0)
+        return lambda *operands: call_with(operands, results, None, 0)
     if batch_operands is None and not callable(opaque):
         raise ValueError(
             f"{name}: vmap_method='broadcast' makes one call on the whole batch, but "
@@ -434,10 +454,10 @@ def _call_site(name: str, result_shape_dtypes: Any, vmap_method: str | None,
             "vmap_method='sequential'")
     widen = batch_operands or _broadcast_all
 
-    def make(types, depth):
+    def make(types, grown, depth):
         @custom_batching.custom_vmap
         def call(*operands):
-            return call_with(operands, types, depth)
+            return call_with(operands, types, grown, depth)
 
         @call.def_vmap
         def rule(axis_size, in_batched, *operands):
@@ -451,12 +471,13 @@ def _call_site(name: str, result_shape_dtypes: Any, vmap_method: str | None,
                 raise ValueError(f"{name}: batch_operands returned {len(full)} operand(s) "
                                  f"for {len(operands)}")
             batched = [jax.ShapeDtypeStruct((axis_size, *t.shape), t.dtype) for t in types]
-            out = make(batched, depth + 1)(*full)
+            out = make(batched, _grown(name, grown, operands, in_batched, full),
+                       depth + 1)(*full)
             return out, ([True] * len(types) if multiple else True)
 
         return call
 
-    return make(results, 0)
+    return make(results, None, 0)
 
 
 def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
@@ -495,7 +516,9 @@ def legacy_call(name: str, result_shape_dtypes: Any, *, opaque: Any = b"",
     opaque, ``batch_operands`` is needed; without ``batch_operands`` every
     operand is broadcast.  Layouts given as lists are for one row: each
     batch dim is added majormost (jaxlib's batched layouts, and the rule of
-    ffi_call's own batching); layouts given as a function are asked again
+    ffi_call's own batching) to the buffers whose rank the batch grew; an
+    operand batch_operands left at its rank (a recomputed size, a rebuilt
+    shape array) keeps its layout, () for a scalar; layouts given as a function are asked again
     for the batched shapes.  A signature must allow the batched ranks: one
     with leading dims (``f32[...b,m,n]``) serves the unbatched call and any
     batch with every check kept; a fixed signature is refused.

@@ -13,8 +13,15 @@ and every batch with its checks kept (a signature with leading dims,
 * jaxlib 0.4.23's ``dynamic_ducc_fft`` (its last CPU FFT kernel of its
   own): a flatbuffer descriptor, shape and stride arrays as operands,
   rebuilt for the batched rank as JAX 0.4.23's lowering built them.
+* extending-jax's kepler shape (an s64[] element count, then the arrays;
+  tests/python/kernels.c's count_triple_v2, since extending-jax is not on
+  PyPI): the count recomputed for the batch, its arrays batched.
 
-The wheels come from PyPI at set-up (tools/setup.sh, into .cache/).
+Each call site gives the layouts its project's lowering wrote for one row,
+``[]`` or ``()`` for a scalar, ``(0,)`` for a 1-D operand: only the
+buffers whose rank the batch grew gain its dims.
+
+The wheels come from PyPI at set-up (dev/setup.sh, into the per-user cache).
 """
 
 import jax
@@ -57,21 +64,23 @@ def lapack(old_lapack):
 
 def _row_site(op, dtype, m, n, lwork=None):
     """One row's call site, as jaxlib 0.4.30 lowered an unbatched call:
-    (operands before the matrix, results, layouts for XLA's legacy path)."""
+    (operands before the matrix, results, and the layouts its lapack.py
+    wrote for num_bd = 0: [] for each scalar, the matrix column-major, the
+    pivots and tau (0,), info (), geqrf's workspace [0])."""
     k = min(m, n)
     if op == "getrf":
         pre = [S32(1), S32(m), S32(n)]
         outs = [S((m, n), dtype), S((k,), S32), S((), S32)]
-        out_layouts = [COLUMN_MAJOR, None, None]
+        out_layouts = [COLUMN_MAJOR, (0,), ()]
     elif op == "potrf":
         pre = [S32(1), S32(1), S32(n)]  # lower, b, n
         outs = [S((n, n), dtype), S((), S32)]
-        out_layouts = [COLUMN_MAJOR, None]
+        out_layouts = [COLUMN_MAJOR, ()]
     else:
         pre = [S32(1), S32(m), S32(n), S32(lwork)]
         outs = [S((m, n), dtype), S((k,), dtype), S((), S32), S((lwork,), dtype)]
-        out_layouts = [COLUMN_MAJOR, None, None, None]
-    return pre, outs, [None] * len(pre) + [COLUMN_MAJOR], out_layouts
+        out_layouts = [COLUMN_MAJOR, (0,), (), [0]]
+    return pre, outs, [[]] * len(pre) + [COLUMN_MAJOR], out_layouts
 
 
 def _batch_size_at(op):
@@ -105,7 +114,9 @@ def _both_vmapped(op, dtype, a, lwork=None, widen=None):
     xla = cj.xla_legacy_call(f"batxla_{t}{op}", outs, api_version=2, vmap_method="broadcast",
                              batch_operands=widen, input_layouts=in_layouts,
                              output_layouts=out_layouts, input_output_aliases=aliases)
+    # the same call site, layouts and all, through ccshim
     ours = cj.legacy_call(f"bat_{t}{op}", outs, vmap_method="broadcast", batch_operands=widen,
+                          input_layouts=in_layouts, output_layouts=out_layouts,
                           input_output_aliases=aliases)
 
     def run(call):
@@ -224,7 +235,8 @@ def test_the_same_registration_serves_the_unbatched_call(lapack, op):
     a = _matrices(4, (4, 4), np.float64, spd=op == "potrf")
     lwork = lapack.lapack_dgeqrf_workspace(4, 4) if op == "geqrf" else None
     pre, outs, in_layouts, out_layouts = _row_site(op, np.float64, 4, 4, lwork)
-    call = cj.legacy_call(f"bat_d{op}", outs, input_output_aliases={len(pre): 0})
+    call = cj.legacy_call(f"bat_d{op}", outs, input_layouts=in_layouts,
+                          output_layouts=out_layouts, input_output_aliases={len(pre): 0})
     ours = jax.jit(call)(*pre, a)
     _same_bytes(ours[:3], _as_jaxlib(op, np.float64, a, lwork)[:3])
 
@@ -286,6 +298,56 @@ def test_call_layouts_for_one_row_gain_the_batch_dims_majormost(lapack):
         jax.vmap(lambda x: call(*pre, x))(a[0])
 
 
+# --- extending-jax's element count under vmap --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def counting(kernels):
+    cj.register_legacy("bat_count_triple", kernels.count_triple_v2, api_version=2,
+                       signature="(n: s64[], x: f32[...n]) -> f32[...n]")
+    cj.register_xla_legacy("batxla_count_triple", kernels.count_triple_v2)
+
+
+@pytest.mark.parametrize("batch", [(3,), (2, 3)], ids=str)
+def test_an_element_count_recomputed_for_the_batch(counting, batch):
+    # kepler_jax.py's lowering: operand_layouts=[(), layout], result_layouts
+    # =[layout], the size an s64[] of the element count; under vmap the
+    # count is the batch's, the scalar stays a scalar and keeps its ().
+    def widen(axis_size, operands, batched):
+        n, x = operands
+        if not batched[1]:
+            x = jnp.broadcast_to(x, (axis_size, *x.shape))
+        return [n * axis_size, x]
+
+    row = S((8,), np.float32)
+    layouts = dict(input_layouts=[(), (0,)], output_layouts=(0,))
+    ours = cj.legacy_call("bat_count_triple", row, vmap_method="broadcast",
+                          batch_operands=widen, **layouts)
+    xla = cj.xla_legacy_call("batxla_count_triple", row, api_version=2,
+                             vmap_method="broadcast", batch_operands=widen, **layouts)
+
+    def run(call):
+        f = lambda v: call(np.int64(8), v)
+        for _ in batch:
+            f = jax.vmap(f)
+        return jax.jit(f)
+
+    x = np.arange(np.prod(batch) * 8, dtype=np.float32).reshape(*batch, 8)
+    got, want = run(ours)(x), run(xla)(x)
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+    np.testing.assert_array_equal(np.asarray(got), 3 * x)
+    _one_call(run(ours), x)
+
+
+def test_batch_operands_that_lower_a_rank_is_refused(counting):
+    shrink = lambda axis_size, operands, batched: [operands[0], operands[1][0, 0]]
+    call = cj.legacy_call("bat_count_triple", S((8,), np.float32), vmap_method="broadcast",
+                          batch_operands=shrink, input_layouts=[(), (0,)])
+    with pytest.raises(ValueError, match=r"batch_operands returned operand 1 of rank 0 for one "
+                                         r"of rank 1; a batch adds dims in front"):
+        jax.vmap(lambda v: call(np.int64(8), v))(np.zeros((3, 8), np.float32))
+
+
 # --- jaxlib 0.4.23's dynamic_ducc_fft under vmap -----------------------------------
 
 FFT_SIGNATURE = "(u8[l], {t}[...b,n], s32[r], s32[r], s32[r], f64[1]) -> {t}[...b,n]"
@@ -335,9 +397,14 @@ def test_fft_under_vmap_in_one_call(ducc, dtype, forward, batch):
     row = S((16,), dtype)
     widen = _fft_widen(ducc, forward)
     t = HLO[dtype]
-    ours = cj.legacy_call(f"bat_fft_{t}", row, vmap_method="broadcast", batch_operands=widen)
+    # The layouts jaxlib 0.4.23's ducc_fft.py wrote for a rank-1 row: [0]
+    # for the descriptor, the shape, the strides and the scale (rebuilt by
+    # the batch at rank 1, so kept), row-major for x and the result.
+    layouts = dict(input_layouts=[[0], (0,), [0], [0], [0], [0]], output_layouts=(0,))
+    ours = cj.legacy_call(f"bat_fft_{t}", row, vmap_method="broadcast", batch_operands=widen,
+                          **layouts)
     xla = cj.xla_legacy_call("batxla_fft", row, api_version=2, vmap_method="broadcast",
-                             batch_operands=widen)
+                             batch_operands=widen, **layouts)
 
     def run(call):
         f = lambda v: call(*_fft_operands(ducc, v, forward))
