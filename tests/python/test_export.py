@@ -560,6 +560,36 @@ def test_a_cuda_artifact_needs_its_kernels_on_cuda():
             ce.load(done.data)
 
 
+@pytest.mark.parametrize("where", ["cuda", "rocm"])
+@pytest.mark.parametrize("verb", ["load", "register"])
+def test_an_artifact_for_a_platform_not_here_names_what_it_needs_there(where, verb):
+    """On a machine without the artifact's platform, load and register say
+    which targets that platform's machine must register, and how: what an
+    operator needs to prepare the machine that has it."""
+    if where in ce.platforms_here([where])[0]:
+        pytest.skip(f"this machine has {where}")
+
+    def fn(x):
+        y = _legacy("gpu_scale", S((8,), np.float32), 2, legacy_backend_config=b"\x02")(x)
+        return _legacy("gpu_shift", S((8,), np.float32), 1)(y)
+
+    exp = export.export(jax.jit(fn), platforms=[where], disabled_checks=[
+        export.DisabledSafetyCheck.custom_call("gpu_scale"),
+        export.DisabledSafetyCheck.custom_call("gpu_shift")])(S((8,), np.float32))
+    done = ce.rewrite(exp)
+    call = (lambda: ce.load(done.data)) if verb == "load" else (
+        lambda: ce.register(done.data, {}))
+    with pytest.raises(ce.ArtifactError) as e:
+        call()
+    said = str(e.value)
+    assert f"runs on {where}, and this process can run none of them (this process has no " \
+           f"{where} backend)" in said, said
+    assert (f"On a machine with {where} it needs 2 target(s) registered: ccshim.v1.gpu_shift "
+            "(the legacy gpu_shift, api_version 1); ccshim.v2.gpu_scale (the legacy gpu_scale, "
+            "api_version 2)") in said, said
+    assert f"ccshim.export.register(artifact, kernels, platform='{where}')" in said, said
+
+
 # --- Multi-platform artifacts, and exporting again ----------------------------------------
 
 

@@ -72,17 +72,29 @@ class Registered(dict):
         self.not_here: dict[str, str] = {}
 
 
-def _serving(art, platform: str | None) -> tuple[list[str], dict[str, str]]:
+def _serving(art, platform: str | None, prefix: str) -> tuple[list[str], dict[str, str]]:
     """The platforms to register or check an artifact's targets for: the one
-    asked for, or those of its platforms this process has."""
+    asked for, or those of its platforms this process has.  With none of
+    them here, the error names what the artifact needs on a machine that
+    has one, and how to register it there."""
     if platform is not None:
         return list(art.platforms), {}  # read() narrowed them to the one asked for
     here, not_here = platforms_here(art.platforms or ("cpu",))
     if not here:
+        targets = needed(art, prefix=prefix)
+        wanted = "; ".join(f"{t['typed']} (the legacy {t['legacy']}, api_version "
+                           f"{t['api_version']})" for t in targets)
+        where = art.platforms[0]
         raise ArtifactError(
             f"{art.what}: runs on {', '.join(art.platforms)}, and this process can run none "
-            f"of them ({'; '.join(not_here.values())}); its targets are asked for where one "
-            "is")
+            f"of them ({'; '.join(not_here.values())}).  "
+            + (f"On a machine with {' or '.join(art.platforms)} it needs {len(targets)} "
+               f"target(s) registered: {wanted}; there, ccshim.export.register(artifact, "
+               f"kernels, platform='{where}') registers them from that platform's kernels "
+               f"(a mapping of legacy name to kernel, or the extension's registrations()), "
+               f"or per target ccshim.jax.register_legacy(TYPED, kernel, platform='{where}', "
+               "api_version=N)" if targets else
+               "It calls no ccshim target: nothing to register there"))
     return here, not_here
 
 
@@ -99,7 +111,7 @@ def register(src: Any, kernels: Any, *, prefix: str = DEFAULT_PREFIX,
     from .. import _modules
     from .. import jax as cj
     art = read(src, platform=platform)
-    served, not_here = _serving(art, platform)
+    served, not_here = _serving(art, platform, prefix)
     if len(served) > 1 and (not isinstance(kernels, Mapping) or any(
             where is None for where, *_ in _modules.entries(kernels))):
         raise ArtifactError(
@@ -135,7 +147,7 @@ def load(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = None)
     XLA would say only that the name is unknown when the program compiles."""
     from .. import jax as cj
     art = read(src, platform=platform)
-    served, _ = _serving(art, platform)
+    served, _ = _serving(art, platform, prefix)
     missing = []
     for t in needed(art, prefix=prefix):
         for where in served:
