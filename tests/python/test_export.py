@@ -272,6 +272,35 @@ NAMES_2023 = [f"{op}_{dt}" for op in ("lu", "lu_batched", "cholesky", "qr", "trs
               for dt in ("f32", "f64", "c64", "c128")]
 
 
+@pytest.mark.parametrize("name", ["lu_f32_cpu_tpu", "trsm_f32_cpu_cuda"])
+def test_a_multi_platform_artifact_of_calling_convention_8_runs_here(name, jax2023, old_lapack,
+                                                                      tmp_path):
+    """Exported by JAX 0.4.23 for cpu and tpu, and for cpu and cuda, at
+    calling convention 8, which JAX 0.11 and later no longer take: written
+    as 9 (its platform index already tagged, as those releases tagged it),
+    its CPU branch's legacy call rewritten, and run on the CPU: what 0.4.23
+    computed.  --upgrade writes the same version and rewrites no call."""
+    case = jax2023[name]
+    assert case["calling_convention"] == 8 and case["platforms"][0] == "cpu", case
+    src, prefix = CASES_2023 / f"{name}.jax", f"mp8{name[-3:]}."
+    done = ce.rewrite(src, prefix=prefix)
+    assert done.platforms == tuple(case["platforms"])
+    assert done.calling_convention[0] == 8 and done.calling_convention[1] >= 9
+    reg = ce.register(done.data, old_lapack.registrations(), prefix=prefix)
+    assert reg.platforms == ["cpu"] and set(reg.not_here) == {case["platforms"][1]}
+    inputs, want = _recorded(case)
+    got = jax.tree_util.tree_leaves(ce.load(done.data, prefix=prefix).call(*inputs))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == w.dtype
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5 * np.abs(w).max())
+    out = tmp_path / "upgraded.jax"
+    p = _ccshim("rewrite", "--upgrade", src, out)
+    assert p.returncode == 0, p.stderr
+    assert "calling convention 8 -> 9" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert ce.read(out).exported.calling_convention_version == 9
+
+
 @pytest.mark.parametrize("name", NAMES_2023)
 def test_a_2023_artifact_runs_again_through_ccshim(name, jax2023, old_lapack, tmp_path):
     case = jax2023[name]

@@ -4,6 +4,7 @@ ccshim wraps it as, its opaque carried as a uint8 attribute."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -100,15 +101,24 @@ def rewrite(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = No
                                                           "calling_convention_version", None)))
 
 
+# main's first argument, the platform index, tagged as a global constant.
+_PLATFORM_INDEX_TAGGED = re.compile(
+    r'func\.func public @main\(%arg0: tensor<i\d+> \{[^}]*jax\.global_constant = "_platform_index"')
+
+
 def _calling_convention_upgrade(art):
     """The artifact at the running JAX's oldest supported calling convention
     when it is older and the upgrade is exact.  8 -> 9 (JAX 0.4.22 and 0.4.23
-    wrote 8; JAX from 0.11 supports 9 and 10): version 9 adds effects and
-    tags the platform index and the dimension variables as global constants.
-    An artifact of version 8 has no effects; with one platform it has no
-    platform index; and JAX already tagged its dimension variables (the
-    module says jax.global_constant wherever it uses shape polymorphism).
-    Then the same module is version 9.  Otherwise the difference is named."""
+    wrote 8; JAX from 0.11 supports 9 and 10): version 9 passes effects'
+    tokens through main and tags the platform index and the dimension
+    variables as global constants.  The releases that wrote 8 (0.4.20 to
+    0.4.23) already tagged both in the module: their lowering counted the
+    platform index among the dimension variables it tags, so a multi-
+    platform module's main begins with an argument tagged
+    jax.global_constant = "_platform_index", as 0.4.24 and later write it.
+    So a version-8 artifact with no effects whose tags are there is, as it
+    stands, the version-9 artifact those releases would have written.
+    Otherwise the difference is named."""
     import dataclasses
     exported = art.exported
     try:
@@ -122,12 +132,18 @@ def _calling_convention_upgrade(art):
     if version != 8 or lowest != 9:
         raise ArtifactError(f"{art.what}: calling convention {version}; this JAX supports "
                             f"{lowest} and later, and ccshim upgrades 8 to 9 only")
-    if len(exported.platforms) != 1:
+    effects = [*exported.ordered_effects, *exported.unordered_effects]
+    if effects:
         raise ArtifactError(
-            f"{art.what}: calling convention 8 with platforms {', '.join(exported.platforms)}: "
-            "version 9 tags the platform index argument as a global constant, which ccshim "
-            "does not add; this JAX supports 9 and later")
+            f"{art.what}: calling convention 8 with effects ({effects}): version 9 passes "
+            "their tokens through main, where 8 made dummy ones; ccshim does not rewrite that")
     text = exported.mlir_module()
+    if len(exported.platforms) > 1 and not _PLATFORM_INDEX_TAGGED.search(text):
+        raise ArtifactError(
+            f"{art.what}: calling convention 8 with platforms {', '.join(exported.platforms)}, "
+            "whose main does not tag its platform index argument jax.global_constant = "
+            "\"_platform_index\" as version 9 requires (JAX 0.4.20 to 0.4.23 all tagged it); "
+            "ccshim does not add the tag")
     if "jax.uses_shape_polymorphism = true" in text and "jax.global_constant" not in text:
         raise ArtifactError(
             f"{art.what}: calling convention 8, shape-polymorphic, with no dimension variable "
