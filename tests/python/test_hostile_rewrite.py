@@ -1,6 +1,7 @@
 """`ccshim rewrite` under hostile input (issue 22): OUT that is not a
-regular file, IN that would block or never end, a file past the size cap,
-and a legacy call nested deeper than Python's recursion limit.  Each runs
+regular file, IN that would block or never end, a program of hundreds of
+MB (issue 31: read once, whatever its size), and a legacy call nested
+deeper than Python's recursion limit.  Each runs
 the command (python -m ccshim.export, what `ccshim rewrite` execs) under a
 timeout of its own, so a hang fails the case instead of the suite."""
 import os
@@ -79,12 +80,54 @@ def test_in_that_is_a_fifo_or_dev_zero_is_refused_at_once(tmp_path, good):
     assert "in.fifo: not read: " in out and "/dev/zero: not read: " in out
 
 
-def test_a_file_past_the_cap_is_refused_unread(tmp_path):
+def test_a_large_file_that_is_no_program_is_refused_for_what_it_is(tmp_path):
     big = tmp_path / "big.jax"
     with open(big, "wb") as f:
         f.truncate((64 << 20) + 1)  # sparse: costs no disk
     rc, _, err = rewrite(big, tmp_path / "o.jax", timeout=60)
-    assert rc == 2 and "big.jax: larger than 64 MiB" in err
+    assert rc == 2 and "big.jax: not a jax.export artifact, nor a StableHLO module" in err, err
+
+
+def test_a_program_with_260_mib_of_constants_is_rewritten_and_runs(tmp_path, build_dir):
+    """Exported programs carry their weights and tables as constants, and
+    run to hundreds of MB: one of 260 MiB of constants (272 MB on disk) and
+    a legacy call is rewritten, run through ccshim and on XLA's legacy path
+    (--check, byte for byte), and the rewrite alone stays within a bound
+    of its size in peak memory (measured 6.5 times the file with JAX's
+    reader, writer and the module in between; the file itself is read
+    once, into one buffer)."""
+    src, out = tmp_path / "big.jax", tmp_path / "big.rewritten.jax"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    made = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
+                                                        "big_program.py"), src, "260"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert made.returncode == 0, made.stderr[-2000:]
+    size = src.stat().st_size
+    assert size > 256 << 20
+
+    # The rewrite alone, its peak measured on the process itself.
+    with open(tmp_path / "stderr", "w+") as said:
+        p = subprocess.Popen([sys.executable, "-m", "ccshim.export", str(src), str(out)],
+                             stdout=subprocess.DEVNULL, stderr=said, env=env,
+                             stdin=subprocess.DEVNULL)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        said.seek(0)
+        assert p.returncode == 0, said.read()
+    peak = usage.ru_maxrss << 10
+    print(f"rewrite of {size / 2**20:.0f} MiB: peak {peak / 2**20:.0f} MiB "
+          f"({peak / size:.1f} times the file)")
+    assert peak < 8 * size, f"peak {peak} bytes for a {size}-byte program"
+    assert out.stat().st_size > size - (1 << 20)
+    kernels = tmp_path / "big_kernels.py"
+    kernels.write_text(
+        "import ctypes\n"
+        f"_lib = ctypes.CDLL({str(build_dir / 'tests' / 'libccshim_pytest_kernels.so')!r})\n"
+        "def registrations():\n"
+        "    return {'scale_v1': ctypes.cast(_lib.scale_v1, ctypes.c_void_p).value}\n")
+    rc, stdout, err = rewrite(src, out, "--check", "--kernels", kernels, "--json", timeout=600)
+    assert rc == 0, err
+    assert '"equal": true' in stdout and '"differing_bytes": 0' in stdout, stdout
 
 
 def test_a_call_nested_1500_regions_deep_is_rewritten(tmp_path):

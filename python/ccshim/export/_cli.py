@@ -32,7 +32,8 @@ uint8 attribute "opaque".  A jax.export artifact is written at the running
 JAX's serialization version, whatever version it was read at (JAX reads
 versions older than its compatibility window only through ccshim), and at
 its calling convention, or the oldest the running JAX supports where the
-upgrade is exact (8 -> 9 for one platform; otherwise refused, the
+upgrade is exact (8 -> 9 with no effects and the platform index, if any,
+tagged as JAX 0.4.20 to 0.4.23 tagged it; otherwise refused, the
 difference named).  IN is never modified; OUT is written whole or
 not at all.
 

@@ -65,8 +65,8 @@ def deserialize(data: bytes, what: str):
 
     from jax import export as jax_export
     from jax._src.export import serialization
-    root = serialization.ser_flatbuf.Exported.GetRootAsExported(bytearray(data), 0)
+    root = serialization.ser_flatbuf.Exported.GetRootAsExported(data, 0)
     nr_devices = root.NrDevices() or root.NrDevicesShort()
     with _reading_expired(nr_devices, what), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # the expired-version notice
-        return jax_export.deserialize(bytearray(data))
+        return jax_export.deserialize(data)

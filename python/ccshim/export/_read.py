@@ -131,7 +131,7 @@ class Artifact:
         from jax._src.export import _export, serialization
         try:
             newest = getattr(serialization, "_SERIALIZATION_VERSION", None)
-            root = serialization.ser_flatbuf.Exported.GetRootAsExported(bytearray(data), 0)
+            root = serialization.ser_flatbuf.Exported.GetRootAsExported(data, 0)
             version = self.serialization_version = root.SerializationVersion()
             if newest is not None and version > newest:
                 raise ArtifactError(
@@ -165,7 +165,7 @@ class Artifact:
         artifact as past its backward-compatibility window (0.11.2 on), the
         same through _expired, which upgrades what can be upgraded exactly."""
         try:
-            return jax_export.deserialize(bytearray(data))
+            return jax_export.deserialize(data)  # bytes serve; a bytearray would copy
         except ValueError as e:
             if "compatibility window" not in str(e):
                 raise
@@ -332,15 +332,11 @@ def _with_module(exported, portable: bytes):
     return dataclasses.replace(exported, **fields)
 
 
-# The most bytes a program is read from: what conform and scan read at most
-# too.  A larger file is refused, not read until memory runs out.
-READ_MAX = 64 << 20
-
-
 def read_file(path: pathlib.Path) -> bytes:
-    """A regular file's bytes, at most READ_MAX of them.  Opened without
-    blocking, so that a FIFO or a device is refused, never waited on (or
-    read forever, as /dev/zero would be)."""
+    """A regular file's bytes, of any size memory holds, read once into one
+    buffer (programs with constants baked in run to hundreds of MB).  Opened
+    without blocking and refused unless a regular file, so that a FIFO or a
+    device is never waited on (or read forever, as /dev/zero would be)."""
     import stat
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -351,18 +347,17 @@ def read_file(path: pathlib.Path) -> bytes:
         if not stat.S_ISREG(mode):
             raise ArtifactError(f"{path}: is {file_kind(mode)}; expected a regular file "
                                 "(an artifact)")
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            size += len(chunk)
-            if size > READ_MAX:
-                raise ArtifactError(f"{path}: larger than {READ_MAX >> 20} MiB; an exported "
-                                    "program is at most that here")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        f = open(fd, "rb", buffering=0)  # owns fd from here
+    except BaseException as e:
+        os.close(fd)
+        if isinstance(e, OSError):
+            raise ArtifactError(f"{path}: cannot read it: {e.strerror}") from None
+        raise
+    try:
+        with f:  # readall sizes its one buffer from fstat: no chunks joined after
+            return f.readall()
     except OSError as e:
         raise ArtifactError(f"{path}: cannot read it: {e.strerror}") from None
-    finally:
-        os.close(fd)
 
 
 def read(src: Any, *, platform: str | None = None) -> Artifact:
