@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 
 CCSHIM, FIXTURE = (os.path.abspath(a) for a in sys.argv[1:3])
 failures = []
@@ -113,7 +114,7 @@ check(t["wrap"] == 'ccshim.jax.register_legacy("lapack_sgesv", '
 check("(ccshim_legacy_fn)gesv, 1, CCSHIM_PLATFORM_CUDA" in t["wrap_c"], t["wrap_c"])
 check(t["definition"]["file"] == "gpu/solver_gpu_ext.cu" and t["form"] == "GPU v1", t)
 check("also in" not in targets["lapack_sgesv"]["note"], targets["lapack_sgesv"]["note"])
-check(len(report["targets"]) == len(expected) + 7, f"{len(report['targets'])} targets")
+check(len(report["targets"]) == len(expected) + 9, f"{len(report['targets'])} targets")
 # Offered by a module function, registered outside the tree, with CPU v3's
 # parameters (GPU v2/v3's with a void* stream): the platform is not guessed.
 t = targets["_record_event_capsule"]
@@ -146,6 +147,36 @@ for name in ("gp_solve_rev", "{{mod.name}}", "factor", "solve", "allreduce_cpu",
 check([(c["name"], c["file"], c["line"]) for c in report["candidates"]] ==
       [("Syevd::Kernel", "csrc/templates_only.cc", 5),
        ("BasisFunc::xla", "csrc/templates_only.cc", 8)], report["candidates"])
+
+# --- A capsule registered per object, under a name built from id() (issue 31) -----
+for name, pattern, kernel, line, call_line in [
+        ("self.target", "instance_filter_<id>", "self.compiled.capsule()", 14, 18),
+        ('f"instance_smooth_{id(self)}"', "instance_smooth_<id>", "self.kernel.capsule()", 26,
+         30)]:
+    t = targets[name]
+    check(t["name_pattern"] == pattern, f"{name}: pattern {t['name_pattern']}")
+    check(t["definition"] and t["definition"]["function"] == "instance_filter" and
+          t["form"] == "CPU v1", f"{name}: {t['definition']}")
+    check((t["file"], t["line"]) == ("python/instance_ops.py", line), t)
+    check([c["line"] for c in t["call_sites"]] == [call_line], t["call_sites"])
+    check(t["wrap"] == f'ccshim.jax.register_legacy({name}, {kernel}, platform="cpu", '
+          'api_version=2)', t["wrap"])
+    check("registered once per object, under a name built from id()" in t["note"], t["note"])
+    # The wrap line, where the registration was, registers every instance
+    # under its own name with its own capsule.
+    got, alive = [], []  # alive: two objects at once, so their ids differ
+    stub = types.SimpleNamespace(jax=types.SimpleNamespace(
+        register_legacy=lambda n, k, **kw: got.append((n, k, kw))))
+    for order in (1, 2):
+        self = types.SimpleNamespace(compiled=types.SimpleNamespace(capsule=lambda o=order: o),
+                                     kernel=types.SimpleNamespace(capsule=lambda o=order: o))
+        self.target = "instance_filter_" + str(id(self))
+        alive.append(self)
+        exec(t["wrap"], {"ccshim": stub, "self": self})
+    prefix = pattern[:-len("<id>")]
+    check(len({n for n, _, _ in got}) == 2 and all(n.startswith(prefix) for n, _, _ in got)
+          and [k for _, k, _ in got] == [1, 2], f"{name}: {got}")
+check(all(c["name"] != "instance_filter" for c in report["candidates"]), report["candidates"])
 
 # --- What it must not find: comments, strings, docstrings, macro bodies, notes,
 # and typed handlers (counted apart) ---------------------------------------------
@@ -196,14 +227,14 @@ check(targets["legacy_zero"]["registrations"][0]["via"] == "register_ffi_target"
 check("_ext.old_cpu()" in targets["old_cpu"]["wrap"], targets["old_cpu"]["wrap"])
 
 s = report["summary"]
-check(s == {"files": 17, "lines": s["lines"], "legacy_targets": 29, "candidates": 2, "typed": 5,
+check(s == {"files": 19, "lines": s["lines"], "legacy_targets": 31, "candidates": 2, "typed": 5,
             "unscanned_files": 0, "artifacts": 0, "artifact_legacy_calls": 0}, f"summary: {s}")
 check(report["artifacts"] == [], "no exported programs in the fixture")
 
 # --- The table: one block per target, then the summary; the same every run ------
 rc, text, err = scan(FIXTURE)
 check(rc == 0, f"scan: rc={rc}")
-check("29 legacy targets in 17 files" in text and "11 legacy call sites" in text
+check("31 legacy targets in 19 files" in text and "13 legacy call sites" in text
       and "5 typed-FFI handlers or calls already" in text, text.splitlines()[-1])
 for name in expected:
     head = name.replace("@", "  ") + " " if "@" in name else name + "  "
@@ -224,7 +255,7 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = err.strip().splitlines()
     check(rc == 1 and len(lines) == 1 and "csrc/blob.cc" in lines[0] and "binary" in lines[0],
           f"binary file: rc={rc} stderr={err!r}")
-    check("29 legacy targets in 17 files" in out, "the rest is still reported")
+    check("31 legacy targets in 19 files" in out, "the rest is still reported")
     rc, out, err = scan(tree, "--json")
     check(rc == 1 and json.loads(out)["summary"]["unscanned_files"] == 1, "binary file, JSON")
 

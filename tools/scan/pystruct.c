@@ -269,3 +269,107 @@ void scan_py_getattr_module(const char* expr, char* module, size_t cap) {
   memcpy(module, g, len);
   module[len] = '\0';
 }
+
+/* The pattern of a name expression: the string pieces kept, each computed
+ * piece holding an id() call as <id>, any other as <...>; pieces joined by
+ * + or inside an f-string's braces. */
+static void name_pattern(const char* e, char* out, size_t cap) {
+  size_t o = 0;
+#define PUT(text)                                                    \
+  do {                                                               \
+    for (const char* t_ = (text); *t_ && o + 1 < cap; t_++) out[o++] = *t_; \
+  } while (0)
+  for (size_t i = 0; e[i];) {
+    int fstr = (e[i] == 'f' || e[i] == 'F') && (e[i + 1] == '"' || e[i + 1] == '\'');
+    if (fstr || e[i] == '"' || e[i] == '\'') {
+      char q = e[i += fstr];
+      for (i++; e[i] && e[i] != q; i++) {
+        if (fstr && e[i] == '{') {
+          size_t j = i;
+          while (e[j] && e[j] != '}') j++;
+          char piece[TEXT_CAP];
+          snprintf(piece, sizeof piece, "%.*s", (int)(j - i), e + i);
+          PUT(strstr(piece, "id(") ? "<id>" : "<...>");
+          i = e[j] ? j : j - 1;
+          continue;
+        }
+        if (e[i] == '\\' && e[i + 1]) i++;
+        if (o + 1 < cap) out[o++] = e[i];
+      }
+      if (e[i]) i++;
+      continue;
+    }
+    if (e[i] == '+' || e[i] == ' ' || e[i] == '\t') {
+      i++;
+      continue;
+    }
+    /* A computed piece, to the next + outside brackets. */
+    size_t j = i;
+    int depth = 0;
+    for (; e[j] && !(depth == 0 && e[j] == '+'); j++) {
+      if (e[j] == '(' || e[j] == '[') depth++;
+      if (e[j] == ')' || e[j] == ']') depth--;
+    }
+    char piece[TEXT_CAP];
+    snprintf(piece, sizeof piece, "%.*s", (int)(j - i), e + i);
+    PUT(strstr(piece, "id(") ? "<id>" : "<...>");
+    i = j;
+  }
+#undef PUT
+  out[o] = '\0';
+}
+
+static int dotted_name(const char* s) {
+  if (!*s) return 0;
+  for (; *s; s++)
+    if (!scan_ident_char((unsigned char)*s) && *s != '.') return 0;
+  return 1;
+}
+
+/* A registration's name built per object: `expr` itself, or what the
+ * variable or attribute it names (self.target) was last assigned above
+ * `at`, calls id().  Its pattern into `pattern`; 0 when the name is not
+ * built from id(). */
+int scan_py_instance_name(const source* src, size_t at, const char* expr, char* pattern,
+                          size_t cap) {
+  char rhs[TEXT_CAP];
+  snprintf(rhs, sizeof rhs, "%s", expr);
+  if (!strstr(rhs, "id(") && dotted_name(expr)) {
+    size_t n = strlen(expr), value = 0;
+    for (const char* p = src->skel; (p = strstr(p, expr)) != NULL && p < src->skel + at; p += n) {
+      size_t b = (size_t)(p - src->skel);
+      if (b > 0 && (scan_ident_char((unsigned char)src->skel[b - 1]) || src->skel[b - 1] == '.'))
+        continue;
+      size_t eq = scan_skip_space(src->skel, b + n, src->len);
+      if (eq + 1 < src->len && src->skel[eq] == '=' && src->skel[eq + 1] != '=')
+        value = eq + 1;
+    }
+    if (value == 0) return 0;
+    size_t b = scan_skip_space(src->code, value, src->len), e = b;
+    while (e < src->len && src->code[e] != '\n') e++;
+    scan_text_of(src, b, e, rhs, sizeof rhs);
+  }
+  if (!strstr(rhs, "id(")) return 0;
+  name_pattern(rhs, pattern, cap);
+  return 1;
+}
+
+/* The method a kernel expression ends by calling (self.compiled.capsule()
+ * gives "capsule"); 0 when it ends otherwise. */
+int scan_py_method_called(const char* expr, char* method, size_t cap) {
+  size_t n = strlen(expr);
+  if (n < 3 || expr[n - 1] != ')') return 0;
+  int depth = 0;
+  size_t open = n;
+  while (open-- > 0) {
+    if (expr[open] == ')') depth++;
+    if (expr[open] == '(' && --depth == 0) break;
+  }
+  if (open == (size_t)-1 || open == 0) return 0;
+  size_t b = open;
+  while (b > 0 && scan_ident_char((unsigned char)expr[b - 1])) b--;
+  if (b == open || b == 0 || expr[b - 1] != '.' || open - b >= cap) return 0;
+  memcpy(method, expr + b, open - b);
+  method[open - b] = '\0';
+  return 1;
+}

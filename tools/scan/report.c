@@ -148,6 +148,11 @@ static void print_json(const scan* s, const inventory* inv) {
     const finding* a = anchor(t);
     printf("%s\n    {\"name\": ", shown++ ? "," : "");
     json_str(t->name);
+    printf(", \"name_pattern\": ");
+    if (t->instance)
+      json_str(t->instance->pattern);
+    else
+      printf("null");
     printf(", \"platform\": \"%s\", \"api_version\": %d, \"api_version_from\": ",
            scan_plat_text(t->platform), t->version);
     json_str(t->how ? t->how : "");
@@ -237,7 +242,9 @@ static void print_text(const scan* s, const inventory* inv) {
     if (scan_in_program(a)) /* only in exported programs */
       printf("%s  %s %s  %s\n", t->name, scan_plat_text(t->platform), version, a->file);
     else
-      printf("%s%s  %s %s  %s:%d\n", t->name, t->computed ? " (name computed)" : "",
+      printf("%s%s%s%s  %s %s  %s:%d\n", t->name,
+             t->instance ? " (per instance: " : t->computed ? " (name computed)" : "",
+             t->instance ? t->instance->pattern : "", t->instance ? ")" : "",
              scan_plat_text(t->platform), version, a->file, a->line);
     printf("    version    %s\n", t->how ? t->how : "");
     if (t->def)

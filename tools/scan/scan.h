@@ -59,7 +59,11 @@ typedef struct finding {
   /* A capsule a module offers (in its dict, or returned by a module
    * function), registered by whatever registers that module's capsules. */
   int offered;
-  char expr[TEXT_CAP];   /* registered kernel expression (Python) */
+  char expr[TEXT_CAP]; /* registered kernel expression (Python) */
+  /* A name built per object at run time (from id()): its pattern, the
+   * string pieces kept and each id() as <id> ("instance_filter_<id>"). */
+  char pattern[TEXT_CAP];
+  int per_instance;
   char opaque[TEXT_CAP]; /* call site: the backend_config expression */
   char shapes[TEXT_CAP]; /* ffi_call: the result shapes expression */
   plat platform;
@@ -156,6 +160,9 @@ typedef struct target {
   /* A function with a legacy parameter list that nothing registers or
    * calls: listed apart, as a candidate, not as a target. */
   int candidate;
+  /* Registered once per object under a name built from id(): the
+   * registration that says so (its pattern), or NULL. */
+  const finding* instance;
   form form; /* of the definition, as resolved */
   int version;
   char* how;           /* how the version is known (owned) */
@@ -205,6 +212,9 @@ void scan_py_mapping_loop(const source* src, size_t at, char* module, size_t mca
                           size_t pcap);
 int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed);
 void scan_py_getattr_module(const char* expr, char* module, size_t cap);
+int scan_py_instance_name(const source* src, size_t at, const char* expr, char* pattern,
+                          size_t cap);
+int scan_py_method_called(const char* expr, char* method, size_t cap);
 
 /* walk.c */
 void scan_walk(scan* s, const char* dir);

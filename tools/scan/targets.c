@@ -172,6 +172,12 @@ static void add_notes(target* t, const finding* d, int def_version, plat def_pla
             "fills it, each a target; the wrap line takes the whole mapping and leaves its "
             "typed-FFI entries out. ",
             loop->module, loop->mapping);
+  else if (t->instance)
+    appendf(t->note, sizeof t->note,
+            "registered once per object, under a name built from id() (%s): one target an "
+            "instance, every one with this kernel; the wrap line, in place of the "
+            "registration (%s:%d), registers each instance's through ccshim. ",
+            t->instance->pattern, t->instance->file, t->instance->line);
   else if (t->computed)
     appendf(t->note, sizeof t->note,
             "the name is computed at run time, so no definition or call site is matched "
@@ -188,7 +194,8 @@ static void add_notes(target* t, const finding* d, int def_version, plat def_pla
       break;
     }
   for (int i = 0; i < t->num_reg; i++)
-    if (t->reg[i]->offered && !strcmp(t->reg[i]->what, "m.def") && t->num_reg > 1) {
+    if (t->reg[i]->offered && !strcmp(t->reg[i]->what, "m.def") && t->num_reg > 1 &&
+        !t->instance) {
       appendf(t->note, sizeof t->note,
               "its kernel is taken by a computed getattr of %s: joined to %s.%s (%s:%d), the "
               "module's function whose name ends the target's. ",
@@ -335,6 +342,26 @@ static const finding* offered_by_getattr(const scan* s, const finding* reg) {
   return NULL;
 }
 
+/* The capsule a per-object registration takes from a method of its object
+ * (self.compiled.capsule()): the one module function of that name that
+ * offers a capsule (a pybind11 class's .def lambda), or NULL when none or
+ * several do. */
+static const finding* offered_by_method(const scan* s, const finding* reg) {
+  char method[NAME_CAP], want[NAME_CAP + 2];
+  if (!scan_py_method_called(reg->expr, method, sizeof method)) return NULL;
+  snprintf(want, sizeof want, "%s()", method);
+  const finding* found = NULL;
+  for (size_t i = 0; i < s->n; i++) {
+    const finding* f = &s->f[i];
+    if (f->kind != REGISTRATION || !f->offered || strcmp(f->what, "m.def") ||
+        strcmp(f->mapping, want))
+      continue;
+    if (found) return NULL;
+    found = f;
+  }
+  return found;
+}
+
 static void add_reg(target* t, const finding* f) {
   for (int i = 0; i < t->num_reg; i++)
     if (t->reg[i] == f) return;
@@ -364,6 +391,10 @@ static void join_registrations(const scan* s, inventory* inv) {
                     ? target_on(inv, f->name[0] ? f->name : f->function, 0, by_module)
                     : target_named(inv, f->name_expr, 1);
     add_reg(t, f);
+    if (f->per_instance) {
+      t->instance = f;
+      m = offered_by_method(s, f);
+    }
     if (m) {
       add_reg(t, m);
       if (!t->def) t->def = definition_of(s, m->function, m->scope, by_module);
@@ -400,7 +431,9 @@ static void join_call_sites(const scan* s, inventory* inv) {
         match = !t->computed && !strcmp(t->name, f->name);
       else
         for (int r = 0; r < t->num_reg && !match; r++)
-          match = t->reg[r]->via[0] && t->reg[r]->file == f->file;
+          match = (t->reg[r]->via[0] || t->reg[r]->per_instance) &&
+                  t->reg[r]->file == f->file &&
+                  (t->reg[r]->via[0] || !strcmp(t->reg[r]->name_expr, f->name_expr));
       if (match && t->num_call < 8) t->call[t->num_call++] = f;
       joined |= match;
     }
