@@ -275,8 +275,8 @@ void scan_py_getattr_module(const char* expr, char* module, size_t cap) {
  * + or inside an f-string's braces. */
 static void name_pattern(const char* e, char* out, size_t cap) {
   size_t o = 0;
-#define PUT(text)                                                    \
-  do {                                                               \
+#define PUT(text)                                                           \
+  do {                                                                      \
     for (const char* t_ = (text); *t_ && o + 1 < cap; t_++) out[o++] = *t_; \
   } while (0)
   for (size_t i = 0; e[i];) {
@@ -341,8 +341,7 @@ int scan_py_instance_name(const source* src, size_t at, const char* expr, char* 
       if (b > 0 && (scan_ident_char((unsigned char)src->skel[b - 1]) || src->skel[b - 1] == '.'))
         continue;
       size_t eq = scan_skip_space(src->skel, b + n, src->len);
-      if (eq + 1 < src->len && src->skel[eq] == '=' && src->skel[eq + 1] != '=')
-        value = eq + 1;
+      if (eq + 1 < src->len && src->skel[eq] == '=' && src->skel[eq + 1] != '=') value = eq + 1;
     }
     if (value == 0) return 0;
     size_t b = scan_skip_space(src->code, value, src->len), e = b;

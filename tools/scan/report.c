@@ -243,7 +243,9 @@ static void print_text(const scan* s, const inventory* inv) {
       printf("%s  %s %s  %s\n", t->name, scan_plat_text(t->platform), version, a->file);
     else
       printf("%s%s%s%s  %s %s  %s:%d\n", t->name,
-             t->instance ? " (per instance: " : t->computed ? " (name computed)" : "",
+             t->instance   ? " (per instance: "
+             : t->computed ? " (name computed)"
+                           : "",
              t->instance ? t->instance->pattern : "", t->instance ? ")" : "",
              scan_plat_text(t->platform), version, a->file, a->line);
     printf("    version    %s\n", t->how ? t->how : "");

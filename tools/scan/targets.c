@@ -194,8 +194,7 @@ static void add_notes(target* t, const finding* d, int def_version, plat def_pla
       break;
     }
   for (int i = 0; i < t->num_reg; i++)
-    if (t->reg[i]->offered && !strcmp(t->reg[i]->what, "m.def") && t->num_reg > 1 &&
-        !t->instance) {
+    if (t->reg[i]->offered && !strcmp(t->reg[i]->what, "m.def") && t->num_reg > 1 && !t->instance) {
       appendf(t->note, sizeof t->note,
               "its kernel is taken by a computed getattr of %s: joined to %s.%s (%s:%d), the "
               "module's function whose name ends the target's. ",
@@ -431,8 +430,7 @@ static void join_call_sites(const scan* s, inventory* inv) {
         match = !t->computed && !strcmp(t->name, f->name);
       else
         for (int r = 0; r < t->num_reg && !match; r++)
-          match = (t->reg[r]->via[0] || t->reg[r]->per_instance) &&
-                  t->reg[r]->file == f->file &&
+          match = (t->reg[r]->via[0] || t->reg[r]->per_instance) && t->reg[r]->file == f->file &&
                   (t->reg[r]->via[0] || !strcmp(t->reg[r]->name_expr, f->name_expr));
       if (match && t->num_call < 8) t->call[t->num_call++] = f;
       joined |= match;
