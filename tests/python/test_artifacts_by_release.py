@@ -214,3 +214,17 @@ def test_a_calling_convention_upgrade_that_is_not_exact_is_refused():
     with pytest.raises(ce.ArtifactError, match=r"whose main does not tag its platform index "
                                                r"argument jax\.global_constant"):
         ce.rewrite(art.to_bytes("export"))
+
+
+def test_the_committed_artifacts_name_no_path_of_the_machine_that_made_them():
+    """JAX writes each operation's source file into a program's locations:
+    the generator runs by a relative name, so that no absolute path of the
+    machine that made the fixtures is committed."""
+    import re
+    absolute = re.compile(rb"(?<![A-Za-z0-9_.:/])/(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+\.py\b")
+    found = {}
+    for path in sorted(FIXTURES.rglob("*.jax")):
+        hits = sorted(set(absolute.findall(path.read_bytes())))
+        if hits:
+            found[str(path.relative_to(FIXTURES))] = hits[:3]
+    assert not found, found
