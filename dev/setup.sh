@@ -43,9 +43,11 @@ veros_model_pkgs=(click==8.5.0 entrypoints==0.4 requests==2.34.2 h5netcdf==1.8.1
                   h5py==3.16.0 pillow==12.3.0 loguru==0.7.3 tqdm==4.70.1)
 test_pkgs=(pytest==9.2.0 matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19
            atheris==3.0.0 mpich==5.0.2 mpi4py==4.1.2 cython==3.3.1 "${veros_model_pkgs[@]}")
-# The newest JAX, which needs Python 3.12.
+# The newest JAX, which needs Python 3.12; with MPI, for mpi4jax's own
+# suite there.
 newest_pkgs=(jax==0.12.0.1 jaxlib==0.12.0.1 numpy==2.4.6 pytest==9.2.0 scipy==1.16.3
-             flatbuffers==25.12.19 cython==3.3.1 setuptools==75.8.0 "${veros_model_pkgs[@]}")
+             flatbuffers==25.12.19 cython==3.3.1 setuptools==75.8.0 mpich==5.0.2 mpi4py==4.1.2
+             "${veros_model_pkgs[@]}")
 # JAX 0.11.2, the newest veros 1.7.0 allows, for its model run.
 veros_jax_pkgs=(jax==0.11.2 jaxlib==0.11.2 numpy==2.4.6 scipy==1.16.3 cython==3.3.1
                 "${veros_model_pkgs[@]}")
@@ -190,6 +192,9 @@ veros_src=$cache/veros-1.7.0-src/veros-1.7.0
 build_in_cache "veros 1.7.0" "$veros_src" "$cache/veros-1.7.0-build-cp311" \
   "$root/.venv/bin/python" "veros/core/special/tdma_cython_.*.so" || fail "veros could not be built"
 if [ -n "$py312" ]; then
+  build_in_cache "mpi4jax 0.8.1.post2" "$cache/mpi4jax-0.8.1.post2-src/mpi4jax-0.8.1.post2" \
+    "$cache/mpi4jax-0.8.1.post2-build-cp312" "$root/.venv-newest/bin/python" \
+    "mpi4jax/_src/xla_bridge/mpi_xla_bridge_cpu.*.so" || fail "mpi4jax could not be built"
   build_in_cache "veros 1.7.0" "$veros_src" "$cache/veros-1.7.0-build-cp312" \
     "$root/.venv-newest/bin/python" "veros/core/special/tdma_cython_.*.so" ||
     fail "veros could not be built"

@@ -4,6 +4,7 @@
  *   conform   legacy vs typed, side by side (tools/conform/)
  *   scan      the legacy inventory of a tree (tools/scan/)
  *   rewrite   exported programs, their legacy calls made typed (ccshim.export)
+ *   legacy    any command with zero-change mode on (ccshim._legacy_cmd)
  *   bench     the adapter's cost (bench/bench.c)
  *   version   the library's version
  */
@@ -30,6 +31,9 @@ static void usage(FILE* to) {
           "          --kernels MODULE[:ATTR]] ...\n"
           "                 a jax.export artifact or StableHLO module with its legacy custom\n"
           "                 calls made typed-FFI calls on ccshim's targets (Python with JAX)\n"
+          "  legacy [--strict] -- COMMAND [ARGS...]\n"
+          "                 run COMMAND (python -m pytest ..., a script) with zero-change mode\n"
+          "                 on in every Python it starts (Python with JAX and ccshim)\n"
           "  bench [--json FILE] [--quick] [--no-instructions]\n"
           "                 the adapter's cost against a direct call and a hand-written handler\n"
           "  version        print ccshim's version\n");
@@ -56,6 +60,8 @@ int main(int argc, char** argv) {
   if (!strcmp(cmd, "scan")) return ccshim_scan_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "rewrite"))
     return ccshim_python_main("rewrite", "ccshim.export", argc - 2, argv + 2);
+  if (!strcmp(cmd, "legacy"))
+    return ccshim_python_main("legacy", "ccshim._legacy_cmd", argc - 2, argv + 2);
   fprintf(stderr, "ccshim: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return 2;

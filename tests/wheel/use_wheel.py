@@ -68,8 +68,17 @@ out = subprocess.run([str(script), "conform", str(work / "libmy_kernels.so"), "a
                       "xla", "--runs", "2"], capture_output=True, text=True)
 assert out.returncode == 0 and "reference: XLA's legacy custom-call path" in out.stdout, (
     out.stdout + out.stderr)
+# ccshim legacy: zero-change mode in a Python it starts, from the wheel's
+# own boot folder, strict, with the restored plumbing.
+probe = ("import jax, ccshim.legacy as cl; from jax.lib import xla_client; "
+         "print(cl.enabled(), cl._state['strict'], callable(xla_client.register_custom_call_target))")
+out = subprocess.run([str(script), "legacy", "--strict", "--", sys.executable, "-c", probe],
+                     capture_output=True, text=True)
+assert out.returncode == 0 and out.stdout.split() == ["True", "True", "True"], (
+    out.stdout + out.stderr)
 print(f"4. the console script: ccshim {ccshim.version()}; rewrite and conform --reference xla "
-      "run in this Python")
+      "run in this Python; ccshim legacy --strict enables zero-change mode in the Python it "
+      "starts")
 
 build = work / "consumer"
 subprocess.run(["cmake", "-S", str(root / "tests" / "consumer"), "-B", str(build),

@@ -5,13 +5,18 @@ and lowers legacy calls runs through ccshim without a line of it changed.
     import veros                  # registers with api_version=0, lowers with
                                   # mlir.custom_call (api_version 2)
 
+or, with not even the entry script edited, ``ccshim legacy [--strict] --
+python -m pytest ...`` / ``python -m ccshim.legacy [--strict] -m pytest
+...`` (ccshim/_legacy_cmd.py; docs/legacy.md).
+
 Two interception points, both in JAX:
 
 * registration: ``jax.ffi.register_ffi_target(name, fn, platform,
-  api_version=0)`` (what mpi4jax and veros call) and, in JAX releases that
-  have it (to 0.5), ``jax.lib.xla_client.register_custom_call_target``
-  (celerite2's) record the kernel instead of handing it to XLA's legacy
-  registry; typed registrations (api_version >= 1) pass through untouched;
+  api_version=0)`` (what mpi4jax and veros call) and
+  ``register_custom_call_target`` of ``jaxlib.xla_client`` and, to JAX 0.5,
+  ``jax.lib.xla_client`` (celerite2's) record the kernel instead of handing
+  it to XLA's legacy registry; typed registrations (api_version >= 1) pass
+  through untouched;
 * compilation: ``jax._src.compiler.compile_or_get_cached``, which every
   jitted function and every jax.export artifact goes through with its
   StableHLO module.  Before XLA sees the module, each legacy custom call
@@ -32,20 +37,27 @@ environment before ``import ccshim.legacy``) makes a legacy call that would
 still reach XLA an error naming it: how a test proves that an extension
 would survive the removal of XLA's legacy path.
 
-JAX internals touched: ``jax.ffi.register_ffi_target`` and, where it
-exists, ``jax.lib.xla_client.register_custom_call_target`` (replaced by
+The custom-call plumbing JAX has removed since (``jax.lib.xla_client``,
+``jaxlib.hlo_helpers.custom_call``, ``jax.core.Primitive``, ...) is put
+back while the mode is on: ccshim/legacy/_restored.py, whose table is in
+docs/legacy.md.
+
+JAX internals touched: ``jax.ffi.register_ffi_target`` and the
+``register_custom_call_target`` of each xla_client module (replaced by
 wrappers), and ``jax._src.compiler.compile_or_get_cached`` (wrapped; its
 first two parameters, the backend and the ir.Module, are the same from JAX
-0.5 to 0.12).  ``disable()`` puts them back.
+0.5 to 0.12); the restored names (``_restored``).  ``disable()`` puts them
+back.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from typing import Any
 
-from .export._common import DEFAULT_PREFIX
+from ..export._common import DEFAULT_PREFIX
 
 __all__ = ["enable", "disable", "enabled", "recorded", "wrapped", "signature",
            "LegacyCallError"]
@@ -72,7 +84,7 @@ def signature(target: str, text: str, platform: str = "cpu") -> None:
     on every call (parsed now: a bad one raises here).  Said before the
     first call to the target compiles; after it, refused, since that
     target is already registered without it."""
-    from . import Signature, _args, parse_platform
+    from .. import Signature, _args, parse_platform
     _args.text("target", target)
     Signature(text)
     canonical = parse_platform(platform)[0]
@@ -100,84 +112,91 @@ def enabled() -> bool:
 
 
 def enable(strict: bool | None = None) -> None:
-    """Installs the two interceptions (once); ``strict`` as documented above
-    (None: keep the current setting, initially CCSHIM_LEGACY=strict)."""
+    """Installs the interceptions and puts back the removed plumbing (once);
+    ``strict`` as documented above (None: keep the current setting,
+    initially CCSHIM_LEGACY=strict)."""
     import jax.ffi
     from jax._src import compiler
+    from . import _restored
     with _lock:
         if strict is not None:
             _state["strict"] = bool(strict)
         if _state["on"]:
             return
-        originals = (jax.ffi.register_ffi_target, compiler.compile_or_get_cached)
-        register, compile_ = originals
+        register, compile_ = jax.ffi.register_ffi_target, compiler.compile_or_get_cached
 
-        def register_ffi_target(name, fn, platform="cpu", api_version=1, **kwargs):
-            if api_version != 0:
-                return register(name, fn, platform=platform, api_version=api_version, **kwargs)
-            from . import parse_platform
-            if kwargs:
-                raise TypeError(f"ccshim.legacy: register_ffi_target({name!r}, ..., "
-                                f"api_version=0) with {sorted(kwargs)}, which a legacy "
-                                "registration does not take")
-            canonical = parse_platform(platform)[0]
-            _kernels[(canonical, name)] = fn
-            return None
+        def recorder(passthrough, default_version):
+            """``passthrough``'s replacement: a legacy registration recorded,
+            a typed one given to ``passthrough``."""
+            def record(name, fn, platform="cpu", api_version=default_version, **kwargs):
+                if isinstance(name, bytes):
+                    name = name.decode()
+                if api_version != 0:
+                    return passthrough(name, fn, platform, api_version, **kwargs)
+                from .. import parse_platform
+                if kwargs:
+                    raise TypeError(f"ccshim.legacy: a legacy registration of {name!r} (api_version"
+                                    f"=0) with {sorted(kwargs)}, which a legacy registration "
+                                    "does not take")
+                _kernels[(parse_platform(platform)[0], name)] = fn
+                return None
+            return record
 
         def compile_or_get_cached(backend, computation, *args, **kwargs):
             _rewrite_module(computation, backend.platform)
             return compile_(backend, computation, *args, **kwargs)
 
-        jax.ffi.register_ffi_target = register_ffi_target
-        compiler.compile_or_get_cached = compile_or_get_cached
-        # JAX to 0.5 also had xla_client.register_custom_call_target
-        # (celerite2's), whose api_version defaults to 0.
-        client = _xla_client()
-        if client is not None:
-            old_client = client.register_custom_call_target
-
-            def register_custom_call_target(name, fn, platform="cpu", api_version=0, **kwargs):
-                if isinstance(name, bytes):
-                    name = name.decode()
-                if api_version != 0:
-                    return old_client(name, fn, platform=platform, api_version=api_version,
-                                      **kwargs)
-                return register_ffi_target(name, fn, platform=platform, api_version=0, **kwargs)
-            client.register_custom_call_target = register_custom_call_target
-            originals += (old_client,)
-        _state["originals"] = originals
+        register_ffi_target = recorder(register, 1)
+        patches = [(jax.ffi, "register_ffi_target", register_ffi_target),
+                   (compiler, "compile_or_get_cached", compile_or_get_cached)]
+        # XLA's own legacy registry, under its names of every JAX release:
+        # jaxlib.xla_client (all of them) and jax.lib.xla_client (to 0.5).
+        # jax.ffi.register_ffi_target calls it: a typed registration passes
+        # through each wrapper to the function that wrapper replaced.
+        for client in _xla_clients():
+            patches.append((client, "register_custom_call_target",
+                            recorder(client.register_custom_call_target, 0)))
+        _state["originals"] = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in patches]
+        for owner, attr, value in patches:
+            setattr(owner, attr, value)
+        _restored.install(register_ffi_target)
         _state["on"] = True
 
 
 def disable() -> None:
-    """Puts JAX's own functions back (the recorded kernels stay)."""
-    import jax.ffi
-    from jax._src import compiler
+    """Puts JAX's own functions back and takes back the restored plumbing
+    (the recorded kernels stay)."""
+    from . import _restored
     with _lock:
         if not _state["on"]:
             return
-        jax.ffi.register_ffi_target, compiler.compile_or_get_cached = _state["originals"][:2]
-        if len(_state["originals"]) > 2:
-            _xla_client().register_custom_call_target = _state["originals"][2]
+        _restored.uninstall()
+        for owner, attr, value in reversed(_state["originals"]):
+            setattr(owner, attr, value)
         _state["on"] = False
 
 
-def _xla_client():
-    """jax.lib.xla_client where it still has register_custom_call_target."""
-    try:
-        from jax.lib import xla_client
-    except ImportError:
-        return None
-    return xla_client if hasattr(xla_client, "register_custom_call_target") else None
+def _xla_clients() -> list:
+    """The xla_client modules of the running JAX that still have
+    register_custom_call_target."""
+    found = []
+    for name in ("jaxlib.xla_client", "jax.lib.xla_client"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "register_custom_call_target") and module not in found:
+            found.append(module)
+    return found
 
 
 def _rewrite_module(module, backend_platform: str) -> None:
     """Every legacy call to a recorded target made typed, in place; in
     strict mode, any other legacy call refused."""
-    from . import parse_platform
-    from .export._calls import _describe_call
-    from .export._read import _walk
-    from .export._rewrite import _rewrite_call
+    from .. import parse_platform
+    from ..export._calls import _describe_call
+    from ..export._read import _walk
+    from ..export._rewrite import _rewrite_call
     platform = parse_platform(backend_platform)[0]
     left = []
     with module.context:
@@ -206,7 +225,7 @@ def _ensure_registered(typed: str, target: str, fn: Any, platform: str,
     key = (platform, typed)
     if key in _wrapped:
         return
-    from . import jax as cj
+    from .. import jax as cj
     with _lock:
         _wrapped_targets.add((platform, target))
         text = _signatures.get((platform, target))

@@ -1,0 +1,84 @@
+"""``ccshim legacy [--strict] -- CMD [ARGS...]``: runs any command with
+zero-change mode on in every Python it starts, nothing of it edited.
+
+The command runs with, first on PYTHONPATH, ccshim.legacy's boot folder
+(whose sitecustomize enables zero-change mode as soon as a program has
+imported jax), for --strict its marker ``_boot/strict``, and the folder
+holding this ccshim package, so that a Python of another venv
+imports the same ccshim; and with CCSHIM_LEGACY set (``on``, or ``strict``)
+for a program that imports ccshim.legacy itself.  ``python -m ccshim.legacy`` is the same for one Python program.
+Kept out of ccshim.legacy itself, which imports JAX: the command starts no
+JAX of its own before it hands over to CMD.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Sequence
+
+USAGE = ("usage: ccshim legacy [--strict] -- COMMAND [ARGS...]\n"
+         "  runs COMMAND with zero-change mode on in every Python it starts: legacy\n"
+         "  registrations recorded, legacy calls run through ccshim's typed targets,\n"
+         "  JAX's removed custom-call plumbing restored (docs/legacy.md); --strict makes\n"
+         "  a legacy call that would still reach XLA an error\n"
+         "  e.g. ccshim legacy --strict -- python -m pytest tests/")
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+BOOT = os.path.join(_PACKAGE, "legacy", "_boot")
+
+
+def environment(strict: bool, env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) as a command run in zero-change
+    mode gets it."""
+    env = dict(os.environ if env is None else env)
+    mode = "strict" if strict else "on"
+    env["CCSHIM_LEGACY"] = mode
+    marker = os.path.join(BOOT, "strict")
+    ours = [BOOT, marker, os.path.dirname(_PACKAGE)]
+    path = [BOOT, *([marker] if strict else []), os.path.dirname(_PACKAGE)]
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in ours]
+    env["PYTHONPATH"] = os.pathsep.join(path + rest)
+    return env
+
+
+def parse(argv: Sequence[str], usage: str) -> tuple[bool, list[str]]:
+    """``[--strict] [--] REST...`` -> (strict, REST); SystemExit(2) with the
+    usage when REST is empty or an option is unknown."""
+    argv = list(argv)
+    strict = False
+    while argv and argv[0].startswith("-") and argv[0] != "-":
+        option = argv.pop(0)
+        if option == "--":
+            break
+        if option == "--strict":
+            strict = True
+        elif option in ("-h", "--help"):
+            print(usage)
+            raise SystemExit(0)
+        elif option in ("-m", "-c"):
+            argv.insert(0, option)  # python -m ccshim.legacy's own
+            break
+        else:
+            print(f"ccshim legacy: unknown option {option!r}\n{usage}", file=sys.stderr)
+            raise SystemExit(2)
+    if not argv:
+        print(f"ccshim legacy: no command given\n{usage}", file=sys.stderr)
+        raise SystemExit(2)
+    return strict, argv
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    strict, command = parse(sys.argv[1:] if argv is None else argv, USAGE)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvpe(command[0], command, environment(strict))
+    except OSError as e:
+        print(f"ccshim legacy: cannot run {command[0]!r}: {e.strerror}", file=sys.stderr)
+        return 127
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""The custom-call plumbing JAX has removed or changed since extensions of
+JAX 0.2.x-0.6.x were written, put back while zero-change mode is on.
+
+An extension of those years defines, registers, lowers, differentiates and
+batches its custom-call primitive with a handful of names that later JAX
+releases removed (``jax.lib.xla_client.register_custom_call_target``,
+``jaxlib.hlo_helpers.custom_call``, ``jax.core.Primitive``, ...).  Each entry
+of ``RESTORED`` is one of them, with the release that removed (or changed)
+it and what it maps onto in the running JAX; ``install`` puts back only the
+names the running JAX lacks, and ``uninstall`` takes back what it put.
+
+The line drawn: only names that the custom-call rules of real extensions
+(celerite2 0.3.2, jax-finufft 0.1.0, mpi4jax 0.8.1.post2, veros 1.7.0) use
+to define, register, lower, differentiate and batch their primitives, and
+each only as the running JAX still offers it under another name.  No other
+general JAX API, and nothing that needs machinery JAX no longer has:
+``NOT_RESTORED`` names what an extension of those years may still hit, and
+the error it then gets says what the name was and where its use moved.
+
+docs/legacy.md's table is this module's RESTORED and NOT_RESTORED, checked
+by tests/python/test_legacy_plumbing.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["RESTORED", "NOT_RESTORED", "install", "uninstall", "installed"]
+
+
+@dataclass(frozen=True)
+class Restored:
+    name: str       # as extensions wrote it
+    removed: str    # the JAX release that removed or changed it
+    now: str        # what it maps onto in the running JAX
+
+
+@dataclass(frozen=True)
+class NotRestored:
+    name: str
+    removed: str
+    why: str        # why not, and where its use moved
+
+
+RESTORED = (
+    Restored("jax.lib.xla_client.register_custom_call_target", "0.6.0 (the module: 0.9.0)",
+             "recorded by ccshim.legacy, as jax.ffi.register_ffi_target(..., api_version=0) "
+             "is; api_version=1 passes to jax.ffi.register_ffi_target"),
+    Restored("jaxlib.hlo_helpers.custom_call", "0.8.0 (the module)",
+             "jax._src.interpreters.mlir.custom_call (the same keywords: result_types, "
+             "operands, operand_layouts, ...; returns the op)"),
+    Restored("jax.interpreters.mlir.custom_call", "0.8.0",
+             "jax._src.interpreters.mlir.custom_call"),
+    Restored("jax.interpreters.mlir.aval_to_ir_type(aval)", "0.10.1 (takes ctx, aval)",
+             "jax.interpreters.mlir.aval_to_ir_type, with or without the lowering context"),
+    Restored("jax.core.Primitive", "0.6.0", "jax.extend.core.Primitive"),
+    Restored("jax.core.get_aval", "0.10.0", "jax.typeof"),
+    Restored("jax.lax.zeros_like_array", "0.9.0", "jax.lax.full_like(x, 0)"),
+    Restored("jax.interpreters.batching.moveaxis", "0.10.0", "jax.numpy.moveaxis"),
+    Restored("jax.interpreters.batching.not_mapped", "0.10.2", "None (what it always was)"),
+)
+
+NOT_RESTORED = (
+    NotRestored("jax.lib.xla_client.ops", "0.6.0",
+                "XlaBuilder operations, which only translation rules used; present so that "
+                "an import of it works, any use is an error: lower with "
+                "jax.interpreters.mlir.register_lowering and mlir.custom_call (restored)"),
+    NotRestored("jax.interpreters.xla.backend_specific_translations", "0.4.24 or earlier",
+                "XlaBuilder translation rules, which need the XlaBuilder JAX no longer has: "
+                "lower with jax.interpreters.mlir.register_lowering and mlir.custom_call "
+                "(restored)"),
+    NotRestored("jaxlib.hlo_helpers (all but custom_call)", "0.8.0",
+                "general MLIR helpers (hlo_const, hlo_s32, ...), not custom-call plumbing: "
+                "jax.interpreters.mlir.ir_constant and jaxlib.mlir's dialects"),
+)
+
+# What install() put back: (object or sys.modules, attribute or key, the
+# value it had or _ABSENT).
+_ABSENT = object()
+_undo: list[tuple[Any, str, Any]] = []
+
+
+def installed() -> list[str]:
+    """The names put back in this process (modules by their own name)."""
+    return list(dict.fromkeys(attr if isinstance(owner, dict) else f"{owner.__name__}.{attr}"
+                              for owner, attr, _ in _undo))
+
+
+def install(register: Callable[..., Any]) -> None:
+    """Puts back each name of RESTORED that the running JAX lacks.
+    ``register(name, fn, platform, api_version)`` is zero-change mode's
+    recorder, which the restored register_custom_call_target calls."""
+    if _undo:
+        return
+    import jax
+    import jax.core
+    import jax.lax
+    import jax.numpy as jnp
+    from jax._src.interpreters import mlir as mlir_src
+    from jax.extend import core as extend_core
+    from jax.interpreters import batching, mlir, xla
+
+    _xla_client_module(register)
+    hlo_helpers = _module("jaxlib.hlo_helpers", "custom_call",
+                          "jaxlib.hlo_helpers", "0.8.0")
+    if hlo_helpers is not None:
+        _put(hlo_helpers, "custom_call", mlir_src.custom_call)
+    _put_missing(mlir, "custom_call", mlir_src.custom_call)
+    _aval_to_ir_type(mlir)
+    _put_missing(jax.core, "Primitive", extend_core.Primitive)
+    _put_missing(jax.core, "get_aval", jax.typeof)
+    _put_missing(jax.lax, "zeros_like_array", _zeros_like_array)
+    _put_missing(batching, "moveaxis", jnp.moveaxis)
+    _put_missing(batching, "not_mapped", None)
+    _hint(xla, "backend_specific_translations", NOT_RESTORED[1])
+
+
+def uninstall() -> None:
+    """Takes back everything install() put, newest first."""
+    while _undo:
+        owner, attr, old = _undo.pop()
+        if old is _ABSENT:
+            if isinstance(owner, dict):
+                owner.pop(attr, None)
+            else:
+                try:
+                    delattr(owner, attr)
+                except AttributeError:
+                    pass
+        elif isinstance(owner, dict):
+            owner[attr] = old
+        else:
+            setattr(owner, attr, old)
+
+
+def _zeros_like_array(x):
+    import jax.lax
+    return jax.lax.full_like(x, 0)
+
+
+def _has(owner: Any, attr: str) -> bool:
+    try:
+        getattr(owner, attr)
+    except (AttributeError, ImportError):
+        return False
+    return True
+
+
+def _put(owner: Any, attr: str, value: Any) -> None:
+    old = owner.__dict__.get(attr, _ABSENT)
+    setattr(owner, attr, value)
+    _undo.append((owner, attr, old))
+
+
+def _put_missing(owner: Any, attr: str, value: Any) -> None:
+    if not _has(owner, attr):
+        _put(owner, attr, value)
+
+
+def _module(fullname: str, only: str, spelled: str, removed: str) -> types.ModuleType | None:
+    """A module of that name, made and entered in sys.modules (and on its
+    parent) when the running JAX has none; None when it has one."""
+    try:
+        importlib.import_module(fullname)
+        return None
+    except ImportError:
+        pass
+    parent_name, _, leaf = fullname.rpartition(".")
+    parent = importlib.import_module(parent_name)
+    module = types.ModuleType(fullname, f"{fullname}, removed in JAX {removed}: its "
+                              f"custom-call plumbing restored by ccshim.legacy ({only})")
+
+    def __getattr__(attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise AttributeError(
+            f"{spelled}.{attr}: {spelled} was removed in JAX {removed}; ccshim.legacy "
+            f"restores only its custom-call plumbing ({only}), not {attr}")
+    module.__getattr__ = __getattr__
+    _undo.append((sys.modules, fullname, sys.modules.get(fullname, _ABSENT)))
+    sys.modules[fullname] = module
+    _put(parent, leaf, module)
+    return module
+
+
+class _Refused:
+    """A removed name an extension imports but must not use: any use says
+    what it was and where its use moved."""
+
+    def __init__(self, entry: NotRestored):
+        self._message = (f"{entry.name} was removed in JAX {entry.removed}; ccshim.legacy "
+                         f"does not restore it: {entry.why}")
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise AttributeError(f"{self._message} (asked for .{attr})")
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(self._message)
+
+    def __repr__(self) -> str:
+        return f"<{self._message}>"
+
+
+def _xla_client_module(register: Callable[..., Any]) -> None:
+    """jax.lib.xla_client with register_custom_call_target (and ops refused),
+    where the running JAX has no module or a module without it."""
+    def register_custom_call_target(name, fn, platform="cpu", api_version=0, **kwargs):
+        if isinstance(name, bytes):
+            name = name.decode()
+        return register(name, fn, platform, api_version, **kwargs)
+
+    client = _module("jax.lib.xla_client", "register_custom_call_target",
+                     "jax.lib.xla_client", "0.9.0")
+    if client is None:
+        from jax.lib import xla_client as client
+        if _has(client, "register_custom_call_target"):
+            return  # JAX to 0.5: ccshim.legacy intercepts the real one
+    _put(client, "register_custom_call_target", register_custom_call_target)
+    if not _has(client, "ops"):
+        _put(client, "ops", _Refused(NOT_RESTORED[0]))
+
+
+def _aval_to_ir_type(mlir: types.ModuleType) -> None:
+    """Since 0.10.1 aval_to_ir_type takes the lowering context first; an
+    extension's rule calls it with the aval alone."""
+    current = mlir.aval_to_ir_type
+    if list(inspect.signature(current).parameters)[:1] != ["ctx"]:
+        return
+
+    def aval_to_ir_type(*args, **kwargs):
+        if len(args) + len(kwargs) == 1:
+            # The context only caches; a fresh cache for a call without one.
+            return current(types.SimpleNamespace(aval_to_ir_types_cache={}), *args, **kwargs)
+        return current(*args, **kwargs)
+    aval_to_ir_type.__wrapped__ = current
+    _put(mlir, "aval_to_ir_type", aval_to_ir_type)
+
+
+def _hint(module: types.ModuleType, attr: str, entry: NotRestored) -> None:
+    """A module whose removed ``attr`` is asked for says, beside JAX's own
+    message, that ccshim.legacy does not restore it and where its use moved."""
+    if _has(module, attr):
+        return
+    previous = module.__dict__.get("__getattr__")
+
+    def __getattr__(name: str) -> Any:
+        if name == attr:
+            raise AttributeError(f"{entry.name} was removed in JAX {entry.removed}; "
+                                 f"ccshim.legacy does not restore it: {entry.why}")
+        if previous is not None:
+            return previous(name)
+        raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+    _put(module, "__getattr__", __getattr__)

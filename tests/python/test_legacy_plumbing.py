@@ -1,0 +1,174 @@
+"""The custom-call plumbing JAX removed, restored by ccshim.legacy while
+zero-change mode is on (ccshim/legacy/_restored.py), and the two ways to run
+a program with the mode on and nothing of it edited: `ccshim legacy -- CMD`
+and `python -m ccshim.legacy` (issue 28, points 1, 2 and 4).  Each program
+runs in a process of its own: the mode patches JAX for the whole process."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, ROOT
+
+HERE = ROOT / "tests" / "python"
+KERNELS = BUILD / "tests" / "libccshim_pytest_kernels.so"
+PROGRAM = HERE / "legacy_mode_program.py"
+
+
+def _python(code, env_extra=None, args=()):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python"), **(env_extra or {})}
+    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+RESTORED_CHECK = r"""
+import json, sys, importlib
+import ccshim.legacy as cl
+from ccshim.legacy import _restored
+import jax, jax.core, jax.lax, jax.numpy as jnp
+from jax.extend import core as extend_core
+from jax._src.interpreters import mlir as mlir_src
+from jax.interpreters import batching, mlir
+from jax.lib import xla_client
+from jaxlib.hlo_helpers import custom_call
+report = {"installed": _restored.installed(), "maps": {
+    "jax.core.Primitive": jax.core.Primitive is extend_core.Primitive,
+    "jax.core.get_aval": jax.core.get_aval is jax.typeof,
+    "jaxlib.hlo_helpers.custom_call": custom_call is mlir_src.custom_call,
+    "jax.interpreters.mlir.custom_call": mlir.custom_call is mlir_src.custom_call,
+    "jax.interpreters.batching.moveaxis": batching.moveaxis is jnp.moveaxis,
+    "jax.interpreters.batching.not_mapped": batching.not_mapped is None,
+    "jax.lax.zeros_like_array": bool((jax.lax.zeros_like_array(jnp.ones((2, 3), jnp.int8))
+                                      == 0).all()),
+}}
+# aval_to_ir_type with the aval alone, inside a lowering (as celerite2 calls it)
+from jax._src.lib.mlir import ir
+with ir.Context() as ctx, ir.Location.unknown():
+    mlir.register_dialects(ctx) if hasattr(mlir, "register_dialects") else None
+    t = mlir.aval_to_ir_type(jax.core.ShapedArray((2, 3), jnp.float32))
+    report["aval_to_ir_type"] = str(t)
+# a legacy registration through the restored xla_client is recorded, not
+# given to XLA; a typed one passes through to JAX
+xla_client.register_custom_call_target(b"old_style", object(), platform="cpu")
+report["recorded"] = [list(k) for k in cl.recorded()]
+errors = {}
+try:
+    xla_client.ops.CustomCallWithLayout
+except AttributeError as e:
+    errors["ops"] = str(e)
+from jax.interpreters import xla
+try:
+    xla.backend_specific_translations
+except AttributeError as e:
+    errors["translations"] = str(e)
+try:
+    from jaxlib.hlo_helpers import hlo_const
+except ImportError as e:
+    errors["hlo_const"] = str(e)
+try:
+    import jaxlib.hlo_helpers as h; h.hlo_const
+except AttributeError as e:
+    errors["hlo_helpers.hlo_const"] = str(e)
+report["errors"] = errors
+cl.disable()
+report["after_disable"] = {"installed": _restored.installed(),
+                           "jax.lib.xla_client": "jax.lib.xla_client" in sys.modules,
+                           "jax.core.Primitive": hasattr(jax.core, "Primitive")}
+print(json.dumps(report))
+"""
+
+
+def test_each_restored_name_maps_onto_the_running_jax_and_is_taken_back():
+    import jax
+    r = _python(RESTORED_CHECK, {"CCSHIM_LEGACY": "strict"})
+    assert all(r["maps"].values()), r["maps"]
+    assert r["aval_to_ir_type"] == "tensor<2x3xf32>"
+    assert ["host", "old_style"] in r["recorded"]
+    e = r["errors"]
+    assert "jax.lib.xla_client.ops was removed in JAX 0.6.0; ccshim.legacy does not restore " \
+           "it" in e["ops"] and "mlir.register_lowering" in e["ops"]
+    assert "backend_specific_translations was removed in JAX 0.4.24 or earlier" in \
+           e["translations"]
+    assert "cannot import name 'hlo_const'" in e["hlo_const"]
+    assert "jaxlib.hlo_helpers was removed in JAX 0.8.0; ccshim.legacy restores only " \
+           "its custom-call plumbing (custom_call), not hlo_const" in e["hlo_helpers.hlo_const"]
+    # What the running JAX lacks was put back; and taken back by disable().
+    if tuple(map(int, jax.__version__.split(".")[:2])) >= (0, 10):
+        for name in ("jax.lib.xla_client", "jaxlib.hlo_helpers", "jax.core.Primitive",
+                     "jax.core.get_aval", "jax.lax.zeros_like_array",
+                     "jax.interpreters.mlir.custom_call"):
+            assert name in r["installed"], name
+    assert r["after_disable"] == {"installed": [], "jax.lib.xla_client": False,
+                                  "jax.core.Primitive": False}
+
+
+def test_the_docs_table_is_the_restored_list():
+    from ccshim.legacy import _restored
+    doc = (ROOT / "docs" / "legacy.md").read_text()
+    rows = re.findall(r"^\| `([^`]+)` \| ([^|]+) \| ([^|]+) \|$", doc, re.M)
+    table = {name: (removed.strip(), what.strip()) for name, removed, what in rows}
+    for entry in _restored.RESTORED:
+        assert table.get(entry.name) == (entry.removed, entry.now), entry.name
+    for entry in _restored.NOT_RESTORED:
+        assert table.get(entry.name) == (entry.removed, "not restored: " + entry.why), \
+            entry.name
+    assert len(table) == len(_restored.RESTORED) + len(_restored.NOT_RESTORED)
+
+
+def _run(cmd, env_extra=None):
+    env = {**os.environ, "CCSHIM_PYTHON": sys.executable, **(env_extra or {})}
+    env.pop("CCSHIM_LEGACY", None)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+STRICT_TARGETS = {"v1 via ffi_call": ["ccshim.v1.ext_scale_v1"],
+                  "v2 via mlir.custom_call": ["ccshim.v2.ext_scale_v2"],
+                  "v3 with a descriptor": ["ccshim.v3.ext_scale_v3"]}
+
+
+@pytest.mark.parametrize("how", ["ccshim legacy --", "python -m ccshim.legacy"])
+def test_a_program_runs_in_zero_change_mode_with_nothing_of_it_edited(how):
+    """legacy_mode_program.py's "xla" mode imports no ccshim.legacy: run as
+    it is, it gives XLA its legacy calls; run by either runner, the same
+    bytes from ccshim's typed targets only, strict."""
+    path = {"PYTHONPATH": str(ROOT / "python")}
+    xla = _run([sys.executable, str(PROGRAM), "xla", str(KERNELS)], path)
+    prefix = ([str(BUILD / "tools" / "ccshim"), "legacy", "--strict", "--", sys.executable]
+              if how.startswith("ccshim") else [sys.executable, "-m", "ccshim.legacy",
+                                                "--strict"])
+    got = _run([*prefix, str(PROGRAM), "xla", str(KERNELS)], path)
+    assert got["outputs"] == xla["outputs"]
+    assert xla["targets"]["v2 via mlir.custom_call"] == ["ext_scale_v2"]
+    assert got["targets"] == STRICT_TARGETS
+
+
+def test_the_runner_reaches_the_pythons_a_program_starts():
+    """A program's own subprocess (pytest's, an MPI rank's) runs in the mode
+    too: the boot folder is on PYTHONPATH and CCSHIM_LEGACY is set."""
+    code = ("import subprocess, sys; sys.exit(subprocess.call([sys.executable, "
+            f"{str(PROGRAM)!r}, 'xla', {str(KERNELS)!r}]))")
+    got = _run([sys.executable, "-m", "ccshim.legacy", "--strict", "-c", code],
+               {"PYTHONPATH": str(ROOT / "python")})
+    assert got["targets"] == STRICT_TARGETS
+
+
+def test_the_runner_refuses_what_it_cannot_run():
+    ccshim = str(BUILD / "tools" / "ccshim")
+    env = {**os.environ, "CCSHIM_PYTHON": sys.executable}
+    for cmd, want, code in (
+            ([ccshim, "legacy"], "ccshim legacy: no command given", 2),
+            ([ccshim, "legacy", "--bogus", "--", "true"], "unknown option '--bogus'", 2),
+            ([ccshim, "legacy", "--", "/nonexistent/python"],
+             "cannot run '/nonexistent/python'", 127),
+            ([sys.executable, "-m", "ccshim.legacy", "-m"], "-m needs an argument", 2)):
+        env["PYTHONPATH"] = str(ROOT / "python")
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == code and want in p.stderr, (cmd, p.returncode, p.stderr)
