@@ -161,16 +161,17 @@ python3 tests/fixtures/fetch.py || fail "the downloads above could not be had (P
 # build_in_cache NAME SRC DEST PYTHON PRODUCT: SRC's extensions built in
 # place (setup.py build_ext, as the project's own setup builds them) in a
 # copy, renamed to DEST when PRODUCT (a glob) is there.  Made once per
-# version and Python ABI; DEST's .complete says it is whole.
+# version and Python ABI; DEST's .complete names the Python that built it,
+# and a build by another is made again.
 build_in_cache() {
   local name=$1 src=$2 dest=$3 python=$4 product=$5 work log
-  [ -f "$dest/.complete" ] && return 0
+  [ "$(cat "$dest/.complete" 2>/dev/null)" = "$python" ] && return 0
   work=$dest.$$ log=$dest.log
   say "building $name into the cache ($(basename "$dest"))"
   rm -rf "$work" && cp -r "$src" "$work" || return 1
   if (cd "$work" && PATH="$(dirname "$python"):$PATH" "$python" setup.py build_ext --inplace) \
        >"$log" 2>&1 && compgen -G "$work/$product" >/dev/null; then
-    touch "$work/.complete"
+    printf '%s' "$python" >"$work/.complete"
     rm -rf "$dest" && mv "$work" "$dest"
   else
     rm -rf "$work"
@@ -179,25 +180,29 @@ build_in_cache() {
     return 1
   fi
 }
-root=$PWD
-# mpi4jax 0.8.1.post2's Cython extension, against the mpich and mpi4py
-# wheels of .venv (Python 3.11).
-build_in_cache "mpi4jax 0.8.1.post2" "$cache/mpi4jax-0.8.1.post2-src/mpi4jax-0.8.1.post2" \
-  "$cache/mpi4jax-0.8.1.post2-build-cp311" "$root/.venv/bin/python" \
-  "mpi4jax/_src/xla_bridge/mpi_xla_bridge_cpu.*.so" || fail "mpi4jax could not be built"
-# veros 1.7.0's Cython TDMA kernels, once per Python ABI: 3.11 for the
-# pinned venv, 3.12 for the newest JAX and for JAX 0.11.2 (the newest veros
-# allows), whose venv is kept in the cache too.
-veros_src=$cache/veros-1.7.0-src/veros-1.7.0
-build_in_cache "veros 1.7.0" "$veros_src" "$cache/veros-1.7.0-build-cp311" \
-  "$root/.venv/bin/python" "veros/core/special/tdma_cython_.*.so" || fail "veros could not be built"
-if [ -n "$py312" ]; then
+# The projects are built by Pythons of the cache's own, one per ABI: a
+# build links to its builder's libraries (mpi4jax to the mpich wheel's
+# libmpi, by RUNPATH), which must outlive the clone that made it.
+build_pkgs=(mpich==5.0.2 mpi4py==4.1.2 cython==3.3.1 setuptools==75.8.0)
+# build_all ABI PYTHON: mpi4jax 0.8.1.post2's Cython extension (against the
+# mpich and mpi4py the test venvs have too) and veros 1.7.0's Cython TDMA
+# kernels, built for that ABI.
+build_all() {
+  local abi=$1 builder=$cache/venv-build-$1/bin/python
+  venv_with "$cache/venv-build-$abi" "$2" "${build_pkgs[@]}" ||
+    fail "pip could not install the build tools into $cache/venv-build-$abi"
   build_in_cache "mpi4jax 0.8.1.post2" "$cache/mpi4jax-0.8.1.post2-src/mpi4jax-0.8.1.post2" \
-    "$cache/mpi4jax-0.8.1.post2-build-cp312" "$root/.venv-newest/bin/python" \
+    "$cache/mpi4jax-0.8.1.post2-build-$abi" "$builder" \
     "mpi4jax/_src/xla_bridge/mpi_xla_bridge_cpu.*.so" || fail "mpi4jax could not be built"
-  build_in_cache "veros 1.7.0" "$veros_src" "$cache/veros-1.7.0-build-cp312" \
-    "$root/.venv-newest/bin/python" "veros/core/special/tdma_cython_.*.so" ||
+  build_in_cache "veros 1.7.0" "$cache/veros-1.7.0-src/veros-1.7.0" \
+    "$cache/veros-1.7.0-build-$abi" "$builder" "veros/core/special/tdma_cython_.*.so" ||
     fail "veros could not be built"
+}
+build_all cp311 "$PWD/.venv/bin/python"
+# 3.12 for the newest JAX and for JAX 0.11.2 (the newest veros allows),
+# whose venv is kept in the cache too.
+if [ -n "$py312" ]; then
+  build_all cp312 "$py312"
   venv_with "$cache/venv-jax-0.11.2" "$py312" "${veros_jax_pkgs[@]}" ||
     fail "pip could not install JAX 0.11.2 into $cache/venv-jax-0.11.2"
 fi

@@ -39,7 +39,8 @@ def _chain():
 
 
 class _Then(importlib.abc.Loader):
-    """A loader that runs ``after`` once the module it wraps is executed."""
+    """A loader that runs ``after`` once the module it wraps is executed,
+    and gives the module its own loader back then."""
 
     def __init__(self, loader, after):
         self._loader, self._after = loader, after
@@ -49,7 +50,11 @@ class _Then(importlib.abc.Loader):
 
     def exec_module(self, module):
         self._loader.exec_module(module)
+        module.__loader__ = module.__spec__.loader = self._loader
         self._after(module.__name__)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
 
 
 class _AfterJax(importlib.abc.MetaPathFinder):
