@@ -3,7 +3,9 @@
 # (.venv-newest, Python 3.12), so that what breaks on today's JAX cannot
 # land.  The two runs share nothing but the build, and much of their time
 # is spent waiting on compiles and child processes, so they run side by
-# side; each one's report is printed whole when both are done.
+# side; each one's report is printed whole when both are done.  A test that
+# proves nothing more on a second JAX reads CCSHIM_SUITE (pinned, newest)
+# and runs in one of them.
 #
 # usage: dev/test_python.sh BUILD_DIR
 set -u
@@ -17,7 +19,9 @@ for venv in .venv .venv-newest; do
     continue
   fi
   log=$build/pytest${venv#.venv}.log
-  CCSHIM_BUILD_DIR=$build "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+  suite=pinned
+  [ "$venv" = .venv ] || suite=newest
+  CCSHIM_SUITE=$suite CCSHIM_BUILD_DIR=$build "$venv/bin/python" -m pytest -q -p no:cacheprovider \
     --durations=10 tests/python >"$log" 2>&1 &
   runs+=("$venv") pids+=($!)
 done

@@ -95,7 +95,10 @@ def test_a_program_with_260_mib_of_constants_is_rewritten_and_runs(tmp_path, bui
     (--check, byte for byte), and the rewrite alone stays within a bound
     of its size in peak memory (measured 6.5 times the file with JAX's
     reader, writer and the module in between; the file itself is read
-    once, into one buffer)."""
+    once, into one buffer).  make test runs it once, in the newest JAX's
+    suite: on the pinned JAX it would prove the same reading again."""
+    if os.environ.get("CCSHIM_SUITE") == "pinned":
+        pytest.skip("run once by make test, in the newest JAX's suite")
     src, out = tmp_path / "big.jax", tmp_path / "big.rewritten.jax"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     made = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
