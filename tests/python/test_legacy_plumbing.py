@@ -34,7 +34,7 @@ from ccshim.legacy import _restored
 import jax, jax.core, jax.lax, jax.numpy as jnp
 from jax.extend import core as extend_core
 from jax._src.interpreters import mlir as mlir_src
-from jax.interpreters import batching, mlir
+from jax.interpreters import ad, batching, mlir
 from jax.lib import xla_client
 from jaxlib.hlo_helpers import custom_call
 report = {"installed": _restored.installed(), "maps": {
@@ -44,6 +44,9 @@ report = {"installed": _restored.installed(), "maps": {
     "jax.interpreters.mlir.custom_call": mlir.custom_call is mlir_src.custom_call,
     "jax.interpreters.batching.moveaxis": batching.moveaxis is jnp.moveaxis,
     "jax.interpreters.batching.not_mapped": batching.not_mapped is None,
+    "jax.interpreters.ad.Zero.from_value": (
+        str(ad.Zero.from_value(jnp.ones(3)).aval), str(ad.Zero.from_value(jnp.arange(3)).aval)
+    ) == ("float32[3]", "float0[3]"),
     "jax.lax.zeros_like_array": bool((jax.lax.zeros_like_array(jnp.ones((2, 3), jnp.int8))
                                       == 0).all()),
 }}
@@ -79,7 +82,8 @@ report["errors"] = errors
 cl.disable()
 report["after_disable"] = {"installed": _restored.installed(),
                            "jax.lib.xla_client": "jax.lib.xla_client" in sys.modules,
-                           "jax.core.Primitive": hasattr(jax.core, "Primitive")}
+                           "jax.core.Primitive": hasattr(jax.core, "Primitive"),
+                           "ad.Zero.from_value": hasattr(ad.Zero, "from_value")}
 print(json.dumps(report))
 """
 
@@ -105,7 +109,7 @@ def test_each_restored_name_maps_onto_the_running_jax_and_is_taken_back():
                      "jax.interpreters.mlir.custom_call"):
             assert name in r["installed"], name
     assert r["after_disable"] == {"installed": [], "jax.lib.xla_client": False,
-                                  "jax.core.Primitive": False}
+                                  "jax.core.Primitive": False, "ad.Zero.from_value": False}
 
 
 def test_the_docs_table_is_the_restored_list():

@@ -59,6 +59,8 @@ RESTORED = (
     Restored("jax.interpreters.mlir.aval_to_ir_type(aval)", "0.10.1 (takes ctx, aval)",
              "jax.interpreters.mlir.aval_to_ir_type, with or without the lowering context"),
     Restored("jax.core.Primitive", "0.6.0", "jax.extend.core.Primitive"),
+    Restored("jax.interpreters.ad.Zero.from_value", "0.4.34 (renamed from_primal_value, "
+             "since gone)", "ad.Zero(jax.typeof(x).to_tangent_aval())"),
     Restored("jax.core.get_aval", "0.10.0", "jax.typeof"),
     Restored("jax.lax.zeros_like_array", "0.9.0", "jax.lax.full_like(x, 0)"),
     Restored("jax.interpreters.batching.moveaxis", "0.10.0", "jax.numpy.moveaxis"),
@@ -103,7 +105,7 @@ def install(register: Callable[..., Any]) -> None:
     import jax.numpy as jnp
     from jax._src.interpreters import mlir as mlir_src
     from jax.extend import core as extend_core
-    from jax.interpreters import batching, mlir, xla
+    from jax.interpreters import ad, batching, mlir, xla
 
     _xla_client_module(register)
     hlo_helpers = _module("jaxlib.hlo_helpers", "custom_call",
@@ -113,6 +115,7 @@ def install(register: Callable[..., Any]) -> None:
     _put_missing(mlir, "custom_call", mlir_src.custom_call)
     _aval_to_ir_type(mlir)
     _put_missing(jax.core, "Primitive", extend_core.Primitive)
+    _put_missing(ad.Zero, "from_value", staticmethod(_zero_from_value))
     _put_missing(jax.core, "get_aval", jax.typeof)
     _put_missing(jax.lax, "zeros_like_array", _zeros_like_array)
     _put_missing(batching, "moveaxis", jnp.moveaxis)
@@ -136,6 +139,12 @@ def uninstall() -> None:
             owner[attr] = old
         else:
             setattr(owner, attr, old)
+
+
+def _zero_from_value(x):
+    import jax
+    from jax.interpreters import ad
+    return ad.Zero(jax.typeof(x).to_tangent_aval())
 
 
 def _zeros_like_array(x):
