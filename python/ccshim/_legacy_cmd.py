@@ -4,11 +4,12 @@ zero-change mode on in every Python it starts, nothing of it edited.
 The command runs with, first on PYTHONPATH, ccshim.legacy's boot folder
 (whose sitecustomize enables zero-change mode as soon as a program has
 imported jax), for --strict its marker ``_boot/strict``, and the folder
-holding this ccshim package, so that a Python of another venv
-imports the same ccshim; and with CCSHIM_LEGACY set (``on``, or ``strict``)
-for a program that imports ccshim.legacy itself.  ``python -m ccshim.legacy`` is the same for one Python program.
-Kept out of ccshim.legacy itself, which imports JAX: the command starts no
-JAX of its own before it hands over to CMD.
+holding this ccshim package, so that a Python of another venv imports the
+same ccshim; and with CCSHIM_LEGACY set (``on``, or ``strict``) for a
+program that imports ccshim.legacy itself.  ``python -m ccshim.legacy`` is
+the same for one Python program.  Kept out of ccshim.legacy itself, which
+imports JAX: the command starts no JAX of its own before it hands over to
+CMD.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def environment(strict: bool, env: dict[str, str] | None = None) -> dict[str, st
     env["CCSHIM_LEGACY"] = mode
     marker = os.path.join(BOOT, "strict")
     ours = [BOOT, marker, os.path.dirname(_PACKAGE)]
-    path = [BOOT, *([marker] if strict else []), os.path.dirname(_PACKAGE)]
+    path = [p for p in ours if strict or p != marker]
     rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in ours]
     env["PYTHONPATH"] = os.pathsep.join(path + rest)
     return env

@@ -408,7 +408,8 @@ def _grown(name: str, grown: list[int] | None, operands: Sequence[Any],
     out = []
     for i, (before, x, b, y) in enumerate(zip(grown or [0] * len(full), operands, batched,
                                               full)):
-        row, added = np.ndim(x) - bool(b), np.ndim(y) - (np.ndim(x) - bool(b))
+        row = np.ndim(x) - bool(b)
+        added = np.ndim(y) - row
         if added < 0:
             raise ValueError(f"{name}: batch_operands returned operand {i} of rank "
                              f"{np.ndim(y)} for one of rank {row}; a batch adds dims in "

@@ -414,8 +414,8 @@ static void match_py(scan* s, const source* src, const char* word, size_t at, si
     name_arg(src, &a, 0, "name", f);
     /* A name built from id(): a target per object, all with one kernel. */
     if (f->name[0] == '\0' && f->name_expr[0])
-      f->per_instance = scan_py_instance_name(src, at, f->name_expr, f->pattern, sizeof f->pattern);
-    if (f->name[0] == '\0' && !f->per_instance)
+      scan_py_instance_name(src, at, f->name_expr, f->pattern, sizeof f->pattern);
+    if (f->name[0] == '\0' && !f->pattern[0])
       scan_py_mapping_loop(src, at, f->module, sizeof f->module, f->mapping, sizeof f->mapping);
     int i = scan_positional(src, &a, 1);
     if (i >= 0) {
@@ -434,7 +434,7 @@ static void match_py(scan* s, const source* src, const char* word, size_t at, si
     }
     int loop = f->mapping[0] && strcmp(f->mapping, "getattr") != 0;
     if (f->kind == REGISTRATION && f->name[0] == '\0' && f->name_expr[0] && !loop &&
-        !f->per_instance) {
+        !f->pattern[0]) {
       /* A name passed in through the enclosing function's parameter: a
        * registration per call of that function, in place of this one. */
       size_t index = (size_t)(f - s->f);

@@ -270,6 +270,14 @@ void scan_py_getattr_module(const char* expr, char* module, size_t cap) {
   module[len] = '\0';
 }
 
+/* How a computed piece of a name (its `len` bytes at `at`) is shown: <id>
+ * when it calls id(), else <...>. */
+static const char* piece_mark(const char* at, size_t len) {
+  char piece[TEXT_CAP];
+  snprintf(piece, sizeof piece, "%.*s", (int)len, at);
+  return strstr(piece, "id(") ? "<id>" : "<...>";
+}
+
 /* The pattern of a name expression: the string pieces kept, each computed
  * piece holding an id() call as <id>, any other as <...>; pieces joined by
  * + or inside an f-string's braces. */
@@ -287,9 +295,7 @@ static void name_pattern(const char* e, char* out, size_t cap) {
         if (fstr && e[i] == '{') {
           size_t j = i;
           while (e[j] && e[j] != '}') j++;
-          char piece[TEXT_CAP];
-          snprintf(piece, sizeof piece, "%.*s", (int)(j - i), e + i);
-          PUT(strstr(piece, "id(") ? "<id>" : "<...>");
+          PUT(piece_mark(e + i, j - i));
           i = e[j] ? j : j - 1;
           continue;
         }
@@ -310,9 +316,7 @@ static void name_pattern(const char* e, char* out, size_t cap) {
       if (e[j] == '(' || e[j] == '[') depth++;
       if (e[j] == ')' || e[j] == ']') depth--;
     }
-    char piece[TEXT_CAP];
-    snprintf(piece, sizeof piece, "%.*s", (int)(j - i), e + i);
-    PUT(strstr(piece, "id(") ? "<id>" : "<...>");
+    PUT(piece_mark(e + i, j - i));
     i = j;
   }
 #undef PUT
@@ -328,11 +332,12 @@ static int dotted_name(const char* s) {
 
 /* A registration's name built per object: `expr` itself, or what the
  * variable or attribute it names (self.target) was last assigned above
- * `at`, calls id().  Its pattern into `pattern`; 0 when the name is not
- * built from id(). */
-int scan_py_instance_name(const source* src, size_t at, const char* expr, char* pattern,
-                          size_t cap) {
+ * `at`, calls id().  Its pattern into `pattern`, left empty when the name
+ * is not built from id(). */
+void scan_py_instance_name(const source* src, size_t at, const char* expr, char* pattern,
+                           size_t cap) {
   char rhs[TEXT_CAP];
+  pattern[0] = '\0';
   snprintf(rhs, sizeof rhs, "%s", expr);
   if (!strstr(rhs, "id(") && dotted_name(expr)) {
     size_t n = strlen(expr), value = 0;
@@ -343,14 +348,12 @@ int scan_py_instance_name(const source* src, size_t at, const char* expr, char* 
       size_t eq = scan_skip_space(src->skel, b + n, src->len);
       if (eq + 1 < src->len && src->skel[eq] == '=' && src->skel[eq + 1] != '=') value = eq + 1;
     }
-    if (value == 0) return 0;
+    if (value == 0) return;
     size_t b = scan_skip_space(src->code, value, src->len), e = b;
     while (e < src->len && src->code[e] != '\n') e++;
     scan_text_of(src, b, e, rhs, sizeof rhs);
   }
-  if (!strstr(rhs, "id(")) return 0;
-  name_pattern(rhs, pattern, cap);
-  return 1;
+  if (strstr(rhs, "id(")) name_pattern(rhs, pattern, cap);
 }
 
 /* The method a kernel expression ends by calling (self.compiled.capsule()

@@ -61,9 +61,9 @@ typedef struct finding {
   int offered;
   char expr[TEXT_CAP]; /* registered kernel expression (Python) */
   /* A name built per object at run time (from id()): its pattern, the
-   * string pieces kept and each id() as <id> ("instance_filter_<id>"). */
+   * string pieces kept and each id() as <id> ("instance_filter_<id>");
+   * empty for any other registration. */
   char pattern[TEXT_CAP];
-  int per_instance;
   char opaque[TEXT_CAP]; /* call site: the backend_config expression */
   char shapes[TEXT_CAP]; /* ffi_call: the result shapes expression */
   plat platform;
@@ -212,8 +212,8 @@ void scan_py_mapping_loop(const source* src, size_t at, char* module, size_t mca
                           size_t pcap);
 int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed);
 void scan_py_getattr_module(const char* expr, char* module, size_t cap);
-int scan_py_instance_name(const source* src, size_t at, const char* expr, char* pattern,
-                          size_t cap);
+void scan_py_instance_name(const source* src, size_t at, const char* expr, char* pattern,
+                           size_t cap);
 int scan_py_method_called(const char* expr, char* method, size_t cap);
 
 /* walk.c */

@@ -390,7 +390,7 @@ static void join_registrations(const scan* s, inventory* inv) {
                     ? target_on(inv, f->name[0] ? f->name : f->function, 0, by_module)
                     : target_named(inv, f->name_expr, 1);
     add_reg(t, f);
-    if (f->per_instance) {
+    if (f->pattern[0]) {
       t->instance = f;
       m = offered_by_method(s, f);
     }
@@ -430,8 +430,9 @@ static void join_call_sites(const scan* s, inventory* inv) {
         match = !t->computed && !strcmp(t->name, f->name);
       else
         for (int r = 0; r < t->num_reg && !match; r++)
-          match = (t->reg[r]->via[0] || t->reg[r]->per_instance) && t->reg[r]->file == f->file &&
-                  (t->reg[r]->via[0] || !strcmp(t->reg[r]->name_expr, f->name_expr));
+          match = t->reg[r]->file == f->file &&
+                  (t->reg[r]->via[0] ||
+                   (t->reg[r]->pattern[0] && !strcmp(t->reg[r]->name_expr, f->name_expr)));
       if (match && t->num_call < 8) t->call[t->num_call++] = f;
       joined |= match;
     }

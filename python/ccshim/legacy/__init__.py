@@ -146,8 +146,7 @@ def enable(strict: bool | None = None) -> None:
             _rewrite_module(computation, backend.platform)
             return compile_(backend, computation, *args, **kwargs)
 
-        register_ffi_target = recorder(register, 1)
-        patches = [(jax.ffi, "register_ffi_target", register_ffi_target),
+        patches = [(jax.ffi, "register_ffi_target", recorder(register, 1)),
                    (compiler, "compile_or_get_cached", compile_or_get_cached)]
         # XLA's own legacy registry, under its names of every JAX release:
         # jaxlib.xla_client (all of them) and jax.lib.xla_client (to 0.5).
@@ -159,7 +158,8 @@ def enable(strict: bool | None = None) -> None:
         _state["originals"] = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in patches]
         for owner, attr, value in patches:
             setattr(owner, attr, value)
-        _restored.install(register_ffi_target)
+        # jax.lib.xla_client's, where JAX no longer has it: api_version 0 by default
+        _restored.install(recorder(register, 0))
         _state["on"] = True
 
 

@@ -46,6 +46,12 @@ class NotRestored:
     removed: str
     why: str        # why not, and where its use moved
 
+    @property
+    def message(self) -> str:
+        """What a use of the name is told."""
+        return (f"{self.name} was removed in JAX {self.removed}; ccshim.legacy does not "
+                f"restore it: {self.why}")
+
 
 RESTORED = (
     Restored("jax.lib.xla_client.register_custom_call_target", "0.6.0 (the module: 0.9.0)",
@@ -95,8 +101,9 @@ def installed() -> list[str]:
 
 def install(register: Callable[..., Any]) -> None:
     """Puts back each name of RESTORED that the running JAX lacks.
-    ``register(name, fn, platform, api_version)`` is zero-change mode's
-    recorder, which the restored register_custom_call_target calls."""
+    ``register`` is zero-change mode's recorder with xla_client's signature
+    (name, fn, platform="cpu", api_version=0): the restored
+    register_custom_call_target itself."""
     if _undo:
         return
     import jax
@@ -108,8 +115,7 @@ def install(register: Callable[..., Any]) -> None:
     from jax.interpreters import ad, batching, mlir, xla
 
     _xla_client_module(register)
-    hlo_helpers = _module("jaxlib.hlo_helpers", "custom_call",
-                          "jaxlib.hlo_helpers", "0.8.0")
+    hlo_helpers = _module("jaxlib.hlo_helpers", "custom_call", "0.8.0")
     if hlo_helpers is not None:
         _put(hlo_helpers, "custom_call", mlir_src.custom_call)
     _put_missing(mlir, "custom_call", mlir_src.custom_call)
@@ -171,7 +177,7 @@ def _put_missing(owner: Any, attr: str, value: Any) -> None:
         _put(owner, attr, value)
 
 
-def _module(fullname: str, only: str, spelled: str, removed: str) -> types.ModuleType | None:
+def _module(fullname: str, only: str, removed: str) -> types.ModuleType | None:
     """A module of that name, made and entered in sys.modules (and on its
     parent) when the running JAX has none; None when it has one."""
     try:
@@ -188,7 +194,7 @@ def _module(fullname: str, only: str, spelled: str, removed: str) -> types.Modul
         if attr.startswith("__"):
             raise AttributeError(attr)
         raise AttributeError(
-            f"{spelled}.{attr}: {spelled} was removed in JAX {removed}; ccshim.legacy "
+            f"{fullname}.{attr}: {fullname} was removed in JAX {removed}; ccshim.legacy "
             f"restores only its custom-call plumbing ({only}), not {attr}")
     module.__getattr__ = __getattr__
     _undo.append((sys.modules, fullname, sys.modules.get(fullname, _ABSENT)))
@@ -202,8 +208,7 @@ class _Refused:
     what it was and where its use moved."""
 
     def __init__(self, entry: NotRestored):
-        self._message = (f"{entry.name} was removed in JAX {entry.removed}; ccshim.legacy "
-                         f"does not restore it: {entry.why}")
+        self._message = entry.message
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):
@@ -220,18 +225,12 @@ class _Refused:
 def _xla_client_module(register: Callable[..., Any]) -> None:
     """jax.lib.xla_client with register_custom_call_target (and ops refused),
     where the running JAX has no module or a module without it."""
-    def register_custom_call_target(name, fn, platform="cpu", api_version=0, **kwargs):
-        if isinstance(name, bytes):
-            name = name.decode()
-        return register(name, fn, platform, api_version, **kwargs)
-
-    client = _module("jax.lib.xla_client", "register_custom_call_target",
-                     "jax.lib.xla_client", "0.9.0")
+    client = _module("jax.lib.xla_client", "register_custom_call_target", "0.9.0")
     if client is None:
         from jax.lib import xla_client as client
         if _has(client, "register_custom_call_target"):
             return  # JAX to 0.5: ccshim.legacy intercepts the real one
-    _put(client, "register_custom_call_target", register_custom_call_target)
+    _put(client, "register_custom_call_target", register)
     if not _has(client, "ops"):
         _put(client, "ops", _Refused(NOT_RESTORED[0]))
 
@@ -261,8 +260,7 @@ def _hint(module: types.ModuleType, attr: str, entry: NotRestored) -> None:
 
     def __getattr__(name: str) -> Any:
         if name == attr:
-            raise AttributeError(f"{entry.name} was removed in JAX {entry.removed}; "
-                                 f"ccshim.legacy does not restore it: {entry.why}")
+            raise AttributeError(entry.message)
         if previous is not None:
             return previous(name)
         raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
