@@ -29,18 +29,20 @@ static const char boot[] =
     "    sys.exit(2)\n"
     "sys.exit(main(sys.argv[3:]))\n";
 
-int ccshim_python_main(const char* command, const char* module, int argc, char** argv) {
+const char* ccshim_python_path(void) {
   const char* python = getenv("CCSHIM_PYTHON");
 #ifdef CCSHIM_DEFAULT_PYTHON
   /* The Python this build was configured with (the Makefile's venv). */
   if (python == NULL || python[0] == '\0') python = CCSHIM_DEFAULT_PYTHON;
 #endif
   if (python == NULL || python[0] == '\0') python = "python3";
+  return python;
+}
+
+int ccshim_python_exec(const char* command, const char* module, int argc, char** argv) {
+  const char* python = ccshim_python_path();
   char** args = calloc((size_t)argc + 6, sizeof *args);
-  if (args == NULL) {
-    fprintf(stderr, "ccshim %s: out of memory\n", command);
-    return 2;
-  }
+  if (args == NULL) return ENOMEM;
   args[0] = (char*)python;
   args[1] = "-c";
   args[2] = (char*)boot;
@@ -49,10 +51,16 @@ int ccshim_python_main(const char* command, const char* module, int argc, char**
   for (int i = 0; i < argc; i++) args[5 + i] = argv[i];
   fflush(NULL);
   execvp(python, args);
+  int e = errno;
+  free(args);
+  return e;
+}
+
+int ccshim_python_main(const char* command, const char* module, int argc, char** argv) {
+  int e = ccshim_python_exec(command, module, argc, argv);
   fprintf(stderr,
           "ccshim %s: cannot run %s (%s); this command needs a Python with JAX and the "
           "ccshim package: set CCSHIM_PYTHON to one\n",
-          command, python, strerror(errno));
-  free(args);
+          command, ccshim_python_path(), strerror(e));
   return 2;
 }

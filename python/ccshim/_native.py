@@ -159,6 +159,34 @@ class Metadata(ctypes.Structure):
     ]
 
 
+class LegacyCall(ctypes.Structure):
+    """ccshim_legacy_call."""
+    _fields_ = [
+        ("fn", c_void_p),
+        ("api_version", c_int),
+        ("platform", c_int),
+        ("signature", ctypes.POINTER(SignatureStruct)),
+        ("tuple_operands", c_int),
+        ("args", ctypes.POINTER(c_void_p)),
+        ("num_args", c_size_t),
+        ("rets", ctypes.POINTER(c_void_p)),
+        ("num_rets", c_size_t),
+        ("opaque", c_void_p),
+        ("opaque_len", c_size_t),
+        ("stream", c_void_p),
+    ]
+
+
+class LegacyOutcome(ctypes.Structure):
+    """ccshim_legacy_outcome."""
+    _fields_ = [
+        ("failed", c_int),
+        ("code", c_int),
+        ("message", c_void_p),
+        ("message_len", c_size_t),
+    ]
+
+
 def _declare(name, restype, *argtypes):
     fn = getattr(lib, name)
     fn.restype = restype
@@ -210,6 +238,8 @@ _declare("ccshim_error_code", c_int, c_void_p)
 _declare("ccshim_error_message", c_char_p, c_void_p)
 _declare("ccshim_error_free", None, c_void_p)
 _declare("ccshim_error_code_name", c_char_p, c_int)
+_declare("ccshim_legacy_invoke", c_int, ctypes.POINTER(LegacyCall), ctypes.POINTER(LegacyOutcome))
+_declare("ccshim_legacy_outcome_reset", None, ctypes.POINTER(LegacyOutcome))
 
 # libc's dlsym, for symbol names in libraries already loaded.
 _libc = ctypes.CDLL(None)

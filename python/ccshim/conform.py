@@ -1,142 +1,174 @@
-"""``ccshim conform`` where it needs Python: kernels as projects ship them,
-and XLA itself as the reference.
+"""One side of a ``ccshim conform`` run that needs Python, in the child
+process the command forked for it.
 
 * ``--python MODULE[:ATTR] [NAME]``: the kernel is a capsule from a Python
   extension (pybind11 and nanobind modules' ``registrations()``, Cython
-  ``cdef`` kernels), reachable only with the module imported, and some
-  needing the interpreter while they run (Cython kernels that take the
-  GIL).  conform's engine (libccshim_conform, the C code of ``ccshim
-  conform``) is loaded into this process and given the capsule's address;
-  its child processes, forked from here, have the interpreter and the
-  module.
-* ``--reference xla``: the legacy side is not ccshim's invoker but XLA's own
-  legacy custom-call path in jaxlib (``ccshim.jax.xla_legacy_call``), run in
-  that side's child process, so that "equal" means equal to XLA; the report
-  names the reference.  The typed side is ccshim's adapter in the embedded
-  runtime, as always, on the same inputs.
+  ``cdef`` kernels), reachable only with the module imported, some needing
+  the interpreter while they run (Cython kernels that take the GIL);
+* ``--reference xla``: the legacy side is XLA's own legacy custom-call path
+  in jaxlib (``ccshim.jax.xla_legacy_call``), so that "equal" means equal
+  to XLA.
 
-Everything else is conform's own (inputs, child processes, deadlines, guard
-pages, the report), so the two references compare like for like.
+The command does everything else as for any target (the inputs, the
+deadline, the process group, the guard pages, the comparison, the report):
+its child execs ``python -c BOOT conform ccshim.conform --control FD
+--buffers FD ...`` (tools/conform/in_python.c).  The control record says
+which side, its form, signature, opaque and where each buffer lies; this
+module maps it and the buffers, runs the side, and writes back how it ended.
+Its layout is docs/contracts.md, section 3, and this module never calls the
+command back.
 """
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import math
-import pathlib
+import mmap
+import os
+import struct
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
 
+# docs/contracts.md, section 3: the record up to its side, the side, a buffer.
+CONTROL = struct.Struct("<8sIIIIQQQQQQ160s")
+SIDE = struct.Struct("<iiiiQQ512s")
+BUFFER = struct.Struct("<QQQ")
+MAGIC = b"ccshimC1"
+LEGACY, TYPED, PROBE = range(3)
+RAN, FAILED, CRASHED, TIMED_OUT, BROKEN = range(5)
+NO_BUFFER = 2**64 - 1
 _REFERENCE_NAME = "xla_legacy_reference"
-# Where conform's options table (tools/conform/options.c) says an option
-# is handled.
-_PYTHON = 1
 
 
-class UsageError(ValueError):
-    pass
+class Broken(Exception):
+    """The side could not run (a module, a name, a reference that cannot
+    make the call): an error in conform's report, never a pass."""
 
 
-def _engine() -> ctypes.CDLL:
-    from . import library_path
-    path = pathlib.Path(library_path()).with_name("libccshim_conform.so")
-    if not path.exists():
-        raise UsageError(f"conform's engine is not installed at {path} (a build of ccshim "
-                         "with its tools makes it)")
-    engine = ctypes.CDLL(str(path))
-    engine.ccshim_conform_embedded.argtypes = [ctypes.c_void_p, _REFERENCE_FN, ctypes.c_char_p,
-                                               _INIT_FN, _RESOLVE_FN, ctypes.c_int,
-                                               ctypes.POINTER(ctypes.c_char_p)]
-    engine.ccshim_conform_embedded.restype = ctypes.c_int
-    engine.ccshim_conform_option.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
-                                             ctypes.POINTER(ctypes.c_char_p),
-                                             ctypes.POINTER(ctypes.c_int)]
-    engine.ccshim_conform_option.restype = ctypes.c_int
-    return engine
+class Failed(Exception):
+    """The kernel reported a failure: compared with the other side's."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
 
 
-def options(engine: ctypes.CDLL) -> dict[str, tuple[bool, int]]:
-    """conform's options, read from its one table in the engine: name ->
-    (takes a value, where it is handled: 0 the command, 1 here, 2 a
-    target's words)."""
-    out = {}
-    name, value, where = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_int()
-    i = 0
-    while engine.ccshim_conform_option(i, ctypes.byref(name), ctypes.byref(value),
-                                       ctypes.byref(where)):
-        out[name.value.decode()] = (value.value is not None, where.value)
-        i += 1
-    return out
+class Control:
+    """The control record, mapped from the command's memfd."""
+
+    def __init__(self, fd: int):
+        self.map = mmap.mmap(fd, 0)
+        (magic, self.what, self.api, self.tuple_operands, self.platform, self.num_args,
+         self.num_rets, signature_at, opaque_at, opaque_len, buffers_at,
+         _) = CONTROL.unpack_from(self.map, 0)
+        if magic != MAGIC:
+            raise Broken(f"the control record starts {magic!r}; expected {MAGIC!r} (a ccshim "
+                         "command and package of different versions?)")
+        end = self.map.find(b"\0", signature_at)
+        self.signature = self.map[signature_at:end].decode()
+        self.opaque = self.map[opaque_at:opaque_at + opaque_len]
+        self.buffers = [BUFFER.unpack_from(self.map, buffers_at + i * BUFFER.size)
+                        for i in range(self.num_args + self.num_rets)]
+        self.state = [RAN, 0, 0, 0]  # state, loaded, done, code
+
+    def name_reference(self, name: str) -> None:
+        data = name.encode()[:159]
+        self.map[CONTROL.size - 160:CONTROL.size] = data + b"\0" * (160 - len(data))
+
+    def write(self, message: str = "") -> None:
+        data = message.encode(errors="replace")
+        shown = data[:511]
+        if len(data) > 511:
+            tail = f"... ({len(data)} bytes)".encode()
+            shown = data[:480] + tail[:31]
+        SIDE.pack_into(self.map, CONTROL.size, *self.state, len(data), fnv1a(data),
+                       shown + b"\0")
 
 
-_REFERENCE_FN = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p,
-    ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
-    ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t)
+def fnv1a(data: bytes) -> int:
+    """The hash a failure's whole message is compared by (FNV-1a, 64 bits)."""
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
 
 
-# conform's --init, called in each of its child processes before the
-# kernel; and the resolver of a manifest's lines that name Python options.
-_INIT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t)
-_RESOLVE_FN = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p,
-    ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int), ctypes.c_void_p,
-    ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t)
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_long]
+_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
 
-def _say(message_ptr: int, cap: int, text: str) -> None:
-    data = text.encode(errors="replace")[:max(cap - 1, 0)]
-    ctypes.memmove(message_ptr, data + b"\0", len(data) + 1)
+def map_buffers(fd: int, table: list[tuple[int, int, int]]) -> list[int | None]:
+    """Maps the buffers' memfd with a PROT_NONE page after each buffer, as
+    the command's own children have it; each buffer's address (None for a
+    token)."""
+    if fd < 0:
+        return []
+    size = os.fstat(fd).st_size
+    base = _libc.mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+    if base in (None, ctypes.c_void_p(-1).value):
+        raise Broken(f"cannot map the buffers: {os.strerror(ctypes.get_errno())}")
+    for offset, _, guard in table:
+        if offset != NO_BUFFER:
+            _libc.mprotect(base + guard, mmap.PAGESIZE, 0)  # PROT_NONE
+    return [None if offset == NO_BUFFER else base + offset for offset, _, _ in table]
 
 
-def _xla_reference(kernel, api, signature, opaque, opaque_len, args, num_args, rets, num_rets,
-                   message, cap) -> int:
-    """conform's legacy side, run by XLA: in a child process of conform's,
-    forked before JAX was imported here.  0 ran, 1 the kernel failed (XLA's
-    message), 2 XLA cannot run this call (why)."""
+def _python_kernel(spec: str, name: str | None, init: str | None) -> int:
+    """The address of --python MODULE[:ATTR] [NAME]'s kernel, --init run."""
+    from . import _modules, resolve_kernel
     try:
-        import os
-        # XLA's own log lines (its notice that legacy calls are deprecated)
-        # are not what the kernel printed.
-        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-        import jax
-        import numpy as np
-
-        from . import Signature, numpy_dtype
-        from . import jax as cj
-        jax.config.update("jax_enable_x64", True)
-        sig = Signature(signature.decode())
-        why = _xla_cannot(sig)
-        if why:
-            _say(message, cap, f"--reference xla: {why}")
-            return 2
-        operands = []
-        for i, leaf in enumerate(sig.operands):
-            dtype = numpy_dtype(leaf.dtype)
-            size = math.prod(leaf.shape) * dtype.itemsize
-            data = ctypes.string_at(args[i], size) if size else b""
-            operands.append(np.frombuffer(data, dtype).reshape(leaf.shape).copy())
-        results = [jax.ShapeDtypeStruct(leaf.shape, numpy_dtype(leaf.dtype))
-                   for leaf in sig.results]
-        blob = ctypes.string_at(opaque, opaque_len) if opaque_len else b""
-        cj.register_xla_legacy(_REFERENCE_NAME, int(kernel))
-        call = cj.xla_legacy_call(_REFERENCE_NAME, results if sig.tuple_result else results[0],
-                                  api_version=int(api), opaque=blob)
+        value, attr, init_fn = _modules.offered(spec, init, run_init=False)
+    except _modules.ModuleError as e:
+        raise Broken(f"--python: {e}") from None
+    if isinstance(value, Mapping):
+        if name is None:
+            names = sorted(k for k in value if isinstance(k, str))
+            raise Broken(f"--python {spec}: {attr} is a mapping; name the target: one of "
+                         f"{', '.join(names[:12])}{' ...' if len(names) > 12 else ''}")
+        kernel = _modules.entry(value, name)
+        if kernel is None:
+            raise Broken(f"--python {spec}: {attr} has no entry {name!r}")
+        if isinstance(kernel, Mapping):
+            raise Broken(f"--python {spec}: {name!r} is a typed-FFI entry (a dict of "
+                         "stages), not a legacy kernel")
+    elif _modules.is_kernel(value):
+        kernel, name = value, name or attr
+    else:
+        raise Broken(f"--python {spec}: {attr} gave {type(value).__name__}; expected a "
+                     "mapping of target name to capsule, or a capsule")
+    if not _modules.is_kernel(kernel):
+        raise Broken(f"--python {spec}: {attr}[{name!r}] is {type(kernel).__name__}; "
+                     "expected a capsule")
+    if init_fn is not None:
         try:
-            out = jax.jit(call)(*operands)
-            out = [np.asarray(o) for o in (out if sig.tuple_result else [out])]
-        except jax.errors.JaxRuntimeError as e:
-            _say(message, cap, str(e))
-            return 1
-        for i, o in enumerate(out):
-            data = o.tobytes()
-            if data:
-                ctypes.memmove(rets[i], data, len(data))
-        return 0
-    except Exception as e:  # noqa: BLE001 - the reference could not run: said, not raised
-        _say(message, cap, f"--reference xla: {type(e).__name__}: {e}")
-        return 2
+            init_fn()
+        except BaseException as e:  # noqa: BLE001 - said in the report, never a pass
+            raise Broken(f"--init: {init}() raised {type(e).__name__}: {e}") from None
+    return resolve_kernel(kernel)
+
+
+def _library_kernel(lib: str, symbol: str) -> int:
+    try:
+        library = ctypes.CDLL(lib, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    except OSError as e:
+        raise Broken(f"cannot load {lib}: {e}") from None
+    try:
+        return ctypes.cast(getattr(library, symbol), ctypes.c_void_p).value
+    except AttributeError:
+        raise Broken(f"no symbol '{symbol}' in {lib}") from None
+
+
+def _xla_name() -> str:
+    from importlib import metadata
+    try:
+        jaxlib = metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:
+        raise Broken("--reference xla needs jaxlib (pip install jax)") from None
+    return f"XLA's legacy custom-call path (jaxlib {jaxlib})"
 
 
 def _xla_cannot(sig) -> str | None:
@@ -159,212 +191,156 @@ def _xla_cannot(sig) -> str | None:
     return None
 
 
-def _split(argv: Sequence[str], table: dict) -> tuple[dict, list[str]]:
-    """ccshim.conform's own options, and the words for conform's engine."""
-    own: dict[str, str] = {}
-    rest: list[str] = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        valued, where = table.get(a, (False, None))
-        if where == _PYTHON:
-            if i + 1 >= len(argv):
-                raise UsageError(f"{a} needs a value")
-            own[a[2:]] = argv[i + 1]
-            i += 2
-            continue
-        rest.append(a)
-        if valued and i + 1 < len(argv):
-            rest.append(argv[i + 1])
-            i += 1
-        i += 1
-    return own, rest
+def _probe(c: Control, kernel: int, python: bool, xla: bool) -> None:
+    from . import Signature, answers_as_typed_handler
+    if python and answers_as_typed_handler(kernel):
+        raise Broken("the kernel is a typed-FFI handler, not a legacy kernel (called in a "
+                     "child process with XLA's metadata query, it answered as one); conform "
+                     "compares legacy kernels")
+    if xla:
+        why = _xla_cannot(Signature(c.signature))
+        if why:
+            raise Broken(f"--reference xla: {why}")
 
 
-def _positionals(words: Sequence[str], table: dict) -> list[int]:
-    at, i = [], 0
-    while i < len(words):
-        if words[i].startswith("--"):
-            i += 2 if table.get(words[i], (False, None))[0] else 1
-            continue
-        at.append(i)
-        i += 1
-    return at
+def _legacy_by_xla(c: Control, kernel: int, at: list) -> None:
+    """The legacy side run by XLA's own legacy path (its message on failure)."""
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # XLA's log lines are not the kernel's output
+    import jax
+    import numpy as np
 
-
-def _python_kernel(spec: str, init: str | None, words: list[str],
-                   table: dict) -> tuple[int, Any, list[str]]:
-    """The kernel's address from --python MODULE[:ATTR] [NAME], its module's
-    --init function (not called here), and the words for the engine,
-    MODULE[:ATTR] NAME standing where LIB SYMBOL do."""
-    from . import _modules, resolve_kernel
-    at = _positionals(words, table)
-    if len(at) > 1:
-        raise UsageError(f"--python {spec}: one NAME expected after it, got "
-                         f"{', '.join(words[i] for i in at)}")
-    name = words[at[0]] if at else None
+    from . import Signature, numpy_dtype
+    from . import jax as cj
+    jax.config.update("jax_enable_x64", True)
+    sig = Signature(c.signature)
+    operands = []
+    for i, leaf in enumerate(sig.operands):
+        dtype = numpy_dtype(leaf.dtype)
+        size = math.prod(leaf.shape) * dtype.itemsize
+        data = ctypes.string_at(at[i], size) if size else b""
+        operands.append(np.frombuffer(data, dtype).reshape(leaf.shape).copy())
+    results = [jax.ShapeDtypeStruct(leaf.shape, numpy_dtype(leaf.dtype)) for leaf in sig.results]
+    cj.register_xla_legacy(_REFERENCE_NAME, kernel)
+    call = cj.xla_legacy_call(_REFERENCE_NAME, results if sig.tuple_result else results[0],
+                              api_version=c.api, opaque=bytes(c.opaque))
     try:
-        value, attr, init_fn = _modules.offered(spec, init, run_init=False)
-    except _modules.ModuleError as e:
-        raise UsageError(f"--python: {e}") from None
-    if isinstance(value, Mapping):
-        if name is None:
-            names = [k for k in value if isinstance(k, str)]
-            raise UsageError(f"--python {spec}: {attr} is a mapping; name the target: one of "
-                             f"{', '.join(sorted(names)[:12])}{' ...' if len(names) > 12 else ''}")
-        kernel = _modules.entry(value, name)
-        if kernel is None:
-            raise UsageError(f"--python {spec}: {attr} has no entry {name!r}")
-        if isinstance(kernel, Mapping):
-            raise UsageError(f"--python {spec}: {name!r} is a typed-FFI entry (a dict of "
-                             "stages), not a legacy kernel")
-    elif _modules.is_kernel(value):
-        kernel, name = value, name or attr
+        out = jax.jit(call)(*operands)
+        out = [np.asarray(o) for o in (out if sig.tuple_result else [out])]
+    except jax.errors.JaxRuntimeError as e:
+        raise Failed(13, str(e)) from None
+    for i, o in enumerate(out):
+        data = o.tobytes()
+        if data:
+            ctypes.memmove(at[c.num_args + i], data, len(data))
+
+
+def _legacy_by_invoker(c: Control, kernel: int, at: list) -> None:
+    """The legacy side run by ccshim's legacy invoker (ccshim_legacy_invoke)."""
+    from . import _native
+    from ._native import lib
+    sig = ctypes.POINTER(_native.SignatureStruct)()
+    if lib.ccshim_signature_parse(c.signature.encode(), ctypes.byref(sig)) != 0:
+        raise Broken(_native.last_error())
+    args = (ctypes.c_void_p * (c.num_args + 1))(*at[:c.num_args])
+    rets = (ctypes.c_void_p * (c.num_rets + 1))(*at[c.num_args:])
+    opaque = ctypes.create_string_buffer(bytes(c.opaque), len(c.opaque) + 1)
+    call = _native.LegacyCall(fn=kernel, api_version=c.api, platform=c.platform, signature=sig,
+                              tuple_operands=c.tuple_operands, args=args, num_args=c.num_args,
+                              rets=rets, num_rets=c.num_rets,
+                              opaque=ctypes.addressof(opaque), opaque_len=len(c.opaque))
+    outcome = _native.LegacyOutcome()
+    try:
+        if lib.ccshim_legacy_invoke(ctypes.byref(call), ctypes.byref(outcome)) != 0:
+            raise Broken(_native.last_error())
+        if outcome.failed:
+            message = ctypes.string_at(outcome.message, outcome.message_len)
+            raise Failed(outcome.code, message.decode(errors="replace"))
+    finally:
+        lib.ccshim_legacy_outcome_reset(ctypes.byref(outcome))
+        lib.ccshim_signature_free(sig)
+
+
+def _typed(c: Control, kernel: int, at: list) -> None:
+    """The typed side: ccshim's adapter of the kernel, in the embedded runtime."""
+    import numpy as np
+
+    from . import CcshimError, Signature, wrap
+    from ._native import lib
+    from .runtime import HandlerError, invoke_at
+    try:
+        adapter = wrap(kernel, api_version=c.api, platform="cpu", signature=c.signature,
+                       tuple_operands="nested" if c.tuple_operands else "flat")
+    except CcshimError as e:
+        raise Broken(str(e)) from None
+    sig = Signature(c.signature)
+
+    def frame(leaves, addresses):
+        return [(lib.ccshim_dtype_from_name(leaf.dtype.encode(), len(leaf.dtype)), address,
+                 leaf.shape) for leaf, address in zip(leaves, addresses)]
+
+    attrs = {"opaque": np.frombuffer(bytes(c.opaque), np.uint8)} if c.opaque else None
+    try:
+        invoke_at(adapter.handler, frame(sig.operands, at[:c.num_args]),
+                  frame(sig.results, at[c.num_args:]), attrs)
+    except HandlerError as e:
+        raise Failed(e.number, e.message) from None
+    except CcshimError as e:
+        raise Broken(str(e)) from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ccshim conform (a side in Python)")
+    p.add_argument("--control", type=int, required=True)
+    p.add_argument("--buffers", type=int, default=-1)
+    p.add_argument("--python")
+    p.add_argument("--name")
+    p.add_argument("--lib")
+    p.add_argument("--symbol")
+    p.add_argument("--init")
+    p.add_argument("--reference", choices=("xla", "invoker"), default="invoker")
+    return p
+
+
+def run(c: Control, a: argparse.Namespace) -> None:
+    """Runs the side the record names; raises Broken or Failed."""
+    xla = a.reference == "xla"
+    if xla and c.what != TYPED:
+        c.name_reference(_xla_name())
+    if a.python:
+        kernel = _python_kernel(a.python, a.name, a.init)
     else:
-        raise UsageError(f"--python {spec}: {attr} gave {type(value).__name__}; expected a "
-                         "mapping of target name to capsule, or a capsule")
-    if not _modules.is_kernel(kernel):
-        raise UsageError(f"--python {spec}: {attr}[{name!r}] is {type(kernel).__name__}; "
-                         "expected a capsule")
-    address = resolve_kernel(kernel)
-    from . import answers_as_typed_handler
-    if answers_as_typed_handler(address):
-        raise UsageError(f"--python {spec}: {name} is a typed-FFI handler, not a legacy "
-                         "kernel (called in a child process with XLA's metadata query, it "
-                         "answered as one); conform compares legacy kernels")
-    words = [w for i, w in enumerate(words) if i not in at]
-    return address, init_fn, [spec, name, *words]
+        kernel = _library_kernel(a.lib, a.symbol)
+    c.state[1] = 1  # loaded: from here on, a crash is the kernel's
+    c.write()
+    if c.what == PROBE:
+        _probe(c, kernel, bool(a.python), xla)
+        return
+    at = map_buffers(a.buffers, c.buffers)
+    if c.what == TYPED:
+        _typed(c, kernel, at)
+    elif xla:
+        _legacy_by_xla(c, kernel, at)
+    else:
+        _legacy_by_invoker(c, kernel, at)
 
 
-class _Session:
-    """One run of the engine: the --init of the target being checked (a
-    manifest's lines each set theirs), and the resolver of manifest lines."""
-
-    def __init__(self, table: dict):
-        self.table = table
-        self.init_fn = None
-        self.init_name = ""
-        self.xla_name: str | None = None  # XLA's path, when jaxlib is here
-        self.init_cb = _INIT_FN(self._init)
-        self.resolve_cb = _RESOLVE_FN(self._resolve)
-
-    def _init(self, message, cap) -> int:
-        """In conform's child: the target's --init, before its kernel."""
-        if self.init_fn is None:
-            return 0
-        try:
-            self.init_fn()
-            return 0
-        except BaseException as e:  # noqa: BLE001 - said in the report, never a pass
-            _say(message, cap, f"{self.init_name}() raised {type(e).__name__}: {e}")
-            return 1
-
-    def set_init(self, init_fn, init: str | None) -> None:
-        self.init_fn, self.init_name = init_fn, init or ""
-
-    def _resolve(self, argc, argv, base_dir, kernel, reference, words, cap, message,
-                 message_cap) -> int:
-        try:
-            line = [argv[i].decode() for i in range(argc)]
-            own, rest = _split(line, self.table)
-            xla = _reference_of(own)
-            if xla and self.xla_name is None:
-                _xla_name()  # says why not
-            address, init_fn = None, None
-            if "python" in own:
-                spec = _relative_to(own["python"], base_dir.decode())
-                address, init_fn, rest = _python_kernel(spec, own.get("init"), rest,
-                                                        self.table)
-            _check_together(own, rest, xla)
-            self.set_init(init_fn, own.get("init"))
-            data = b"".join(w.encode() + b"\0" for w in rest) + b"\0"
-            if len(data) > cap:
-                raise UsageError("the line's words are too long")
-            ctypes.memmove(words, data, len(data))
-            kernel[0] = address
-            reference[0] = int(xla)
-            return 0
-        except (UsageError, TypeError, ValueError) as e:
-            _say(message, message_cap, str(e))
-            return 2
-        except Exception as e:  # noqa: BLE001 - a line that cannot be resolved is an error
-            _say(message, message_cap, f"{type(e).__name__}: {e}")
-            return 2
-
-
-def _relative_to(spec: str, base_dir: str) -> str:
-    """A manifest's --python MODULE given as a relative path is relative to
-    the manifest, as its LIB is."""
-    import os
-    module, colon, attr = spec.partition(":")
-    if (os.sep in module or module.endswith((".so", ".py", ".pyd"))) and \
-            not os.path.isabs(module):
-        module = os.path.join(base_dir, module)
-    return module + colon + attr
-
-
-def _reference_of(own: dict) -> bool:
-    reference = own.get("reference", "invoker")
-    if reference not in ("invoker", "xla"):
-        raise UsageError(f"--reference {reference}: expected xla or invoker")
-    return reference == "xla"
-
-
-def _check_together(own: dict, words: list[str], xla: bool) -> None:
-    if "init" in own and "python" not in own:
-        raise UsageError("--init goes with --python (it is called on that module)")
-    if "--against" in words and xla:
-        raise UsageError("--against compares a native port with ccshim's adapter; with "
-                         "--reference xla the legacy side is XLA's, so leave one out")
-
-
-def _xla_name() -> str:
-    from importlib import metadata
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    c = Control(a.control)
+    message = ""
     try:
-        jaxlib = metadata.version("jaxlib")
-    except metadata.PackageNotFoundError:
-        raise UsageError("--reference xla needs jaxlib (pip install jax)") from None
-    return f"XLA's legacy custom-call path (jaxlib {jaxlib})"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``ccshim conform`` with --python, --init or --reference, on the
-    command line or on a manifest's lines: the exit status of conform (0
-    equal, 1 a difference, 2 the command is wrong)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        engine = _engine()
-        table = options(engine)
-        session = _Session(table)
-        own, words = _split(argv, table)
-        xla = _reference_of(own)
-        manifest = "--manifest" in words
-        if manifest and own:
-            raise UsageError(f"--{next(iter(own))} goes on a manifest's lines, not beside "
-                             "--manifest")
-        kernel = None
-        if "python" in own:
-            kernel, init_fn, words = _python_kernel(own["python"], own.get("init"), words,
-                                                    table)
-            session.set_init(init_fn, own.get("init"))
-        _check_together(own, words, xla)
-        ref, name = _REFERENCE_FN(), None
-        if xla or manifest:
-            try:
-                name = session.xla_name = _xla_name()
-                ref = _REFERENCE_FN(_xla_reference)
-            except UsageError:
-                if xla:
-                    raise
-    except (UsageError, TypeError, ValueError) as e:
-        print(f"ccshim conform: {e}", file=sys.stderr)
-        return 2
+        run(c, a)
+    except Failed as e:
+        c.state[0], c.state[3], message = FAILED, e.code, str(e)
+    except Broken as e:
+        c.state[0], message = BROKEN, str(e)
+    except Exception as e:  # noqa: BLE001 - the side could not run: said, not a pass
+        c.state[0], message = BROKEN, f"{type(e).__name__}: {e}"
+    c.state[2] = 1  # done
     sys.stdout.flush()
     sys.stderr.flush()
-    c_words = (ctypes.c_char_p * (len(words) + 1))(*[w.encode() for w in words], None)
-    resolve = session.resolve_cb if manifest else _RESOLVE_FN()
-    return engine.ccshim_conform_embedded(kernel, ref, name.encode() if name else None,
-                                          session.init_cb, resolve, len(words), c_words)
+    c.write(message)
+    return 0
 
 
 if __name__ == "__main__":

@@ -31,16 +31,17 @@ from ._native import ContextOptions, lib
 
 INSTANTIATE, PREPARE, INITIALIZE, EXECUTE, RECORD = range(5)
 
-__all__ = ["Context", "call", "HandlerError", "INSTANTIATE", "EXECUTE"]
+__all__ = ["Context", "call", "invoke_at", "HandlerError", "INSTANTIATE", "EXECUTE"]
 
 
 class HandlerError(RuntimeError):
     """A handler returned an error: ``code`` ("INTERNAL", ...) and message."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str, number: int = 0):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+        self.number = number  # the XLA_FFI_Error_Code
 
 
 class Context:
@@ -102,12 +103,46 @@ def _add_attr(fb, name: str, value: Any, keep: list) -> None:
            f"attribute {name}")
 
 
-def _add_buffer(fb, add, array: np.ndarray | None, dtype, shape) -> None:
+def _add_buffer(fb, add, dtype: int, data: int | None, shape: Sequence[int]) -> None:
     dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
-    data = array.ctypes.data if array is not None and array.size else None
-    if array is not None and array.size == 0:
-        data = None
-    _check(add(fb, dtype_number(dtype), data, len(shape), dims), "buffer")
+    _check(add(fb, dtype, data or None, len(shape), dims), "buffer")
+
+
+def invoke_at(handler: int, args: Sequence[tuple[int, int | None, Sequence[int]]],
+              rets: Sequence[tuple[int, int | None, Sequence[int]]], attrs: dict | None = None,
+              *, context: Context | None = None, stage: int = EXECUTE) -> None:
+    """Invokes ``handler`` on buffers that are already somewhere: each
+    operand and result is (XLA_FFI_DataType number, address or None, dims).
+    A handler error raises :class:`HandlerError`."""
+    own = context is None
+    ctx = Context() if own else context
+    fb = ctypes.c_void_p()
+    _check(lib.ccshim_frame_builder_new(ctypes.byref(fb)), "frame")
+    keep: list = []
+    try:
+        for dtype, data, shape in args:
+            _add_buffer(fb, lib.ccshim_frame_builder_add_arg, dtype, data, shape)
+        for dtype, data, shape in rets:
+            _add_buffer(fb, lib.ccshim_frame_builder_add_ret, dtype, data, shape)
+        for name, value in sorted((attrs or {}).items()):
+            _add_attr(fb, name, value, keep)
+        err = ctypes.c_void_p()
+        status = lib.ccshim_invoke_handler(handler, ctx._ptr, stage, fb, ctypes.byref(err))
+        if err.value:
+            number = lib.ccshim_error_code(err)
+            message = lib.ccshim_error_message(err).decode(errors="replace")
+            lib.ccshim_error_free(err)
+            raise HandlerError(lib.ccshim_error_code_name(number).decode(), message, number)
+        if status != 0:
+            raise CcshimError(status, "invoke: " + lib.ccshim_last_error().decode())
+    finally:
+        lib.ccshim_frame_builder_free(fb)
+        if own:
+            ctx.close()
+
+
+def _at(array: np.ndarray) -> tuple[int, int | None, tuple[int, ...]]:
+    return dtype_number(array.dtype), array.ctypes.data if array.size else None, array.shape
 
 
 def call(handler: int, operands: Sequence[np.ndarray], result_shape_dtypes: Any,
@@ -125,32 +160,8 @@ def call(handler: int, operands: Sequence[np.ndarray], result_shape_dtypes: Any,
                 f"result_shape_dtypes{f'[{i}]' if multiple else ''} is "
                 f"{type(r).__name__} ({r!r}); expected something with .shape and .dtype "
                 "(a jax.ShapeDtypeStruct or an array), or a sequence of them")
-    own = context is None
-    ctx = Context() if own else context
-    fb = ctypes.c_void_p()
-    _check(lib.ccshim_frame_builder_new(ctypes.byref(fb)), "frame")
-    keep: list = []
+    ins = [np.ascontiguousarray(x) for x in operands]
     outs = [np.zeros(r.shape, r.dtype) for r in results]
-    try:
-        for x in operands:
-            x = np.ascontiguousarray(x)
-            keep.append(x)
-            _add_buffer(fb, lib.ccshim_frame_builder_add_arg, x, x.dtype, x.shape)
-        for out in outs:
-            _add_buffer(fb, lib.ccshim_frame_builder_add_ret, out, out.dtype, out.shape)
-        for name, value in sorted((attrs or {}).items()):
-            _add_attr(fb, name, value, keep)
-        err = ctypes.c_void_p()
-        status = lib.ccshim_invoke_handler(handler, ctx._ptr, stage, fb, ctypes.byref(err))
-        if err.value:
-            code = lib.ccshim_error_code_name(lib.ccshim_error_code(err)).decode()
-            message = lib.ccshim_error_message(err).decode(errors="replace")
-            lib.ccshim_error_free(err)
-            raise HandlerError(code, message)
-        if status != 0:
-            raise CcshimError(status, "invoke: " + lib.ccshim_last_error().decode())
-    finally:
-        lib.ccshim_frame_builder_free(fb)
-        if own:
-            ctx.close()
+    invoke_at(handler, [_at(x) for x in ins], [_at(o) for o in outs], attrs, context=context,
+              stage=stage)
     return outs if multiple else outs[0]

@@ -1,7 +1,8 @@
 """The C side of docs/contracts.md: what `ccshim scan` reads from
 `rewrite --list --tsv` is the record format the page gives (its example
 block, fed to scan by a stand-in Python, comes out field for field in
-scan --json), and the declarations the page gives are tools/tools.h's.
+scan --json), and conform's control record for a side run in Python is the
+page's, field for field, as is the command line that side is given.
 tests/python/test_contracts.py checks the Python side against the same
 page.  Standard library only; run by ctest:
 
@@ -29,16 +30,6 @@ def check(cond, what):
 def tsv_example():
     block = re.search(r"```tsv\n(.*?)```", DOC, re.S).group(1)
     return [line.split("\t") for line in block.splitlines() if line]
-
-
-def c_declarations():
-    return [" ".join(d.split()) for d in re.findall(r"```c\n(.*?)```", DOC, re.S)
-            for d in d.strip().splitlines()]
-
-
-def normal(text):
-    text = text.replace('__attribute__((visibility("default")))', "")
-    return " ".join(text.split()).replace("( ", "(").replace(" )", ")")
 
 
 # --- 2. the records scan reads ---------------------------------------------------
@@ -76,19 +67,50 @@ with tempfile.TemporaryDirectory() as tmp:
     else:
         check(False, f"two programs expected in scan's report, got {arts}")
 
-# --- 3. the declarations ----------------------------------------------------------
-header = (ROOT / "tools" / "tools.h").read_text()
-for decl in c_declarations():
-    name = re.search(r"(ccshim_conform_\w+)\s*\)?\s*\(", decl).group(1)
-    if decl.startswith("typedef"):
-        found = re.search(r"typedef[^;]*\(\*" + name + r"\)\([^;]*\);", header, re.S)
-    else:
-        found = re.search(r"(?:__attribute__\(\(visibility\(\"default\"\)\)\)\s*)?int\s+" + name +
-                          r"\([^;]*\);", header, re.S)
-    check(found and normal(found.group(0)) == normal(decl),
-          f"tools/tools.h declares {name} as docs/contracts.md says:\n  doc: {decl}\n  "
-          f"h:   {normal(found.group(0)) if found else None}")
+# --- 3. the control record of a side run in Python --------------------------------
+def doc_table(heading):
+    table = []
+    for line in DOC[DOC.index(heading):].splitlines():
+        if line.startswith("|"):
+            table.append([c.strip() for c in line.strip().strip("|").split("|")])
+        elif table:
+            break
+    return [(r[1], r[2]) for r in table[2:]]  # (field, C type)
 
-print(f"contracts, C side: {len(records)} record kinds, {len(c_declarations())} declarations, "
+
+def c_struct(name):
+    """(field, C type) of `typedef struct name {...} name;` in conform.h."""
+    body = re.search(r"typedef struct " + name + r" \{(.*?)\} " + name + ";", conform_h,
+                     re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    fields = []
+    for decl in filter(str.strip, body.split(";")):
+        m = re.match(r"\s*([\w ]+?)\s+([\w, ]+?)(\[\w+\])?\s*$", decl)
+        if not m:
+            continue
+        size = m.group(3) or ""
+        size = {"[REFERENCE_NAME_CAP]": "[160]", "[MESSAGE_CAP]": "[512]"}.get(size, size)
+        fields += [(f.strip(), m.group(1) + size) for f in m.group(2).split(",")]
+    return fields
+
+
+conform_h = (ROOT / "tools" / "conform" / "conform.h").read_text()
+caps = dict(re.findall(r"(REFERENCE_NAME_CAP|MESSAGE_CAP) = (\d+)", conform_h))
+check(caps == {"REFERENCE_NAME_CAP": "160", "MESSAGE_CAP": "512"},
+      f"conform.h's caps are the page's 160 and 512: {caps}")
+for heading, name in (("The control record, little-endian", "control"),
+                      ("The side (`side` in `conform.h`)", "side")):
+    want, got = doc_table(heading), c_struct(name)
+    check(want == got, f"conform.h's {name} is the page's:\n  doc: {want}\n  h:   {got}")
+check(c_struct("control_buffer") == [("offset", "uint64_t"), ("bytes", "uint64_t"),
+                                     ("guard", "uint64_t")] and "24 bytes" in DOC,
+      f"conform.h's control_buffer is the page's: {c_struct('control_buffer')}")
+line = re.search(r"PYTHON -c BOOT conform ccshim.conform (.*)", DOC).group(1)
+in_python = (ROOT / "tools" / "conform" / "in_python.c").read_text()
+passed = set(re.findall(r'"(--[a-z]+)"', in_python))
+check(set(re.findall(r"--[a-z]+", line)) == passed,
+      f"in_python.c passes the page's options: {sorted(passed)}")
+
+print(f"contracts, C side: {len(records)} record kinds, the control record and its side, "
       f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

@@ -289,7 +289,7 @@ def test_python_lines_in_a_manifest(globals_module, tmp_path):
     report = json.loads(p.stdout)
     got = [(t["target"], t["status"]) for t in report["targets"]]
     assert got == [("scale_v1", "equal"), ("split_v1", "equal"), ("scale_v1", "equal"),
-                   ("scale_v1", "error"), ("line 6", "error")], report
+                   ("scale_v1", "error"), ("not_a_mapping", "error")], report
     assert report["reference"] == "per target"
     refs = [t["reference"] for t in report["targets"]]
     assert "XLA's legacy custom-call path" in refs[2] and "invoker" in refs[0], refs

@@ -1,12 +1,12 @@
 """The Python side of docs/contracts.md: the records `ccshim.export --list
 --tsv` writes have the page's fields in the page's order, and the ctypes
-declarations ccshim.conform uses are the page's C declarations.  The C side
+side of ccshim.conform's control record is the page's.  The C side
 is checked against the same page by tests/doc/test_contracts.py."""
-import ctypes
 import io
 import os
 import pathlib
 import re
+import struct
 
 import pytest
 
@@ -52,48 +52,35 @@ def test_list_tsv_writes_the_documented_records(tmp_path):
     assert got["E"][1] == "1" and "x.fifo: is a FIFO; expected a regular file" in got["E"][2]
 
 
-_CTYPES = {"void*": ctypes.c_void_p, "int": ctypes.c_int, "const char*": ctypes.c_char_p,
-           "const unsigned char*": ctypes.c_void_p, "size_t": ctypes.c_size_t,
-           "void* const*": ctypes.POINTER(ctypes.c_void_p), "char*": ctypes.c_void_p,
-           "char**": ctypes.POINTER(ctypes.c_char_p),
-           "const char**": ctypes.POINTER(ctypes.c_char_p),
-           "int*": ctypes.POINTER(ctypes.c_int),
-           "void**": ctypes.POINTER(ctypes.c_void_p),
-           "ccshim_conform_reference_fn": conform._REFERENCE_FN,
-           "ccshim_conform_init_fn": conform._INIT_FN,
-           "ccshim_conform_resolve_fn": conform._RESOLVE_FN}
+def doc_table(heading):
+    """The rows of the first table after `heading` on the page, cells stripped."""
+    table = []
+    for line in DOC[DOC.index(heading):].splitlines():
+        if line.startswith("|"):
+            table.append([c.strip() for c in line.strip().strip("|").split("|")])
+        elif table:
+            break
+    return table[2:]  # past the header and its rule
 
 
-def doc_params(name):
-    """The parameter types of the page's C declaration of `name`."""
-    lines = [line for block in re.findall(r"```c\n(.*?)```", DOC, re.S)
-             for line in block.splitlines()]
-    decl = next(line for line in lines if re.search(re.escape(name) + r"\)?\(", line))
-    start = re.search(re.escape(name) + r"\)?\(", decl).end()
-    params = decl[start:decl.rindex(")")]
-    return [_CTYPES[re.sub(r"\s*\w+$", "", p.strip())] for p in params.split(",")]
+def test_the_control_record_is_the_documented_one():
+    control = doc_table("The control record, little-endian")
+    side = doc_table("The side (`side` in `conform.h`)")
+    # Each struct: the page's struct column in order, and each field at its offset.
+    for rows, packed, last in ((control, conform.CONTROL, "result"), (side, conform.SIDE, None)):
+        fmt = "<" + "".join(r[3] for r in rows if r[1] != last)
+        assert packed.format == fmt, (packed.format, fmt)
+        for i, r in enumerate(rows):
+            assert int(r[0]) == struct.calcsize("<" + "".join(x[3] for x in rows[:i])), r
+    assert [r[1] for r in control][-1] == "result" and \
+        int(control[-1][0]) == conform.CONTROL.size
+    assert conform.BUFFER.format == "<QQQ" and "24 bytes" in DOC
+    assert conform.MAGIC.decode() == control[0][5].strip("`")
 
 
-@pytest.mark.parametrize("name, fn", [("ccshim_conform_reference_fn", "_REFERENCE_FN"),
-                                      ("ccshim_conform_init_fn", "_INIT_FN"),
-                                      ("ccshim_conform_resolve_fn", "_RESOLVE_FN")])
-def test_the_callbacks_are_the_documented_ones(name, fn):
-    fn = getattr(conform, fn)
-    assert list(fn._argtypes_) == doc_params(name)
-    assert fn._restype_ is ctypes.c_int
-
-
-def test_the_engine_entry_points_are_declared_as_documented():
-    engine = conform._engine()
-    assert list(engine.ccshim_conform_embedded.argtypes) == doc_params("ccshim_conform_embedded")
-    assert list(engine.ccshim_conform_option.argtypes) == [
-        ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p),
-        ctypes.POINTER(ctypes.c_int)] == doc_params("ccshim_conform_option")
-
-
-def test_conform_options_come_from_the_engines_table():
-    table = conform.options(conform._engine())
-    assert {k for k, (_, where) in table.items() if where == 1} == {
-        "--python", "--init", "--reference"}
-    assert table["--api"] == (True, 2) and table["--json"] == (False, 0)
-    assert table["--manifest"] == (True, 0)
+def test_the_python_side_takes_the_documented_command_line():
+    line = re.search(r"PYTHON -c BOOT conform ccshim.conform (.*)", DOC).group(1)
+    documented = set(re.findall(r"--[a-z]+", line))
+    parser_options = {a.option_strings[0] for a in conform._parser()._actions
+                      if a.option_strings and a.option_strings[0] != "-h"}
+    assert documented == parser_options, (documented, parser_options)

@@ -58,8 +58,8 @@ script = pathlib.Path(sys.executable).parent / "ccshim"
 out = subprocess.run([str(script), "version"], capture_output=True, text=True, check=True)
 assert out.stdout.strip() == f"ccshim {ccshim.version()}", out.stdout
 subprocess.run([str(script), "scan", "--help"], capture_output=True, check=True)
-# The subcommands that run Python run this one (rewrite: JAX's machinery;
-# conform with a reference: the conform engine library loaded into it).
+# rewrite runs in this Python, without the C command; conform with XLA as
+# the reference starts this Python for its legacy side.
 out = subprocess.run([str(script), "rewrite", "--help"], capture_output=True, text=True,
                      check=True)
 assert "ccshim rewrite IN OUT" in out.stdout, out.stdout

@@ -134,11 +134,13 @@ static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 void conform_layout_free(layout* l) {
   if (l->map) munmap(l->map, l->map_bytes);
+  if (l->fd >= 0) close(l->fd);
   free(l->args);
   free(l->rets[0]);
   free(l->rets[1]);
   ccshim_signature_free(l->sig);
   memset(l, 0, sizeof *l);
+  l->fd = -1;
 }
 
 /* Sizes every leaf, maps the buffers with their guards; 0 or -1 with detail. */
@@ -170,7 +172,11 @@ int conform_layout_init(layout* l, char* detail, size_t cap) {
         total += round_up(round_up(b->bytes, ALIGN), page) + page;
     }
   l->map_bytes = total ? total : page;
-  l->map = mmap(NULL, l->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  /* A memfd, so that a side run in Python (in_python.c) maps the same pages. */
+  l->fd = memfd_create("ccshim-conform-buffers", MFD_CLOEXEC);
+  l->map = MAP_FAILED;
+  if (l->fd >= 0 && ftruncate(l->fd, (off_t)l->map_bytes) == 0)
+    l->map = mmap(NULL, l->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, l->fd, 0);
   if (l->map == MAP_FAILED) {
     l->map = NULL;
     snprintf(detail, cap, "cannot map %zu bytes for the buffers: %s", total, strerror(errno));

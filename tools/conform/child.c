@@ -35,23 +35,18 @@ static void* load_symbol(const char* what, const char* lib, const char* symbol, 
   return sym;
 }
 
-/* The kernel, and with --against the native handler, loaded in the child;
- * 0, or -1 with BROKEN set. */
+/* The kernel (unless it comes from Python: in_python.c), and with --against
+ * the native handler, loaded in the child; 0, or -1 with BROKEN set. */
 static int load(const target* t, ccshim_legacy_fn* fn, XLA_FFI_Handler** handler, side* out) {
-  void* sym = embedded.kernel ? embedded.kernel : load_symbol("", t->lib, t->symbol, out);
-  if (sym == NULL) return -1;
-  if (embedded.init) {
-    char message[MESSAGE_CAP] = "";
-    if (embedded.init(message, sizeof message) != 0) {
-      out->state = BROKEN;
-      snprintf(out->message, sizeof out->message, "--init: %s", message);
-      return -1;
-    }
-  }
-  memcpy(fn, &sym, sizeof *fn);
+  memset(fn, 0, sizeof *fn);
   *handler = NULL;
+  if (t->python == NULL) {
+    void* sym = load_symbol("", t->lib, t->symbol, out);
+    if (sym == NULL) return -1;
+    memcpy(fn, &sym, sizeof *fn);
+  }
   if (t->against_lib) {
-    sym = load_symbol("--against: ", t->against_lib, t->against_symbol, out);
+    void* sym = load_symbol("--against: ", t->against_lib, t->against_symbol, out);
     if (sym == NULL) return -1;
     memcpy(handler, &sym, sizeof *handler);
   }
@@ -68,18 +63,6 @@ static void run_legacy(const target* t, layout* l, side* out) {
   void** rets = calloc(nr + 1, sizeof *rets);
   for (size_t i = 0; i < na; i++) args[i] = l->args[i].data;
   for (size_t i = 0; i < nr; i++) rets[i] = l->rets[0][i].data;
-  if (embedded.reference) {
-    void* kernel;
-    memcpy(&kernel, &fn, sizeof kernel);
-    char message[MESSAGE_CAP] = "";
-    int rc = embedded.reference(kernel, t->api, t->signature, t->opaque, t->opaque_len, args, na,
-                                rets, nr, message, sizeof message);
-    if (rc != 0) {
-      out->state = rc == 1 ? FAILED : BROKEN;
-      conform_set_message(out, message);
-    }
-    return;
-  }
   ccshim_legacy_call c;
   memset(&c, 0, sizeof c);
   c.fn = fn;
@@ -259,6 +242,17 @@ static void probe(const target* t, side* out) {
  * description of it (owned by the caller). */
 void conform_in_child(const target* t, layout* l, side* out, int what, char** output) {
   memset(out, 0, sizeof *out);
+  int control_fd = -1;
+  control* c = NULL;
+  if (conform_in_python(t, what)) {
+    c = conform_control_new(t, l, what, &control_fd);
+    if (c == NULL) {
+      out->state = BROKEN;
+      snprintf(out->message, sizeof out->message, "cannot make the control record: %s",
+               strerror(errno));
+      return;
+    }
+  }
   int fd = capture_file();
   fflush(NULL);
   pid_t pid = fork();
@@ -266,6 +260,7 @@ void conform_in_child(const target* t, layout* l, side* out, int what, char** ou
     out->state = BROKEN;
     snprintf(out->message, sizeof out->message, "fork: %s", strerror(errno));
     if (fd >= 0) close(fd);
+    if (c != NULL) conform_control_free(c, control_fd);
     return;
   }
   if (pid == 0) {
@@ -277,7 +272,9 @@ void conform_in_child(const target* t, layout* l, side* out, int what, char** ou
       dup2(fd, 1);
       dup2(fd, 2);
     }
-    if (what == RUN_TYPED)
+    if (c != NULL)
+      conform_exec_python(t, control_fd, l ? l->fd : -1, c); /* returns only if it could not */
+    else if (what == RUN_TYPED)
       run_typed(t, l, out);
     else if (what == RUN_LEGACY)
       run_legacy(t, l, out);
@@ -294,10 +291,15 @@ void conform_in_child(const target* t, layout* l, side* out, int what, char** ou
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  const char* where = out->loaded     ? ""
-                      : embedded.init ? " while loading the kernel (in --init, or its library's "
-                                        "initialiser)"
-                                      : " while loading the library (in its initialiser)";
+  if (c != NULL) {
+    *out = c->result;
+    if (t->reference_xla && what != RUN_TYPED) conform_note_reference(c->reference);
+    conform_control_free(c, control_fd);
+  }
+  const char* where = out->loaded ? ""
+                      : t->init   ? " while loading the kernel (in --init, or its library's "
+                                    "initialiser)"
+                                  : " while loading the library (in its initialiser)";
   if (!ended) {
     out->state = TIMED_OUT;
     snprintf(out->message, sizeof out->message, "timed out after %d s%s (killed)", t->timeout,

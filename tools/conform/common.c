@@ -17,11 +17,15 @@
 
 #include "conform.h"
 
-conform_embedded embedded;
+/* XLA's name as the Python side that ran it gave it (with jaxlib's version). */
+static char xla_name[REFERENCE_NAME_CAP] = "XLA's legacy custom-call path (jaxlib)";
 
 const char* conform_reference_name(int by_reference) {
-  return by_reference ? embedded.reference_name
-                      : "ccshim's legacy invoker (XLA's legacy calling convention)";
+  return by_reference ? xla_name : "ccshim's legacy invoker (XLA's legacy calling convention)";
+}
+
+void conform_note_reference(const char* name) {
+  if (name[0] != '\0') snprintf(xla_name, sizeof xla_name, "%s", name);
 }
 
 /* No memory is the one thing a command-line tool cannot report into a

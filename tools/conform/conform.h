@@ -9,7 +9,8 @@
  *   target.c    one target: its runs, side by side
  *   options.c   the options table, a target's words, manifest lines
  *   report.c    the report as a table or JSON, and --help
- *   main.c      the command, manifests, and the entry points Python calls
+ *   in_python.c a side run in Python (ccshim.conform): its control record
+ *   main.c      the command and manifests
  */
 #ifndef CCSHIM_CONFORM_H
 #define CCSHIM_CONFORM_H
@@ -54,6 +55,10 @@ typedef struct target {
   double rtol; /* 0: byte for byte */
   int timeout;
   ccshim_tuple_layout tuple_operands; /* --tuple-operands: how in[] holds tuples */
+  char* python;                       /* --python MODULE[:ATTR], or NULL; lib then names it */
+  int python_named;                   /* NAME was given after it (else symbol is ATTR's) */
+  char* init;                         /* --init FUNC, or NULL */
+  int reference_xla;                  /* --reference xla */
   char* against_lib;                  /* --against: the native handler's library, or NULL */
   char* against_symbol;
   attr attrs[MAX_ATTRS];
@@ -98,22 +103,6 @@ typedef struct report {
   int by_reference;    /* the legacy side was the given reference's, not the invoker's */
 } report;
 
-/* Set for one ccshim_conform_embedded call (ccshim.conform, in Python):
- * the kernel at an address in this process instead of LIB SYMBOL (a
- * capsule from an extension that needs the interpreter), a reference run
- * in place of ccshim's legacy invoker (XLA's own legacy path), the
- * target's --init, and the resolver of a manifest's Python lines; in a
- * manifest, kernel and reference are set line by line. */
-typedef struct conform_embedded {
-  void* kernel;
-  ccshim_conform_reference_fn reference;
-  const char* reference_name;
-  ccshim_conform_init_fn init;
-  ccshim_conform_resolve_fn resolve;
-  ccshim_conform_reference_fn given_reference; /* what a manifest line may ask for */
-} conform_embedded;
-extern conform_embedded embedded;
-
 /* Every buffer ends at a guard page, the way Electric Fence places them: a
  * kernel that writes past the end of a buffer faults on the page, and one
  * that writes into the alignment slack before it (under 64 bytes) is caught
@@ -130,17 +119,46 @@ typedef struct buffer {
 typedef struct layout {
   ccshim_signature* sig;
   buffer* args;
-  buffer* rets[2]; /* [0] the legacy side's results, [1] the typed side's */
-  unsigned char* map;
+  buffer* rets[2];    /* [0] the legacy side's results, [1] the typed side's */
+  unsigned char* map; /* every buffer, in the memfd `fd` (a side run in Python maps it too) */
   size_t map_bytes;
+  int fd;
 } layout;
 
-enum { RUN_LEGACY, RUN_TYPED, RUN_PROBE };
+enum { RUN_LEGACY = 0, RUN_TYPED = 1, RUN_PROBE = 2 };
 
-/* Where an option is handled: by the command (--json, --manifest), by
- * ccshim.conform in Python (--python, --init, --reference), or in a target's
- * words (every other; `set` stores its value). */
-typedef enum option_where { OPTION_COMMAND = 0, OPTION_PYTHON = 1, OPTION_TARGET = 2 } option_where;
+/* The control record of a side that runs in Python (ccshim.conform): at the
+ * start of a memfd the child process gets as --control FD, the buffers'
+ * memfd as --buffers FD.  docs/contracts.md, section 3, is its one
+ * description; both sides' tests read it from there. */
+enum { REFERENCE_NAME_CAP = 160 };
+typedef struct control {
+  char magic[8]; /* "ccshimC1" */
+  uint32_t what; /* RUN_LEGACY, RUN_TYPED, RUN_PROBE */
+  uint32_t api;
+  uint32_t tuple_operands;
+  uint32_t platform;
+  uint64_t num_args;
+  uint64_t num_rets;
+  uint64_t signature_at; /* NUL-terminated text, at this offset in the record */
+  uint64_t opaque_at;
+  uint64_t opaque_len;
+  uint64_t buffers_at;                /* num_args + num_rets control_buffer, args first */
+  char reference[REFERENCE_NAME_CAP]; /* the side writes the reference's name here */
+  side result;                        /* and how it ended here */
+} control;
+
+/* One buffer of this side in the buffers' memfd: `offset` UINT64_MAX for a
+ * token (no memory); `guard` the offset of the PROT_NONE page after it. */
+typedef struct control_buffer {
+  uint64_t offset;
+  uint64_t bytes;
+  uint64_t guard;
+} control_buffer;
+
+/* Where an option is handled: by the command (--json, --manifest), or in a
+ * target's words (every other; `set` stores its value). */
+typedef enum option_where { OPTION_COMMAND = 0, OPTION_TARGET = 2 } option_where;
 
 typedef struct option_spec {
   const char* name;
@@ -153,6 +171,7 @@ typedef struct option_spec {
 
 /* common.c */
 const char* conform_reference_name(int by_reference);
+void conform_note_reference(const char* name);
 void* conform_need(void* p);
 char* conform_format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void conform_set_detail(report* r, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -170,6 +189,12 @@ long conform_overrun(const buffer* b);
 
 /* child.c */
 void conform_in_child(const target* t, layout* l, side* out, int what, char** output);
+
+/* in_python.c */
+int conform_in_python(const target* t, int what);
+control* conform_control_new(const target* t, const layout* l, int what, int* fd);
+void conform_control_free(control* c, int fd);
+void conform_exec_python(const target* t, int control_fd, int buffers_fd, control* c);
 
 /* target.c */
 int conform_check_target(target* t, report* r);

@@ -29,10 +29,10 @@
  *
  * A manifest has one target a line, the same arguments as above ('#'
  * starts a comment; quotes group words; a relative LIB is relative to the
- * manifest).  A line may name --python, --init or --reference: the whole
- * manifest then runs through ccshim.conform, which resolves those lines
- * one by one (conform_embedded.resolve).  Exit status: 0 when every target is equal, 1 when one is
- * not, 2 when the command itself is wrong.
+ * manifest).  A target that names --python or --reference xla runs the
+ * sides that need Python in Python (in_python.c).  Exit status: 0 when
+ * every target is equal, 1 when one is not, 2 when the command itself is
+ * wrong.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -78,49 +78,6 @@ static long read_line(FILE* f, char** buf, size_t* cap) {
   return (long)n;
 }
 
-/* Options that take Python (ccshim.conform): a kernel from a Python module,
- * and XLA as the reference. */
-static int wants_python(int argc, char** argv) {
-  for (int i = 0; i < argc; i++) {
-    const option_spec* o = conform_find_option(argv[i]);
-    if (o != NULL && o->where == OPTION_PYTHON) return 1;
-  }
-  return 0;
-}
-
-/* A manifest line's target: its words parsed, its Python options first
- * resolved by ccshim.conform (which sets the line's kernel and reference).
- * 0, or -1 with err. */
-static int manifest_target(int nw, char** words, const char* dir, target* t, char* err,
-                           size_t cap) {
-  embedded.kernel = NULL;
-  embedded.reference = NULL;
-  if (!wants_python(nw, words)) return conform_parse_target(nw, words, dir, t, NULL, err, cap);
-  if (embedded.resolve == NULL) {
-    snprintf(err, cap, "--python, --init and --reference need Python (ccshim.conform)");
-    return -1;
-  }
-  size_t room = 4096;
-  for (int i = 0; i < nw; i++) room += strlen(words[i]) + 1;
-  room += strlen(dir) * (size_t)nw;
-  char* resolved = conform_need(calloc(room, 1));
-  void* kernel = NULL;
-  int reference = 0;
-  if (embedded.resolve(nw, words, dir, &kernel, &reference, resolved, room, err, cap) != 0) {
-    free(resolved);
-    return -1;
-  }
-  char** rwords = conform_need(malloc((size_t)(nw + 2) * sizeof *rwords));
-  int n = 0;
-  for (char* w = resolved; *w && n < nw + 2; w += strlen(w) + 1) rwords[n++] = w;
-  int rc = conform_parse_target(n, rwords, dir, t, NULL, err, cap);
-  free(rwords);
-  free(resolved);
-  embedded.kernel = kernel;
-  embedded.reference = reference ? embedded.given_reference : NULL;
-  return rc;
-}
-
 /* Runs (or, with parse_only, only parses) every target of a manifest and
  * prints one report; the exit status.  Lines of any length up to
  * MANIFEST_LINE_MAX; a longer one or a NUL byte ends it with exit 2. */
@@ -162,7 +119,7 @@ static int run_manifest(FILE* f, const char* manifest, int json, int parse_only)
     report* r = &reports[n++];
     target t;
     memset(&t, 0, sizeof t);
-    if (nw < 0 || manifest_target(nw, words, dir, &t, err, sizeof err) != 0) {
+    if (nw < 0 || conform_parse_target(nw, words, dir, &t, NULL, err, sizeof err) != 0) {
       conform_target_reset(&t);
       memset(r, 0, sizeof *r);
       r->first_byte = -1;
@@ -202,43 +159,6 @@ static int run_manifest(FILE* f, const char* manifest, int json, int parse_only)
   return worst == 0 ? 0 : 1;
 }
 
-int ccshim_conform_embedded(void* kernel, ccshim_conform_reference_fn reference, const char* name,
-                            ccshim_conform_init_fn init, ccshim_conform_resolve_fn resolve,
-                            int argc, char** argv) {
-  embedded.kernel = kernel;
-  embedded.reference = resolve ? NULL : reference;
-  embedded.given_reference = reference;
-  embedded.reference_name = name ? name : "the reference";
-  embedded.init = init;
-  embedded.resolve = resolve;
-  int rc = ccshim_conform_main(argc, argv);
-  memset(&embedded, 0, sizeof embedded);
-  fflush(NULL);
-  return rc;
-}
-
-/* Whether a line of the manifest at `path` names a Python option: then the
- * whole manifest is run through ccshim.conform, which resolves those lines.
- * A manifest that cannot be read is left to run_manifest to report. */
-static int manifest_wants_python(const char* path) {
-  FILE* f = fopen(path, "r");
-  if (f == NULL) return 0;
-  char* line = NULL;
-  size_t cap = 0;
-  long len;
-  int wants = 0;
-  while (!wants && (len = read_line(f, &line, &cap)) >= 0) {
-    int max_words = (int)(len / 2 + 1);
-    char** words = conform_need(malloc((size_t)max_words * sizeof *words));
-    int nw = conform_split_words(line, words, max_words);
-    wants = nw > 0 && wants_python(nw, words);
-    free(words);
-  }
-  free(line);
-  fclose(f);
-  return wants;
-}
-
 int ccshim_conform_main(int argc, char** argv) {
   char err[1200];
   int json = 0;
@@ -249,7 +169,6 @@ int ccshim_conform_main(int argc, char** argv) {
       return 0;
     }
   }
-  if (wants_python(argc, argv)) return ccshim_python_main("conform", "ccshim.conform", argc, argv);
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--manifest")) {
       if (i + 1 == argc) {
@@ -260,8 +179,6 @@ int ccshim_conform_main(int argc, char** argv) {
     }
     if (!strcmp(argv[i], "--json")) json = 1;
   }
-  if (manifest != NULL && embedded.resolve == NULL && manifest_wants_python(manifest))
-    return ccshim_python_main("conform", "ccshim.conform", argc, argv);
   if (manifest == NULL) {
     target t;
     if (conform_parse_target(argc, argv, NULL, &t, &json, err, sizeof err) != 0) {
@@ -286,6 +203,10 @@ int ccshim_conform_main(int argc, char** argv) {
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--manifest")) {
       i++;
+    } else if (conform_find_option(argv[i]) != NULL && strcmp(argv[i], "--json")) {
+      fprintf(stderr, "ccshim conform: %s goes on a manifest's lines, not beside --manifest\n",
+              argv[i]);
+      return 2;
     } else if (strcmp(argv[i], "--json")) {
       fprintf(stderr,
               "ccshim conform: with --manifest, only --json may follow (got '%s'); options "

@@ -1,5 +1,5 @@
-/* conform: the options table (which --help and ccshim.conform read too),
- * a target's words, and a manifest line split into words. */
+/* conform: the options table (which --help reads too), a target's words,
+ * and a manifest line split into words. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +36,8 @@ void conform_target_reset(target* t) {
   free(t->signature);
   free(t->against_lib);
   free(t->against_symbol);
+  free(t->python);
+  free(t->init);
   memset(t, 0, sizeof *t);
 }
 
@@ -306,6 +308,43 @@ OPTION_FN(add_attr) {
   return 0;
 }
 
+/* A module given as a path is relative to the manifest, as a LIB is; a
+ * module name is imported as it is. */
+OPTION_FN(set_python) {
+  (void)opt;
+  const char* colon = strchr(v, ':');
+  size_t n = colon ? (size_t)(colon - v) : strlen(v);
+  int path = memchr(v, '/', n) != NULL || (n > 3 && !memcmp(v + n - 3, ".so", 3)) ||
+             (n > 3 && !memcmp(v + n - 3, ".py", 3)) || (n > 4 && !memcmp(v + n - 4, ".pyd", 4));
+  if (n == 0) {
+    snprintf(err, cap, "--python %s: expected MODULE[:ATTR]", v);
+    return -1;
+  }
+  free(t->python);
+  if (path && v[0] != '/' && base_dir != NULL)
+    t->python = conform_format("%s/%s", base_dir, v);
+  else
+    t->python = conform_format("%s", v);
+  return 0;
+}
+
+OPTION_FN(set_init) {
+  (void)opt, (void)base_dir, (void)err, (void)cap;
+  free(t->init);
+  t->init = conform_format("%s", v);
+  return 0;
+}
+
+OPTION_FN(set_reference) {
+  (void)base_dir;
+  if (strcmp(v, "xla") != 0 && strcmp(v, "invoker") != 0) {
+    snprintf(err, cap, "%s %s: expected xla or invoker", opt, v);
+    return -1;
+  }
+  t->reference_xla = v[0] == 'x';
+  return 0;
+}
+
 OPTION_FN(set_timeout) {
   (void)base_dir;
   return integer(opt, v, 1, 86400, &t->timeout, err, cap);
@@ -322,21 +361,20 @@ OPTION_FN(set_tuple_operands) {
 }
 
 /* Every option of `ccshim conform`, in the order --help lists them: the
- * parser, --help, the command's dispatch to Python and ccshim.conform (which
- * reads this table through ccshim_conform_option) all take them from here. */
+ * parser and --help take them from here. */
 const option_spec conform_options[] = {
     {"--json", NULL, OPTION_COMMAND, NULL, "the report as JSON"},
     {"--manifest", "FILE", OPTION_COMMAND, NULL,
      "the targets of a manifest, one a line in these words, --python, --init and --reference "
      "too (with only --json beside it)"},
-    {"--python", "MODULE[:ATTR] [NAME]", OPTION_PYTHON, NULL,
+    {"--python", "MODULE[:ATTR] [NAME]", OPTION_TARGET, set_python,
      "the kernel as a project ships it: a capsule from a Python extension (MODULE: a name, or "
      "a path to a .so or .py) -- its registrations()[NAME], or ATTR (a capsule, or a mapping "
      "and NAME); run in $CCSHIM_PYTHON (python3), so kernels that need the interpreter work"},
-    {"--init", "FUNC", OPTION_PYTHON, NULL,
+    {"--init", "FUNC", OPTION_TARGET, set_init,
      "call MODULE.FUNC() in each child process before the kernel, under --timeout (jaxlib's "
      "_lapack: initialize); one that exits, raises or hangs is an error"},
-    {"--reference", "xla|invoker", OPTION_PYTHON, NULL,
+    {"--reference", "xla|invoker", OPTION_TARGET, set_reference,
      "the legacy side: ccshim's invoker (the default), or XLA's own legacy custom-call path in "
      "jaxlib, so that equal means equal to XLA (Python with JAX)"},
     {"--api", "N", OPTION_TARGET, set_api, "1, 2 or 3: the kernel's legacy API version (required)"},
@@ -371,20 +409,39 @@ const option_spec* conform_find_option(const char* name) {
   return NULL;
 }
 
-int ccshim_conform_option(size_t i, const char** name, const char** value, int* where) {
-  if (i >= conform_num_options) return 0;
-  *name = conform_options[i].name;
-  *value = conform_options[i].value;
-  *where = (int)conform_options[i].where;
-  return 1;
-}
-
-/* What a target needs that no option default gives; 0 or -1 with err. */
-static int check_complete(const target* t, int positional, char* err, size_t cap) {
-  if (positional < 2) {
-    snprintf(err, cap, "expected LIB SYMBOL");
+/* A target's kernel: LIB SYMBOL, or with --python MODULE[:ATTR] [NAME] the
+ * module (named in the report as the library) and NAME (else ATTR, else
+ * registrations, where Python looks); 0 or -1 with err. */
+static int set_kernel(target* t, char** pos, int positional, const char* base_dir, char* err,
+                      size_t cap) {
+  if (t->python == NULL) {
+    if (positional < 2) {
+      snprintf(err, cap, "expected LIB SYMBOL");
+      return -1;
+    }
+    if (positional > 2) {
+      snprintf(err, cap, "unexpected argument '%s'", pos[2]);
+      return -1;
+    }
+    t->lib = library_path(base_dir, pos[0], strlen(pos[0]));
+    t->symbol = conform_format("%s", pos[1]);
+    return 0;
+  }
+  if (positional > 1) {
+    snprintf(err, cap, "--python %s: one NAME expected after it, got %s, %s%s", t->python, pos[0],
+             pos[1], positional > 2 ? ", ..." : "");
     return -1;
   }
+  const char* attr = strchr(t->python, ':');
+  t->python_named = positional == 1;
+  t->lib = conform_format("%s", t->python);
+  t->symbol = conform_format("%s", positional ? pos[0] : attr ? attr + 1 : "registrations");
+  return 0;
+}
+
+/* What a target needs that no option default gives, and options that do
+ * not go together; 0 or -1 with err. */
+static int check_complete(const target* t, char* err, size_t cap) {
   if (t->api == 0) {
     snprintf(err, cap, "--api N is required (1, 2 or 3)");
     return -1;
@@ -397,13 +454,21 @@ static int check_complete(const target* t, int positional, char* err, size_t cap
     snprintf(err, cap, "--signature is required, e.g. '(f32[128], f32[2048]) -> f32[2048]'");
     return -1;
   }
+  if (t->init && !t->python) {
+    snprintf(err, cap, "--init goes with --python (it is called on that module)");
+    return -1;
+  }
+  if (t->against_lib && t->reference_xla) {
+    snprintf(err, cap,
+             "--against compares a native port with ccshim's adapter; with --reference xla the "
+             "legacy side is XLA's, so leave one out");
+    return -1;
+  }
   return 0;
 }
 
 /* Parses one target's words; returns 0 or writes a one-line error.  Options
- * of the command (--json) set *json, when given; those handled in Python
- * (--python, --init, --reference) have been taken out before this runs, so
- * one here is an error that says where it goes. */
+ * of the command (--json) set *json, when given. */
 int conform_parse_target(int argc, char** argv, const char* base_dir, target* t, int* json,
                          char* err, size_t cap) {
   memset(t, 0, sizeof *t);
@@ -411,18 +476,12 @@ int conform_parse_target(int argc, char** argv, const char* base_dir, target* t,
   t->seed = 1;
   t->runs = 3;
   t->timeout = 60;
+  char* pos[3];
   int positional = 0;
   for (int i = 0; i < argc; i++) {
     const char* a = argv[i];
     if (a[0] != '-' || a[1] != '-') {
-      if (positional == 2) {
-        snprintf(err, cap, "unexpected argument '%s'", a);
-        return -1;
-      }
-      if (positional++ == 0)
-        t->lib = library_path(base_dir, a, strlen(a));
-      else
-        t->symbol = conform_format("%s", a);
+      if (positional < 3) pos[positional++] = argv[i];
       continue;
     }
     const option_spec* o = conform_find_option(a);
@@ -443,13 +502,12 @@ int conform_parse_target(int argc, char** argv, const char* base_dir, target* t,
     } else if (!strcmp(a, "--json")) {
       if (json) *json = 1;
     } else {
-      snprintf(err, cap, "%s is not for one target's words here (%s)", a,
-               o->where == OPTION_PYTHON ? "it is run through Python: ccshim.conform"
-                                         : "it goes on the command line");
+      snprintf(err, cap, "%s is not for one target's words here (it goes on the command line)", a);
       return -1;
     }
   }
-  return check_complete(t, positional, err, cap);
+  if (set_kernel(t, pos, positional, base_dir, err, cap) != 0) return -1;
+  return check_complete(t, err, cap);
 }
 
 /* Splits a manifest line into words: blanks separate, quotes group, '#'

@@ -63,7 +63,7 @@ static int compare_runs(const target* t, layout* l, side* sides, report* r) {
       /* A port may choose a better error code than the legacy INTERNAL:
        * against one, failures compare by message. */
       /* Against XLA, the kernel's message is inside XLA's. */
-      int alike = embedded.reference
+      int alike = t->reference_xla
                       ? lg->state == ty->state && strstr(lg->message, ty->message) != NULL
                       : lg->state == ty->state && (lg->code == ty->code || t->against_lib) &&
                             lg->message_len == ty->message_len &&
@@ -103,7 +103,7 @@ int conform_check_target(target* t, report* r) {
   r->signature = conform_format("%s", t->signature);
   r->runs = t->runs;
   r->status = 3;
-  r->by_reference = embedded.reference != NULL;
+  r->by_reference = t->reference_xla;
   if (t->api < 1 || t->api > 3) {
     conform_set_detail(r, "--api %d: expected 1, 2 or 3", t->api);
     return 3;
@@ -132,6 +132,7 @@ int conform_check_target(target* t, report* r) {
   if (load_state != RAN) return 3;
   layout l;
   memset(&l, 0, sizeof l);
+  l.fd = -1;
   if (ccshim_signature_parse(t->signature, &l.sig) != CCSHIM_OK) {
     conform_set_detail(r, "%s", ccshim_last_error());
     return 3;
