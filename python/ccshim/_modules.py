@@ -130,7 +130,7 @@ def entries(registrations: Mapping) -> list[tuple[str | None, str, Any, bool]]:
 def entry(mapping: Mapping, name: str, platform: str = "cpu") -> Any:
     """The kernel registered under ``name`` for ``platform`` in a
     registrations() mapping of either shape (``entries``), or None."""
-    from . import parse_platform
+    from ._core import parse_platform
     want = parse_platform(platform)[0]
     for where, entry_name, kernel, _ in entries(mapping):
         if entry_name == name and (where is None or parse_platform(where)[0] == want):

@@ -23,6 +23,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import _jax_internals
+
 _primitive = None
 _effect = None
 
@@ -31,8 +33,8 @@ def _setup():
     global _primitive, _effect
     if _primitive is not None:
         return _primitive, _effect
-    from jax._src import core, effects
-    from jax._src.interpreters import mlir
+    core, effects = _jax_internals.core(), _jax_internals.effects()
+    mlir = _jax_internals.mlir()
     from jax.extend.core import Primitive
 
     class LegacyOrderedEffect(effects.Effect):
@@ -51,7 +53,7 @@ def _setup():
     prim.def_effectful_abstract_eval(abstract)
 
     def lowering(ctx, *operands, name, results, attrs, api_version):
-        from jax._src.lib.mlir import ir
+        ir = _jax_internals.ir()
         token = ctx.tokens_in.get(effect)
         result_types = [ir.RankedTensorType.get(aval.shape, mlir.dtype_to_ir_type(aval.dtype))
                         for aval in ctx.avals_out]

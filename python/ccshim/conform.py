@@ -119,7 +119,8 @@ def map_buffers(fd: int, table: list[tuple[int, int, int]]) -> list[int | None]:
 
 def _python_kernel(spec: str, name: str | None, init: str | None) -> int:
     """The address of --python MODULE[:ATTR] [NAME]'s kernel, --init run."""
-    from . import _modules, resolve_kernel
+    from . import _modules
+    from ._core import resolve_kernel
     try:
         value, attr, init_fn = _modules.offered(spec, init, run_init=False)
     except _modules.ModuleError as e:
@@ -192,7 +193,7 @@ def _xla_cannot(sig) -> str | None:
 
 
 def _probe(c: Control, kernel: int, python: bool, xla: bool) -> None:
-    from . import Signature, answers_as_typed_handler
+    from ._core import Signature, answers_as_typed_handler
     if python and answers_as_typed_handler(kernel):
         raise Broken("the kernel is a typed-FFI handler, not a legacy kernel (called in a "
                      "child process with XLA's metadata query, it answered as one); conform "
@@ -209,7 +210,7 @@ def _legacy_by_xla(c: Control, kernel: int, at: list) -> None:
     import jax
     import numpy as np
 
-    from . import Signature, numpy_dtype
+    from ._core import Signature, numpy_dtype
     from . import jax as cj
     jax.config.update("jax_enable_x64", True)
     sig = Signature(c.signature)
@@ -264,7 +265,7 @@ def _typed(c: Control, kernel: int, at: list) -> None:
     """The typed side: ccshim's adapter of the kernel, in the embedded runtime."""
     import numpy as np
 
-    from . import CcshimError, Signature, wrap
+    from ._core import CcshimError, Signature, wrap
     from ._native import lib
     from .runtime import HandlerError, invoke_at
     try:

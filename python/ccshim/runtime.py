@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from . import CcshimError, _args, _check, dtype_number
+from . import _args
+from ._core import CcshimError, _check, dtype_number
 from ._native import ContextOptions, lib
 
 INSTANTIATE, PREPARE, INITIALIZE, EXECUTE, RECORD = range(5)

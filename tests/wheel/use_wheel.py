@@ -42,13 +42,13 @@ subprocess.run(["c++", "-std=c++17", "-O2", "-shared", "-fPIC", *flags,
 print("2. a legacy kernel compiled against ccshim.include_dirs()")
 
 readme = (root / "README.md").read_text()
-block = re.search(r"## From JAX.*?```python\n(.*?)```", readme, re.S).group(1)
+block = re.search(r"### 1\. A call site.*?```python\n(.*?)```", readme, re.S).group(1)
 import numpy as np  # noqa: E402
 
 b = np.arange(128, dtype=np.float32)
 c = np.linspace(-1, 1, 2048, dtype=np.float32)
 scope = {"b": b, "c": c}
-exec(compile(block, "README.md (From JAX)", "exec"), scope)
+exec(compile(block, "README.md (A call site)", "exec"), scope)
 y = np.asarray(scope["y"])
 want = b[np.arange(2048) % 128] + c
 assert np.array_equal(y, want), "the README's JAX lines gave a wrong result"

@@ -20,13 +20,14 @@ from __future__ import annotations
 import contextlib
 import threading
 
+from .. import _jax_internals
 from ._common import ArtifactError
 
 _lock = threading.Lock()
 
 
 def _sharding_reader(original, nr_devices: int, what: str):
-    from jax._src.lib import xla_client as xc
+    xc = _jax_internals.xla_client()
 
     def read_sharding(exp, s, *, uniques):
         if s.NamedSharding() is not None or s.HloShardingProtoIsNone():
@@ -46,8 +47,8 @@ def _sharding_reader(original, nr_devices: int, what: str):
 
 @contextlib.contextmanager
 def _reading_expired(nr_devices: int, what: str):
-    from jax._src import config
-    from jax._src.export import serialization
+    config = _jax_internals.config()
+    serialization = _jax_internals.serialization()
     with _lock:
         original = serialization._deserialize_sharding
         serialization._deserialize_sharding = _sharding_reader(original, nr_devices, what)
@@ -64,7 +65,7 @@ def deserialize(data: bytes, what: str):
     import warnings
 
     from jax import export as jax_export
-    from jax._src.export import serialization
+    serialization = _jax_internals.serialization()
     root = serialization.ser_flatbuf.Exported.GetRootAsExported(data, 0)
     nr_devices = root.NrDevices() or root.NrDevicesShort()
     with _reading_expired(nr_devices, what), warnings.catch_warnings():

@@ -13,6 +13,7 @@ The protocol on its stdin and stdout: the parent writes an 8-byte
 little-endian length and the bytes; the reader answers one byte, 0 when
 ccshim.export read them and 1 when it refused them (the parent's own read
 then says why, properly).  Once started and ready to read, it writes "R".
+The reader process is ccshim.export._reader.
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def _start() -> subprocess.Popen:
     env[_IN_READER] = "1"
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return subprocess.Popen([sys.executable, "-m", "ccshim.export._guard"], stdin=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "ccshim.export._reader"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                             start_new_session=True)
 
@@ -114,32 +115,3 @@ def survives_reading(data: bytes, what: str) -> None:
     raise ArtifactError(
         f"{what}: MLIR's reader crashed on it ({how}) ({_describe_bytes(data)}): a corrupt "
         "artifact; this process was kept out of it")
-
-
-def _serve() -> None:
-    """The reader process: reads programs until its stdin closes."""
-    # A crash is this process's own death, not a handler's report.
-    for sig in (signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE):
-        signal.signal(sig, signal.SIG_DFL)
-    from . import _read
-    _read._jax()
-    source, sink = sys.stdin.buffer, sys.stdout.buffer
-    sink.write(b"R")  # ready
-    sink.flush()
-    while True:
-        head = source.read(8)
-        if len(head) < 8:
-            return
-        (n,) = struct.unpack("<Q", head)
-        data = source.read(n)
-        try:
-            _read.Artifact(data)
-            answer = b"\0"
-        except Exception:  # noqa: BLE001 - refused: the asking process says why
-            answer = b"\1"
-        sink.write(answer)
-        sink.flush()
-
-
-if __name__ == "__main__":
-    _serve()

@@ -10,7 +10,8 @@ import pathlib
 import sys
 from typing import Any
 
-from ._calls import _describe_call, _hlo_type
+from .. import _jax_internals
+from .._hlo import describe_call, hlo_type, walk
 from ._common import (BYTECODE_MAGIC, DEFAULT_PREFIX, ArtifactError, Call, _describe_bytes,
                       _first_line, _jax, _jax_version, _looks_like_text, file_kind)
 
@@ -84,7 +85,7 @@ class Artifact:
             said = native.first()
             raise ArtifactError(f"{e} [{said}]" if said else str(e)) from None
         if platform is not None:
-            from .. import export_platform_name
+            from .._core import export_platform_name
             canonical = export_platform_name(platform)
             if self.platforms and canonical not in self.platforms:
                 raise ArtifactError(f"{what}: was exported for {', '.join(self.platforms)}; "
@@ -128,7 +129,7 @@ class Artifact:
                     "StableHLO than this jaxlib reads") from None
 
     def _exported(self, data, jax_export):
-        from jax._src.export import _export, serialization
+        _export, serialization = _jax_internals.export_module(), _jax_internals.serialization()
         try:
             newest = getattr(serialization, "_SERIALIZATION_VERSION", None)
             root = serialization.ser_flatbuf.Exported.GetRootAsExported(data, 0)
@@ -178,9 +179,9 @@ class Artifact:
         """(operation, Call) for every custom call, in module order."""
         found = []
         with self.context:
-            for op in _walk(self.module.operation):
+            for op in walk(self.module.operation):
                 if op.name == "stablehlo.custom_call":
-                    found.append((op, _describe_call(op, prefix)))
+                    found.append((op, describe_call(op, prefix)))
         return found
 
     def calls(self, prefix: str = DEFAULT_PREFIX) -> list[Call]:
@@ -210,13 +211,13 @@ class Artifact:
         """A jax.export.Exported for a plain module, from its public main: what
         JAX's own back-compatibility tests build around recorded modules."""
         import jax
-        from jax._src import core
-        from jax._src.export import _export
+        core = _jax_internals.core()
+        _export = _jax_internals.export_module()
         if len(self.platforms) != 1:
             raise ArtifactError(f"{self.what}: a plain module does not say its platform; "
                                 "pass platform= (--platform) to write it as an exported artifact")
         main = _main_function(self.module, self.what)
-        from jax._src.lib.mlir import ir
+        ir = _jax_internals.ir()
         ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
         arg_attrs = main.attributes["arg_attrs"] if "arg_attrs" in main.attributes else None
         for i, t in enumerate(ftype.inputs):
@@ -262,18 +263,6 @@ class Artifact:
         return jax_export.deserialize(bytearray(self.to_bytes("export")))
 
 
-def _walk(op):
-    """Every operation under op, op first, in module order; iterative, so
-    that regions nested thousands deep do not exhaust Python's stack."""
-    stack = [op]
-    while stack:
-        op = stack.pop()
-        yield op
-        children = [child.operation for region in op.regions for block in region
-                     for child in block]
-        stack.extend(reversed(children))
-
-
 def _main_function(module, what):
     for op in module.body.operations:
         op = op.operation
@@ -283,8 +272,8 @@ def _main_function(module, what):
 
 
 def _aval(t, what, core):
-    from jax._src.lib.mlir import ir
-    from .. import numpy_dtype
+    ir = _jax_internals.ir()
+    from .._core import numpy_dtype
     try:
         ranked = ir.RankedTensorType(t)
     except (ValueError, TypeError):
@@ -292,18 +281,18 @@ def _aval(t, what, core):
     if not ranked.has_static_shape:
         raise ArtifactError(f"{what} is {t}: shape-polymorphic modules are not wrapped as "
                             "exported artifacts here; rewrite the exported artifact instead")
-    return core.ShapedArray(tuple(ranked.shape), numpy_dtype(_hlo_type(ranked.element_type)))
+    return core.ShapedArray(tuple(ranked.shape), numpy_dtype(hlo_type(ranked.element_type)))
 
 
 def _calling_convention() -> int:
-    from jax._src import config
+    config = _jax_internals.config()
     return config.jax_export_calling_convention_version.value
 
 
 def _portable(module) -> bytes:
     """The module as a StableHLO portable artifact at the version jax.export
     writes (jax.export's own routine where this JAX has it)."""
-    from jax._src.export import _export
+    _export = _jax_internals.export_module()
     to_bytecode = getattr(_export, "_module_to_bytecode", None)
     if to_bytecode is None:  # pragma: no cover - older JAX
         raise ArtifactError(f"JAX {_jax_version()} has no jax.export module writer that "

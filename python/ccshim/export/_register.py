@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._common import DEFAULT_PREFIX, ArtifactError, _legacy_of
+from .._hlo import legacy_of
+from ._common import DEFAULT_PREFIX, ArtifactError
 from ._read import read
 
 
@@ -17,7 +18,7 @@ def needed(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = Non
     out: dict[str, dict] = {}
     for call in art.calls(prefix):
         if call.kind == "ccshim":
-            legacy, form = _legacy_of(call.target, prefix)
+            legacy, form = legacy_of(call.target, prefix)
             out.setdefault(call.target, {"typed": call.target, "legacy": legacy,
                                          "api_version": form, "platforms": list(art.platforms)})
     return sorted(out.values(), key=lambda t: t["typed"])
@@ -43,7 +44,7 @@ def platforms_here(platforms) -> tuple[list[str], dict[str, str]]:
     for each other one why not."""
     import jax
 
-    from .. import CcshimError, parse_platform
+    from .._core import CcshimError, parse_platform
     here, not_here = [], {}
     for p in platforms:
         try:

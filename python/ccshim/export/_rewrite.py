@@ -8,8 +8,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ._calls import _attr, _string
-from ._common import DEFAULT_PREFIX, OPAQUE_ATTR, ArtifactError, Call, typed_name
+from .. import _jax_internals
+from .._hlo import rewrite_call
+from ._common import DEFAULT_PREFIX, ArtifactError, Call
 from ._read import read
 
 
@@ -68,7 +69,7 @@ def rewrite(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = No
                     only is not None and call.target not in only):
                 kept.append(call)
                 continue
-            new = _rewrite_call(op, call, prefix, art.what)
+            new = rewrite_call(op, call, prefix, art.what)
             entry = targets.setdefault(new, {
                 "legacy": call.target, "typed": new, "api_version": call.api_version,
                 "platforms": list(art.platforms), "calls": 0, "signatures": []})
@@ -92,7 +93,7 @@ def rewrite(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = No
     kind = to or art.kind
     written = None
     if kind == "export":
-        from jax._src.export import serialization
+        serialization = _jax_internals.serialization()
         written = getattr(serialization, "_SERIALIZATION_VERSION", None)
     return Rewritten(data=art.to_bytes(kind), kind=kind, platforms=art.platforms,
                      targets=sorted(targets.values(), key=lambda t: t["typed"]), kept=kept,
@@ -152,64 +153,3 @@ def _calling_convention_upgrade(art):
     return dataclasses.replace(exported, calling_convention_version=9)
 
 
-def _rewrite_call(op, call: Call, prefix: str, what: str) -> str:
-    from jax._src.lib.mlir import ir
-    import numpy as np
-    if call.api_version not in (1, 2, 3):
-        raise ArtifactError(f"{what}: {call.location}: the custom call to {call.target!r} has "
-                            f"api_version {call.api_version}; a legacy call is 1, 2 or 3")
-    for i, v in enumerate(op.operands):
-        if "tuple" in str(v.type):
-            raise ArtifactError(
-                f"{what}: {call.location}: operand {i} of {call.target!r} is a tuple "
-                f"({v.type}); a typed-FFI call takes arrays, and XLA would hand the legacy "
-                "kernel a nested pointer table that ccshim does not rebuild")
-    called = _attr(op, "called_computations")
-    if called is not None and len(ir.ArrayAttr(called)):
-        raise ArtifactError(f"{what}: {call.location}: {call.target!r} has called "
-                            "computations, which a legacy kernel cannot have been given")
-    new = typed_name(call.target, call.api_version, prefix)
-    config = _attr(op, "backend_config")
-    blob = _string(config) if config is not None else b""
-    attrs = {}
-    if blob:
-        attrs[OPAQUE_ATTR] = ir.DenseElementsAttr.get(
-            np.frombuffer(blob, np.uint8), type=ir.IntegerType.get_unsigned(8))
-    if any("tuple" in str(r.type) for r in op.results):
-        op = _flatten_tuple_result(op, call, what)
-    op.attributes["call_target_name"] = ir.StringAttr.get(new)
-    op.attributes["api_version"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4)
-    op.attributes["backend_config"] = ir.DictAttr.get(attrs)
-    return new
-
-
-def _flatten_tuple_result(op, call: Call, what: str):
-    """A custom call whose one result is a flat tuple, as older lowerings
-    wrote multiple results (read with get_tuple_element), made a call with
-    the tuple's elements as its results: the same buffers, which XLA hands a
-    legacy kernel as the same table of pointers."""
-    from jax._src.lib.mlir import ir
-    if len(op.results) != 1:
-        raise ArtifactError(f"{what}: {call.location}: {call.target!r} returns tuples among "
-                            "other results; only one flat tuple result is understood")
-    tup = ir.TupleType(op.results[0].type)
-    types = [tup.get_type(i) for i in range(tup.num_types)]
-    if any("tuple" in str(t) for t in types):
-        raise ArtifactError(f"{what}: {call.location}: {call.target!r} returns a nested tuple, "
-                            "which a typed-FFI call cannot return")
-    users = [use.owner for use in op.results[0].uses]
-    for user in users:
-        if user.name != "stablehlo.get_tuple_element":
-            raise ArtifactError(f"{what}: {call.location}: the tuple {call.target!r} returns "
-                                f"is used by {user.name}, not only read element by element")
-    names = [a if isinstance(a, str) else a.name for a in op.attributes]
-    attributes = {name: op.attributes[name] for name in names}
-    with ir.InsertionPoint(op), op.location:
-        flat = ir.Operation.create("stablehlo.custom_call", results=types,
-                                   operands=list(op.operands), attributes=attributes)
-    for user in users:
-        index = int(ir.IntegerAttr(user.attributes["index"]).value)
-        user.results[0].replace_all_uses_with(flat.results[index])
-        user.erase()
-    op.erase()
-    return flat

@@ -57,7 +57,8 @@ import os
 import threading
 from typing import Any
 
-from ..export._common import DEFAULT_PREFIX
+from .. import _jax_internals
+from .._hlo import DEFAULT_PREFIX, describe_call, rewrite_call, walk
 
 __all__ = ["enable", "disable", "enabled", "recorded", "wrapped", "signature",
            "LegacyCallError"]
@@ -84,7 +85,8 @@ def signature(target: str, text: str, platform: str = "cpu") -> None:
     on every call (parsed now: a bad one raises here).  Said before the
     first call to the target compiles; after it, refused, since that
     target is already registered without it."""
-    from .. import Signature, _args, parse_platform
+    from .. import _args
+    from .._core import Signature, parse_platform
     _args.text("target", target)
     Signature(text)
     canonical = parse_platform(platform)[0]
@@ -116,7 +118,7 @@ def enable(strict: bool | None = None) -> None:
     ``strict`` as documented above (None: keep the current setting,
     initially CCSHIM_LEGACY=strict)."""
     import jax.ffi
-    from jax._src import compiler
+    compiler = _jax_internals.compiler()
     from . import _restored
     with _lock:
         if strict is not None:
@@ -133,7 +135,7 @@ def enable(strict: bool | None = None) -> None:
                     name = name.decode()
                 if api_version != 0:
                     return passthrough(name, fn, platform, api_version, **kwargs)
-                from .. import parse_platform
+                from .._core import parse_platform
                 if kwargs:
                     raise TypeError(f"ccshim.legacy: a legacy registration of {name!r} (api_version"
                                     f"=0) with {sorted(kwargs)}, which a legacy registration "
@@ -193,23 +195,20 @@ def _xla_clients() -> list:
 def _rewrite_module(module, backend_platform: str) -> None:
     """Every legacy call to a recorded target made typed, in place; in
     strict mode, any other legacy call refused."""
-    from .. import parse_platform
-    from ..export._calls import _describe_call
-    from ..export._read import _walk
-    from ..export._rewrite import _rewrite_call
+    from .._core import parse_platform
     platform = parse_platform(backend_platform)[0]
     left = []
     with module.context:
-        ops = [op for op in _walk(module.operation) if op.name == "stablehlo.custom_call"]
+        ops = [op for op in walk(module.operation) if op.name == "stablehlo.custom_call"]
         for op in ops:
-            call = _describe_call(op, DEFAULT_PREFIX)
+            call = describe_call(op, DEFAULT_PREFIX)
             if call.kind != "legacy":
                 continue
             fn = _kernels.get((platform, call.target))
             if fn is None:
                 left.append(call)
                 continue
-            typed = _rewrite_call(op, call, DEFAULT_PREFIX, "ccshim.legacy")
+            typed = rewrite_call(op, call, DEFAULT_PREFIX, "ccshim.legacy")
             _ensure_registered(typed, call.target, fn, platform, call.api_version)
     if left and _state["strict"]:
         names = ", ".join(sorted({f"{c.target} (api_version {c.api_version})" for c in left}))

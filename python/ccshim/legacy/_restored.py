@@ -30,6 +30,8 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .. import _jax_internals
+
 __all__ = ["RESTORED", "NOT_RESTORED", "install", "uninstall", "installed"]
 
 
@@ -110,7 +112,7 @@ def install(register: Callable[..., Any]) -> None:
     import jax.core
     import jax.lax
     import jax.numpy as jnp
-    from jax._src.interpreters import mlir as mlir_src
+    mlir_src = _jax_internals.mlir()
     from jax.extend import core as extend_core
     from jax.interpreters import ad, batching, mlir, xla
 
