@@ -16,6 +16,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import doc_tables  # noqa: E402
+
 CCSHIM, ROOT = sys.argv[1], pathlib.Path(sys.argv[2])
 DOC = (ROOT / "docs" / "contracts.md").read_text()
 failures = []
@@ -69,13 +72,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
 # --- 3. the control record of a side run in Python --------------------------------
 def doc_table(heading):
-    table = []
-    for line in DOC[DOC.index(heading):].splitlines():
-        if line.startswith("|"):
-            table.append([c.strip() for c in line.strip().strip("|").split("|")])
-        elif table:
-            break
-    return [(r[1], r[2]) for r in table[2:]]  # (field, C type)
+    return [(r[1], r[2]) for r in doc_tables.doc_table(DOC, heading)]  # (field, C type)
 
 
 def c_struct(name):

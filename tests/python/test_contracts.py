@@ -7,6 +7,7 @@ import os
 import pathlib
 import re
 import struct
+import sys
 
 import pytest
 
@@ -16,6 +17,9 @@ pytest.importorskip("jax.export", reason="jax.export does not import in this JAX
 
 from ccshim import conform  # noqa: E402
 from ccshim.export import _cli  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "doc"))
+import doc_tables  # noqa: E402
 
 DOC = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "contracts.md").read_text()
 MODULE = """module {
@@ -53,14 +57,7 @@ def test_list_tsv_writes_the_documented_records(tmp_path):
 
 
 def doc_table(heading):
-    """The rows of the first table after `heading` on the page, cells stripped."""
-    table = []
-    for line in DOC[DOC.index(heading):].splitlines():
-        if line.startswith("|"):
-            table.append([c.strip() for c in line.strip().strip("|").split("|")])
-        elif table:
-            break
-    return table[2:]  # past the header and its rule
+    return doc_tables.doc_table(DOC, heading)
 
 
 def test_the_control_record_is_the_documented_one():
