@@ -8,7 +8,9 @@ calls only.
 
 Each way runs in a process of its own (a target name is registered on one
 path per process), in that order; make test runs all three
-(tests/python/test_migration.py).  The artifacts go to BUILD_DIR/examples/artifacts.
+(tests/python/test_migration.py).  The artifacts go to
+BUILD_DIR/examples/artifacts/JAX_VERSION: two JAX releases' runs (make test's
+two suites, side by side) never read each other's.
 """
 import os
 import subprocess
@@ -24,7 +26,7 @@ from jax import export
 import ccshim
 import ccshim.export as ce
 
-HERE = common.BUILD / "examples" / "artifacts"
+HERE = common.BUILD / "examples" / "artifacts" / jax.__version__
 LEGACY = HERE / "program.legacy.jax"
 REWRITTEN = HERE / "program.jax"
 NATIVE = HERE / "program.native.jax"
