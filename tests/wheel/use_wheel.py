@@ -76,9 +76,9 @@ out = subprocess.run([str(script), "legacy", "--strict", "--", sys.executable, "
                      capture_output=True, text=True)
 assert out.returncode == 0 and out.stdout.split() == ["True", "True", "True"], (
     out.stdout + out.stderr)
-print(f"4. the console script: ccshim {ccshim.version()}; rewrite and conform --reference xla "
-      "run in this Python; ccshim legacy --strict enables zero-change mode in the Python it "
-      "starts")
+print(f"4. the console script: ccshim {ccshim.version()}; rewrite runs in this Python, "
+      "conform --reference xla starts it for its legacy side; ccshim legacy --strict enables "
+      "zero-change mode in the Python it starts")
 
 build = work / "consumer"
 subprocess.run(["cmake", "-S", str(root / "tests" / "consumer"), "-B", str(build),
