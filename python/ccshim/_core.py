@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from . import _args, _native
 from ._native import lib
 
+
 class CcshimError(ValueError):
     """A ccshim call failed; the message says what was expected and what came."""
 
@@ -411,8 +412,8 @@ class WrapSpec(NamedTuple):
     platform_id: int
     signature: Signature | None
     options: dict
-    xla_platform: str = ""
-    export_platform: str = ""
+    xla_platform: str
+    export_platform: str
 
 
 def wrap_spec(api_version: Any, platform: Any = "cpu", signature: Any = None,

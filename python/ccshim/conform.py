@@ -31,8 +31,9 @@ import sys
 from collections.abc import Mapping
 
 # docs/contracts.md, section 3: the record up to its side, the side, a buffer.
-CONTROL = struct.Struct("<8sIIIIQQQQQQ160s")
-SIDE = struct.Struct("<iiiiQQ512s")
+REFERENCE_CAP, MESSAGE_CAP = 160, 512
+CONTROL = struct.Struct(f"<8sIIIIQQQQQQ{REFERENCE_CAP}s")
+SIDE = struct.Struct(f"<iiiiQQ{MESSAGE_CAP}s")
 BUFFER = struct.Struct("<QQQ")
 MAGIC = b"ccshimC1"
 LEGACY, TYPED, PROBE = range(3)
@@ -73,15 +74,17 @@ class Control:
         self.state = [RAN, 0, 0, 0]  # state, loaded, done, code
 
     def name_reference(self, name: str) -> None:
-        data = name.encode()[:159]
-        self.map[CONTROL.size - 160:CONTROL.size] = data + b"\0" * (160 - len(data))
+        data = name.encode()[:REFERENCE_CAP - 1]
+        self.map[CONTROL.size - REFERENCE_CAP:CONTROL.size] = data.ljust(REFERENCE_CAP, b"\0")
 
     def write(self, message: str = "") -> None:
+        """The side record: state, loaded, done, code, and the message as
+        conform_set_message keeps it (its last 32 bytes then say how long it was)."""
         data = message.encode(errors="replace")
-        shown = data[:511]
-        if len(data) > 511:
+        shown = data[:MESSAGE_CAP - 1]
+        if len(data) > MESSAGE_CAP - 1:
             tail = f"... ({len(data)} bytes)".encode()
-            shown = data[:480] + tail[:31]
+            shown = data[:MESSAGE_CAP - 32] + tail[:31]
         SIDE.pack_into(self.map, CONTROL.size, *self.state, len(data), fnv1a(data),
                        shown + b"\0")
 
@@ -265,7 +268,7 @@ def _typed(c: Control, kernel: int, at: list) -> None:
     """The typed side: ccshim's adapter of the kernel, in the embedded runtime."""
     import numpy as np
 
-    from ._core import CcshimError, Signature, wrap
+    from ._core import CcshimError, wrap
     from ._native import lib
     from .runtime import HandlerError, invoke_at
     try:
@@ -273,7 +276,7 @@ def _typed(c: Control, kernel: int, at: list) -> None:
                        tuple_operands="nested" if c.tuple_operands else "flat")
     except CcshimError as e:
         raise Broken(str(e)) from None
-    sig = Signature(c.signature)
+    sig = adapter.signature  # parsed once, by wrap
 
     def frame(leaves, addresses):
         return [(lib.ccshim_dtype_from_name(leaf.dtype.encode(), len(leaf.dtype)), address,

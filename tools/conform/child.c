@@ -293,7 +293,7 @@ void conform_in_child(const target* t, layout* l, side* out, int what, char** ou
   }
   if (c != NULL) {
     *out = c->result;
-    if (t->reference_xla && what != RUN_TYPED) conform_note_reference(c->reference);
+    conform_note_reference(c->reference); /* written only by a side XLA ran */
     conform_control_free(c, control_fd);
   }
   const char* where = out->loaded ? ""

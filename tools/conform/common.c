@@ -24,7 +24,7 @@ const char* conform_reference_name(int by_reference) {
   return by_reference ? xla_name : "ccshim's legacy invoker (XLA's legacy calling convention)";
 }
 
-void conform_note_reference(const char* name) {
+void conform_note_reference(const char* name) { /* an empty name leaves it */
   if (name[0] != '\0') snprintf(xla_name, sizeof xla_name, "%s", name);
 }
 

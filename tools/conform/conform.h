@@ -156,14 +156,11 @@ typedef struct control_buffer {
   uint64_t guard;
 } control_buffer;
 
-/* Where an option is handled: by the command (--json, --manifest), or in a
- * target's words (every other; `set` stores its value). */
-typedef enum option_where { OPTION_COMMAND = 0, OPTION_TARGET = 2 } option_where;
-
+/* An option: a target's words (`set` stores its value), or the command's
+ * (--json, --manifest: `set` is NULL). */
 typedef struct option_spec {
   const char* name;
   const char* value; /* the value's placeholder, or NULL for a flag */
-  option_where where;
   int (*set)(const char* opt, const char* v, const char* base_dir, struct target* t, char* err,
              size_t cap);
   const char* help;

@@ -312,10 +312,14 @@ OPTION_FN(add_attr) {
  * module name is imported as it is. */
 OPTION_FN(set_python) {
   (void)opt;
+  static const char* const file_suffixes[] = {".so", ".py", ".pyd"}; /* as _modules reads them */
   const char* colon = strchr(v, ':');
   size_t n = colon ? (size_t)(colon - v) : strlen(v);
-  int path = memchr(v, '/', n) != NULL || (n > 3 && !memcmp(v + n - 3, ".so", 3)) ||
-             (n > 3 && !memcmp(v + n - 3, ".py", 3)) || (n > 4 && !memcmp(v + n - 4, ".pyd", 4));
+  int path = memchr(v, '/', n) != NULL;
+  for (size_t k = 0; k < 3 && !path; k++) {
+    size_t m = strlen(file_suffixes[k]);
+    path = n > m && !memcmp(v + n - m, file_suffixes[k], m);
+  }
   if (n == 0) {
     snprintf(err, cap, "--python %s: expected MODULE[:ATTR]", v);
     return -1;
@@ -363,40 +367,34 @@ OPTION_FN(set_tuple_operands) {
 /* Every option of `ccshim conform`, in the order --help lists them: the
  * parser and --help take them from here. */
 const option_spec conform_options[] = {
-    {"--json", NULL, OPTION_COMMAND, NULL, "the report as JSON"},
-    {"--manifest", "FILE", OPTION_COMMAND, NULL,
+    {"--json", NULL, NULL, "the report as JSON"},
+    {"--manifest", "FILE", NULL,
      "the targets of a manifest, one a line in these words, --python, --init and --reference "
      "too (with only --json beside it)"},
-    {"--python", "MODULE[:ATTR] [NAME]", OPTION_TARGET, set_python,
+    {"--python", "MODULE[:ATTR] [NAME]", set_python,
      "the kernel as a project ships it: a capsule from a Python extension (MODULE: a name, or "
      "a path to a .so or .py) -- its registrations()[NAME], or ATTR (a capsule, or a mapping "
      "and NAME); run in $CCSHIM_PYTHON (python3), so kernels that need the interpreter work"},
-    {"--init", "FUNC", OPTION_TARGET, set_init,
+    {"--init", "FUNC", set_init,
      "call MODULE.FUNC() in each child process before the kernel, under --timeout (jaxlib's "
      "_lapack: initialize); one that exits, raises or hangs is an error"},
-    {"--reference", "xla|invoker", OPTION_TARGET, set_reference,
+    {"--reference", "xla|invoker", set_reference,
      "the legacy side: ccshim's invoker (the default), or XLA's own legacy custom-call path in "
      "jaxlib, so that equal means equal to XLA (Python with JAX)"},
-    {"--api", "N", OPTION_TARGET, set_api, "1, 2 or 3: the kernel's legacy API version (required)"},
-    {"--platform", "P", OPTION_TARGET, set_platform,
-     "cpu: conform runs CPU kernels (GPU: tests/gpu/run.sh)"},
-    {"--signature", "SIG", OPTION_TARGET, set_signature,
+    {"--api", "N", set_api, "1, 2 or 3: the kernel's legacy API version (required)"},
+    {"--platform", "P", set_platform, "cpu: conform runs CPU kernels (GPU: tests/gpu/run.sh)"},
+    {"--signature", "SIG", set_signature,
      "its buffers, e.g. '(f32[128], f32[2048]) -> f32[2048]' (required)"},
-    {"--opaque-hex", "HEX", OPTION_TARGET, set_opaque_hex, "the opaque (backend config) bytes"},
-    {"--arg-hex", "I=HEX", OPTION_TARGET, add_arg_hex,
-     "fix argument I to these bytes (dims, flags)"},
-    {"--opaque-file", "F", OPTION_TARGET, set_opaque_file,
-     "the opaque bytes, read from a file (at most 64 MiB)"},
-    {"--seed", "S", OPTION_TARGET, set_seed, "the inputs' seed (default 1)"},
-    {"--runs", "K", OPTION_TARGET, set_runs, "runs, each side every run (default 3)"},
-    {"--rtol", "R", OPTION_TARGET, set_rtol, "compare floats within R instead of byte for byte"},
-    {"--against", "LIB2:HANDLER", OPTION_TARGET, set_against,
-     "a native typed-FFI port instead of the adapter"},
-    {"--attr", "NAME=TYPE:VALUE", OPTION_TARGET, add_attr,
-     "an attribute for the port (TYPE[] for arrays, str)"},
-    {"--timeout", "SECONDS", OPTION_TARGET, set_timeout,
-     "each side's deadline, then SIGKILL (default 60)"},
-    {"--tuple-operands", "flat|nested", OPTION_TARGET, set_tuple_operands,
+    {"--opaque-hex", "HEX", set_opaque_hex, "the opaque (backend config) bytes"},
+    {"--arg-hex", "I=HEX", add_arg_hex, "fix argument I to these bytes (dims, flags)"},
+    {"--opaque-file", "F", set_opaque_file, "the opaque bytes, read from a file (at most 64 MiB)"},
+    {"--seed", "S", set_seed, "the inputs' seed (default 1)"},
+    {"--runs", "K", set_runs, "runs, each side every run (default 3)"},
+    {"--rtol", "R", set_rtol, "compare floats within R instead of byte for byte"},
+    {"--against", "LIB2:HANDLER", set_against, "a native typed-FFI port instead of the adapter"},
+    {"--attr", "NAME=TYPE:VALUE", add_attr, "an attribute for the port (TYPE[] for arrays, str)"},
+    {"--timeout", "SECONDS", set_timeout, "each side's deadline, then SIGKILL (default 60)"},
+    {"--tuple-operands", "flat|nested", set_tuple_operands,
      "tuple operands in in[]: their leaves (XLA's CPU runtime since jaxlib 0.4.32, the "
      "default) or a pointer table each (the classic CPU convention)"},
 };
