@@ -31,7 +31,7 @@ static void usage(FILE* to) {
           "          --kernels MODULE[:ATTR]] ...\n"
           "                 a jax.export artifact or StableHLO module with its legacy custom\n"
           "                 calls made typed-FFI calls on ccshim's targets (Python with JAX)\n"
-          "  legacy [--strict] -- COMMAND [ARGS...]\n"
+          "  legacy [--strict] [--report FILE] -- COMMAND [ARGS...]\n"
           "                 run COMMAND (python -m pytest ..., a script) with zero-change mode\n"
           "                 on in every Python it starts (Python with JAX and ccshim)\n"
           "  bench [--json FILE] [--quick] [--no-instructions]\n"

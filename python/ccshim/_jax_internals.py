@@ -29,6 +29,9 @@ here                        JAX internal                                used for
                                                                         through
 ``xla_client()``            ``jax._src.lib.xla_client``                 shardings of old
                                                                         artifacts
+``ad()``                    ``jax._src.interpreters.ad``                a JVP rule's None output
+                                                                        tangent, kept as JAX 0.4
+                                                                        kept it (zero-change mode)
 ==========================  ==========================================  =========================
 
 Where JAX offers a public name, ccshim uses it instead; these have none.
@@ -85,3 +88,8 @@ def compiler():
 def xla_client():
     from jax._src.lib import xla_client
     return xla_client
+
+
+def ad():
+    from jax._src.interpreters import ad
+    return ad

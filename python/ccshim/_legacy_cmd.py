@@ -1,12 +1,16 @@
-"""``ccshim legacy [--strict] -- CMD [ARGS...]``: runs any command with
-zero-change mode on in every Python it starts, nothing of it edited.
+"""``ccshim legacy [--strict] [--report FILE] -- CMD [ARGS...]``: runs any
+command with zero-change mode on in every Python it starts, nothing of it
+edited.
 
 The command runs with, first on PYTHONPATH, ccshim.legacy's boot folder
 (whose sitecustomize enables zero-change mode as soon as a program has
 imported jax), for --strict its marker ``_boot/strict``, and the folder
 holding this ccshim package, so that a Python of another venv imports the
 same ccshim; and with CCSHIM_LEGACY set (``on``, or ``strict``) for a
-program that imports ccshim.legacy itself.  ``python -m ccshim.legacy`` is
+program that imports ccshim.legacy itself; with --report, CCSHIM_LEGACY_REPORT
+(the file, absolute), to which each of those Pythons adds a line for each
+typed target it registers (ccshim.legacy's ``REPORT_FIELDS``).
+``python -m ccshim.legacy`` is
 the same for one Python program.  Kept out of ccshim.legacy itself, which
 imports JAX: the command starts no JAX of its own before it hands over to
 CMD.
@@ -16,44 +20,58 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
-USAGE = ("usage: ccshim legacy [--strict] -- COMMAND [ARGS...]\n"
+USAGE = ("usage: ccshim legacy [--strict] [--report FILE] -- COMMAND [ARGS...]\n"
          "  runs COMMAND with zero-change mode on in every Python it starts: legacy\n"
          "  registrations recorded, legacy calls run through ccshim's typed targets,\n"
          "  JAX's removed custom-call plumbing restored (docs/legacy.md); --strict makes\n"
-         "  a legacy call that would still reach XLA an error\n"
+         "  a legacy call that would still reach XLA an error; --report FILE adds a line\n"
+         "  to FILE for each typed target a Python of COMMAND registers\n"
          "  e.g. ccshim legacy --strict -- python -m pytest tests/")
+
+
+class Mode(NamedTuple):
+    strict: bool = False
+    report: str | None = None  # the file each Python reports its typed targets to
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 BOOT = os.path.join(_PACKAGE, "legacy", "_boot")
 
 
-def environment(strict: bool, env: dict[str, str] | None = None) -> dict[str, str]:
+def environment(mode: Mode, env: dict[str, str] | None = None) -> dict[str, str]:
     """``env`` (default: this process's) as a command run in zero-change
     mode gets it."""
     env = dict(os.environ if env is None else env)
-    mode = "strict" if strict else "on"
-    env["CCSHIM_LEGACY"] = mode
+    env["CCSHIM_LEGACY"] = "strict" if mode.strict else "on"
+    if mode.report is not None:
+        env["CCSHIM_LEGACY_REPORT"] = os.path.abspath(mode.report)
     marker = os.path.join(BOOT, "strict")
     ours = [BOOT, marker, os.path.dirname(_PACKAGE)]
-    path = [p for p in ours if strict or p != marker]
+    path = [p for p in ours if mode.strict or p != marker]
     rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in ours]
     env["PYTHONPATH"] = os.pathsep.join(path + rest)
     return env
 
 
-def parse(argv: Sequence[str], usage: str) -> tuple[bool, list[str]]:
-    """``[--strict] [--] REST...`` -> (strict, REST); SystemExit(2) with the
-    usage when REST is empty or an option is unknown."""
+def parse(argv: Sequence[str], usage: str) -> tuple[Mode, list[str]]:
+    """``[--strict] [--report FILE] [--] REST...`` -> (Mode, REST);
+    SystemExit(2) with the usage when REST is empty or an option is unknown
+    or lacks its value."""
     argv = list(argv)
-    strict = False
+    mode = Mode()
     while argv and argv[0].startswith("-") and argv[0] != "-":
         option = argv.pop(0)
         if option == "--":
             break
         if option == "--strict":
-            strict = True
+            mode = mode._replace(strict=True)
+        elif option == "--report" or option.startswith("--report="):
+            value = option.partition("=")[2] if "=" in option else (argv.pop(0) if argv else "")
+            if not value:
+                print(f"ccshim legacy: --report needs a file\n{usage}", file=sys.stderr)
+                raise SystemExit(2)
+            mode = mode._replace(report=value)
         elif option in ("-h", "--help"):
             print(usage)
             raise SystemExit(0)
@@ -66,15 +84,15 @@ def parse(argv: Sequence[str], usage: str) -> tuple[bool, list[str]]:
     if not argv:
         print(f"ccshim legacy: no command given\n{usage}", file=sys.stderr)
         raise SystemExit(2)
-    return strict, argv
+    return mode, argv
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    strict, command = parse(sys.argv[1:] if argv is None else argv, USAGE)
+    mode, command = parse(sys.argv[1:] if argv is None else argv, USAGE)
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        os.execvpe(command[0], command, environment(strict))
+        os.execvpe(command[0], command, environment(mode))
     except OSError as e:
         print(f"ccshim legacy: cannot run {command[0]!r}: {e.strerror}", file=sys.stderr)
         return 127

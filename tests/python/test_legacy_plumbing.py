@@ -56,6 +56,25 @@ with ir.Context() as ctx, ir.Location.unknown():
     mlir.register_dialects(ctx) if hasattr(mlir, "register_dialects") else None
     t = mlir.aval_to_ir_type(jax.core.ShapedArray((2, 3), jnp.float32))
     report["aval_to_ir_type"] = str(t)
+# a JVP rule giving None for an output's tangent (exoplanet-core's, celerite2's)
+from jax.extend.core import Primitive
+pair = Primitive("value_and_slope")
+pair.multiple_results = True
+pair.def_impl(lambda x: (jnp.sin(x), jnp.cos(x)))
+pair.def_abstract_eval(lambda x: (x, x))
+def pair_jvp(primals, tangents):
+    (x,), (dx,) = primals, tangents
+    value, slope = pair.bind(x)
+    return (value, slope), (slope * dx, None)
+ad.primitive_jvps[pair] = pair_jvp
+x = jnp.linspace(0.0, 1.0, 4)
+out, tangent = jax.jvp(lambda x: pair.bind(x)[0], (x,), (jnp.ones(4),))
+report["none_tangent_unused"] = bool(jnp.allclose(tangent, jnp.cos(x)))
+try:  # that output used in forward mode: an error as in JAX 0.4, never zeros
+    jax.jvp(lambda x: pair.bind(x)[1] * 2.0, (x,), (jnp.ones(4),))
+    report["none_tangent_used"] = "no error"
+except Exception as e:
+    report["none_tangent_used"] = type(e).__name__
 # a legacy registration through the restored xla_client is recorded, not
 # given to XLA; a typed one passes through to JAX
 xla_client.register_custom_call_target(b"old_style", object(), platform="cpu")
@@ -78,12 +97,20 @@ try:
     import jaxlib.hlo_helpers as h; h.hlo_const
 except AttributeError as e:
     errors["hlo_helpers.hlo_const"] = str(e)
+import jax.experimental
+try:
+    jax.experimental.enable_x64
+except AttributeError as e:
+    errors["enable_x64"] = str(e)
 report["errors"] = errors
 cl.disable()
 report["after_disable"] = {"installed": _restored.installed(),
                            "jax.lib.xla_client": "jax.lib.xla_client" in sys.modules,
                            "jax.core.Primitive": hasattr(jax.core, "Primitive"),
-                           "ad.Zero.from_value": hasattr(ad.Zero, "from_value")}
+                           "ad.Zero.from_value": hasattr(ad.Zero, "from_value"),
+                           "maybe_jvp_tracer": not hasattr(
+                               importlib.import_module("jax._src.interpreters.ad")
+                               .maybe_jvp_tracer, "__wrapped__")}
 print(json.dumps(report))
 """
 
@@ -93,6 +120,8 @@ def test_each_restored_name_maps_onto_the_running_jax_and_is_taken_back():
     r = _python(RESTORED_CHECK, {"CCSHIM_LEGACY": "strict"})
     assert all(r["maps"].values()), r["maps"]
     assert r["aval_to_ir_type"] == "tensor<2x3xf32>"
+    assert r["none_tangent_unused"] is True
+    assert r["none_tangent_used"] == "TypeError", r["none_tangent_used"]
     assert ["host", "old_style"] in r["recorded"]
     e = r["errors"]
     assert "jax.lib.xla_client.ops was removed in JAX 0.6.0; ccshim.legacy does not restore " \
@@ -102,14 +131,19 @@ def test_each_restored_name_maps_onto_the_running_jax_and_is_taken_back():
     assert "cannot import name 'hlo_const'" in e["hlo_const"]
     assert "jaxlib.hlo_helpers was removed in JAX 0.8.0; ccshim.legacy restores only " \
            "its custom-call plumbing (custom_call), not hlo_const" in e["hlo_helpers.hlo_const"]
+    if "enable_x64" in e:  # where JAX has removed it (0.9.0)
+        assert "jax.experimental.enable_x64 was removed in JAX 0.9.0; ccshim.legacy does " \
+               "not restore it" in e["enable_x64"] and "jax.enable_x64(True)" in e["enable_x64"]
     # What the running JAX lacks was put back; and taken back by disable().
     if tuple(map(int, jax.__version__.split(".")[:2])) >= (0, 10):
+        assert "enable_x64" in e
         for name in ("jax.lib.xla_client", "jaxlib.hlo_helpers", "jax.core.Primitive",
                      "jax.core.get_aval", "jax.lax.zeros_like_array",
                      "jax.interpreters.mlir.custom_call"):
             assert name in r["installed"], name
     assert r["after_disable"] == {"installed": [], "jax.lib.xla_client": False,
-                                  "jax.core.Primitive": False, "ad.Zero.from_value": False}
+                                  "jax.core.Primitive": False, "ad.Zero.from_value": False,
+                                  "maybe_jvp_tracer": True}
 
 
 def test_the_docs_table_is_the_restored_list():
@@ -154,14 +188,27 @@ def test_a_program_runs_in_zero_change_mode_with_nothing_of_it_edited(how):
     assert got["targets"] == STRICT_TARGETS
 
 
-def test_the_runner_reaches_the_pythons_a_program_starts():
-    """A program's own subprocess (pytest's, an MPI rank's) runs in the mode
-    too: the boot folder is on PYTHONPATH and CCSHIM_LEGACY is set."""
+@pytest.mark.parametrize("how", ["ccshim legacy", "python -m ccshim.legacy"])
+def test_the_runner_reaches_the_pythons_a_program_starts_and_reports_them(how, tmp_path):
+    """A program's own subprocesses (pytest's, MPI ranks) run in the mode
+    too: the boot folder is on PYTHONPATH and CCSHIM_LEGACY is set.  With
+    --report, each adds a line per typed target it registers."""
     code = ("import subprocess, sys; sys.exit(subprocess.call([sys.executable, "
+            f"{str(PROGRAM)!r}, 'xla', {str(KERNELS)!r}]) or subprocess.call([sys.executable, "
             f"{str(PROGRAM)!r}, 'xla', {str(KERNELS)!r}]))")
-    got = _run([sys.executable, "-m", "ccshim.legacy", "--strict", "-c", code],
-               {"PYTHONPATH": str(ROOT / "python")})
+    report = tmp_path / "report.tsv"
+    prefix = ([str(BUILD / "tools" / "ccshim"), "legacy", "--strict", "--report", str(report),
+               "--", sys.executable] if how == "ccshim legacy" else
+              [sys.executable, "-m", "ccshim.legacy", "--strict", f"--report={report}"])
+    got = _run([*prefix, "-c", code], {"PYTHONPATH": str(ROOT / "python")})
     assert got["targets"] == STRICT_TARGETS
+    from ccshim.legacy import REPORT_FIELDS
+    lines = [dict(zip(REPORT_FIELDS, line.split("\t")))
+             for line in report.read_text().splitlines()]
+    assert len({line["pid"] for line in lines}) == 2  # both children, none of the parent
+    assert sorted((line["typed"], line["target"], line["api_version"]) for line in lines) == \
+        sorted([(f"ccshim.v{v}.ext_scale_v{v}", f"ext_scale_v{v}", str(v)) for v in (1, 2, 3)] * 2)
+    assert {line["platform"] for line in lines} == {"host"}
 
 
 def test_the_runner_refuses_what_it_cannot_run():
@@ -170,6 +217,8 @@ def test_the_runner_refuses_what_it_cannot_run():
     for cmd, want, code in (
             ([ccshim, "legacy"], "ccshim legacy: no command given", 2),
             ([ccshim, "legacy", "--bogus", "--", "true"], "unknown option '--bogus'", 2),
+            ([ccshim, "legacy", "--report"], "--report needs a file", 2),
+            ([ccshim, "legacy", "--report=", "--", "true"], "--report needs a file", 2),
             ([ccshim, "legacy", "--", "/nonexistent/python"],
              "cannot run '/nonexistent/python'", 127),
             ([sys.executable, "-m", "ccshim.legacy", "-m"], "-m needs an argument", 2)):

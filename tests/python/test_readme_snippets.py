@@ -41,8 +41,8 @@ def test_each_command_line_names_what_exists(line):
         assert option in text, f"{option} is not in `ccshim {words[1]} --help`"
     if words[1] == "legacy":
         from ccshim._legacy_cmd import parse
-        strict, rest = parse(words[2:], "usage")  # the README's form is one the runner takes
-        assert strict and rest[:3] == ["python", "-m", "pytest"], (strict, rest)
+        mode, rest = parse(words[2:], "usage")  # the README's form is one the runner takes
+        assert mode.strict and rest[:3] == ["python", "-m", "pytest"], (mode, rest)
 
 
 @pytest.mark.parametrize("body", [body for lang, body in BLOCKS if lang == "python"])

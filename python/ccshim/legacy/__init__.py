@@ -35,7 +35,10 @@ dims, ``f64[...n[0],s[0]]``).
 Strict mode (``enable(strict=True)``, or ``CCSHIM_LEGACY=strict`` in the
 environment before ``import ccshim.legacy``) makes a legacy call that would
 still reach XLA an error naming it: how a test proves that an extension
-would survive the removal of XLA's legacy path.
+would survive the removal of XLA's legacy path.  With CCSHIM_LEGACY_REPORT
+naming a file (``ccshim legacy --report FILE``), each process adds to it a
+line for each typed target it registers, ``REPORT_FIELDS`` tab-separated:
+which kernels a test suite ran through ccshim, over all its processes.
 
 The custom-call plumbing JAX has removed since (``jax.lib.xla_client``,
 ``jaxlib.hlo_helpers.custom_call``, ``jax.core.Primitive``, ...) is put
@@ -61,7 +64,11 @@ from .. import _jax_internals
 from .._hlo import DEFAULT_PREFIX, describe_call, rewrite_call, walk
 
 __all__ = ["enable", "disable", "enabled", "recorded", "wrapped", "signature",
-           "LegacyCallError"]
+           "LegacyCallError", "REPORT_FIELDS"]
+
+# A line of CCSHIM_LEGACY_REPORT: the process, the platform, the typed
+# target registered, the legacy target it runs and its api_version.
+REPORT_FIELDS = ("pid", "platform", "typed", "target", "api_version")
 
 
 class LegacyCallError(RuntimeError):
@@ -230,6 +237,12 @@ def _ensure_registered(typed: str, target: str, fn: Any, platform: str,
         text = _signatures.get((platform, target))
     cj.register_legacy(typed, fn, platform=platform, api_version=api_version, signature=text)
     _wrapped.add(key)
+    report = os.environ.get("CCSHIM_LEGACY_REPORT")
+    if report:
+        line = "\t".join(map(str, (os.getpid(), platform, typed, target, api_version)))
+        # one write of one short line, appended: whole beside other processes'
+        with open(report, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
 
 
 if os.environ.get("CCSHIM_LEGACY", "").lower() not in ("0", "off", "no"):

@@ -1,4 +1,4 @@
-"""``python -m ccshim.legacy [--strict] (-m MODULE | -c CODE | SCRIPT) [ARGS...]``:
+"""``python -m ccshim.legacy [--strict] [--report FILE] (-m MODULE | -c CODE | SCRIPT) [ARGS...]``:
 one Python program run as ``python -m MODULE ...`` (or ``-c``, or a script)
 would run, with zero-change mode on from before its first import, and the
 same environment as ``ccshim legacy`` gives, so that the Pythons it starts
@@ -10,15 +10,16 @@ import sys
 
 from .._legacy_cmd import environment, parse
 
-USAGE = ("usage: python -m ccshim.legacy [--strict] (-m MODULE | -c CODE | SCRIPT) [ARGS...]\n"
+USAGE = ("usage: python -m ccshim.legacy [--strict] [--report FILE] (-m MODULE | -c CODE | "
+         "SCRIPT) [ARGS...]\n"
          "  e.g. python -m ccshim.legacy --strict -m pytest tests/")
 
 
 def main() -> None:
-    strict, program = parse(sys.argv[1:], USAGE)
-    os.environ.update(environment(strict))
+    mode, program = parse(sys.argv[1:], USAGE)
+    os.environ.update(environment(mode))
     from . import enable
-    enable(strict=strict)
+    enable(strict=mode.strict)
     if program[0] == "-m" and len(program) > 1:
         sys.argv = program[1:]
         runpy.run_module(program[1], run_name="__main__", alter_sys=True)

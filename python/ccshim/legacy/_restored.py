@@ -10,7 +10,8 @@ it and what it maps onto in the running JAX; ``install`` puts back only the
 names the running JAX lacks, and ``uninstall`` takes back what it put.
 
 The line drawn: only names that the custom-call rules of real extensions
-(celerite2 0.3.2, jax-finufft 0.1.0, mpi4jax 0.8.1.post2, veros 1.7.0) use
+(celerite2 0.3.2, exoplanet-core 0.3.1, jax-finufft 0.1.0, mpi4jax
+0.8.1.post2, veros 1.7.0) use
 to define, register, lower, differentiate and batch their primitives, and
 each only as the running JAX still offers it under another name.  No other
 general JAX API, and nothing that needs machinery JAX no longer has:
@@ -69,6 +70,10 @@ RESTORED = (
     Restored("jax.core.Primitive", "0.6.0", "jax.extend.core.Primitive"),
     Restored("jax.interpreters.ad.Zero.from_value", "0.4.34 (renamed from_primal_value, "
              "since gone)", "ad.Zero(jax.typeof(x).to_tangent_aval())"),
+    Restored("jax.interpreters.ad.primitive_jvps: None as an output tangent",
+             "0.5.0 (an error the moment the rule returns)",
+             "kept as JAX 0.4 kept it: that output's tangent is None, an error only where it "
+             "is used (never taken for a zero)"),
     Restored("jax.core.get_aval", "0.10.0", "jax.typeof"),
     Restored("jax.lax.zeros_like_array", "0.9.0", "jax.lax.full_like(x, 0)"),
     Restored("jax.interpreters.batching.moveaxis", "0.10.0", "jax.numpy.moveaxis"),
@@ -87,6 +92,13 @@ NOT_RESTORED = (
     NotRestored("jaxlib.hlo_helpers (all but custom_call)", "0.8.0",
                 "general MLIR helpers (hlo_const, hlo_s32, ...), not custom-call plumbing: "
                 "jax.interpreters.mlir.ir_constant and jaxlib.mlir's dialects"),
+    NotRestored("jax.experimental.enable_x64", "0.9.0",
+                "general JAX API (jax-finufft 0.1.0's tests use it), not custom-call "
+                "plumbing: jax.enable_x64(True), or JAX_ENABLE_X64=1"),
+    NotRestored("Primitive.bind with an unhashable parameter", "0.7.0",
+                "general primitive API (jax-finufft 0.1.0 binds output_shape as a NumPy "
+                "array), not custom-call plumbing: JAX's own error names the primitive and "
+                "the parameter; give it as a tuple"),
 )
 
 # What install() put back: (object or sys.modules, attribute or key, the
@@ -124,11 +136,13 @@ def install(register: Callable[..., Any]) -> None:
     _aval_to_ir_type(mlir)
     _put_missing(jax.core, "Primitive", extend_core.Primitive)
     _put_missing(ad.Zero, "from_value", staticmethod(_zero_from_value))
+    _none_tangents()
     _put_missing(jax.core, "get_aval", jax.typeof)
     _put_missing(jax.lax, "zeros_like_array", _zeros_like_array)
     _put_missing(batching, "moveaxis", jnp.moveaxis)
     _put_missing(batching, "not_mapped", None)
     _hint(xla, "backend_specific_translations", NOT_RESTORED[1])
+    _hint(importlib.import_module("jax.experimental"), "enable_x64", NOT_RESTORED[3])
 
 
 def uninstall() -> None:
@@ -251,6 +265,25 @@ def _aval_to_ir_type(mlir: types.ModuleType) -> None:
         return current(*args, **kwargs)
     aval_to_ir_type.__wrapped__ = current
     _put(mlir, "aval_to_ir_type", aval_to_ir_type)
+
+
+def _none_tangents() -> None:
+    """An extension's JVP rule may give None as the tangent of an output it
+    does not differentiate (celerite2's extra outputs, exoplanet-core's
+    derivative outputs).  To JAX 0.4.x that output's tracer held None, an
+    error only if something used that tangent; from 0.5.0 the rule's return
+    is an error at once (its tangent's dtype is asked).  The tracer is made
+    as 0.4.x made it; a zero would let a higher derivative through the
+    output quietly wrong, which the extensions' own comments warn of."""
+    ad = _jax_internals.ad()
+    current = ad.maybe_jvp_tracer
+
+    def maybe_jvp_tracer(trace, primal, tangent):
+        if tangent is None:
+            return ad.JVPTracer(trace, primal, None)
+        return current(trace, primal, tangent)
+    maybe_jvp_tracer.__wrapped__ = current
+    _put(ad, "maybe_jvp_tracer", maybe_jvp_tracer)
 
 
 def _hint(module: types.ModuleType, attr: str, entry: NotRestored) -> None:
