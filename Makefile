@@ -37,7 +37,7 @@ empty :=
 space := $(empty) $(empty)
 THREADED_RE = ^($(subst $(space),|,$(THREADED_TESTS)))$$
 
-.PHONY: all setup test-setup configure build demo test test-c test-python test-wheel test-cmake test-sanitize test-fuzz \
+.PHONY: all setup test-setup configure build demo test test-c test-python test-projects test-wheel test-cmake test-sanitize test-fuzz \
         fuzz bench clean test-matrix format
 
 all: build
@@ -78,6 +78,14 @@ test-c: test-setup build
 # (.venv-newest, Python 3.12), side by side.
 test-python: test-setup build
 	@bash dev/test_python.sh $(BUILD)
+
+# Released projects' own test suites through ccshim.legacy (also part of
+# test-python), veros's included: its suite is published only in its
+# repository, fetched first (tests/fixtures/git_sources.tsv) from GitHub or
+# from VEROS_FROM, a clone of it; make test skips it where it was not fetched.
+test-projects: test-setup build
+	@python3 tests/fixtures/fetch.py --git veros $(VEROS_FROM)
+	@CCSHIM_FIXTURES_REQUIRED=1 bash dev/test_python.sh $(BUILD) tests/python/test_projects_own_suites.py
 
 # A user's install: pip install of this tree into a fresh venv, used from
 # outside it (77: PyPI unreachable, reported as skipped).

@@ -41,13 +41,20 @@ demo_pkgs=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6)
 # model runs in the zero-change tests.
 veros_model_pkgs=(click==8.5.0 entrypoints==0.4 requests==2.34.2 h5netcdf==1.8.1
                   h5py==3.16.0 pillow==12.3.0 loguru==0.7.3 tqdm==4.70.1)
+# jax-finufft 0.1.0's requirement and its suite's (JAX's test_util).
+finufft_pkgs=(pydantic==2.12.5 absl-py==2.3.1)
 test_pkgs=(pytest==9.2.0 matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19
-           atheris==3.0.0 mpich==5.0.2 mpi4py==4.1.2 cython==3.3.1 "${veros_model_pkgs[@]}")
+           atheris==3.0.0 mpich==5.0.2 mpi4py==4.1.2 cython==3.3.1 "${veros_model_pkgs[@]}"
+           "${finufft_pkgs[@]}")
 # The newest JAX, which needs Python 3.12; with MPI, for mpi4jax's own
 # suite there.
 newest_pkgs=(jax==0.12.0.1 jaxlib==0.12.0.1 numpy==2.4.6 pytest==9.2.0 scipy==1.16.3
              flatbuffers==25.12.19 cython==3.3.1 setuptools==75.8.0 mpich==5.0.2 mpi4py==4.1.2
-             "${veros_model_pkgs[@]}")
+             "${veros_model_pkgs[@]}" "${finufft_pkgs[@]}")
+# JAX 0.6.2, the newest that has the general API jax-finufft 0.1.0's own code
+# uses (its suite runs there too, tests/python/project_suites.py).
+finufft_jax_pkgs=(jax==0.6.2 jaxlib==0.6.2 numpy==2.2.6 scipy==1.15.3 pytest==9.2.0
+                  "${finufft_pkgs[@]}")
 # JAX 0.11.2, the newest veros 1.7.0 allows, for its model run.
 veros_jax_pkgs=(jax==0.11.2 jaxlib==0.11.2 numpy==2.4.6 scipy==1.16.3 cython==3.3.1
                 "${veros_model_pkgs[@]}")
@@ -199,6 +206,8 @@ build_all() {
     fail "veros could not be built"
 }
 build_all cp311 "$PWD/.venv/bin/python"
+venv_with "$cache/venv-jax-0.6.2" python3 "${finufft_jax_pkgs[@]}" ||
+  fail "pip could not install JAX 0.6.2 into $cache/venv-jax-0.6.2"
 # 3.12 for the newest JAX and for JAX 0.11.2 (the newest veros allows),
 # whose venv is kept in the cache too.
 if [ -n "$py312" ]; then

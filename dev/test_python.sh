@@ -7,10 +7,12 @@
 # proves nothing more on a second JAX reads CCSHIM_SUITE (pinned, newest)
 # and runs in one of them.
 #
-# usage: dev/test_python.sh BUILD_DIR
+# usage: dev/test_python.sh BUILD_DIR [PYTEST_PATH...]  (default: tests/python)
 set -u
 cd "$(dirname "$0")/.."
 build=$(cd "$1" && pwd)
+shift
+paths=("${@:-tests/python}")
 runs=() pids=()
 for venv in .venv .venv-newest; do
   if ! "$venv/bin/python" -c 'import pytest, jax' 2>/dev/null; then
@@ -22,7 +24,7 @@ for venv in .venv .venv-newest; do
   suite=pinned
   [ "$venv" = .venv ] || suite=newest
   CCSHIM_SUITE=$suite CCSHIM_BUILD_DIR=$build "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-    --durations=10 tests/python >"$log" 2>&1 &
+    --durations=10 "${paths[@]}" >"$log" 2>&1 &
   runs+=("$venv") pids+=($!)
 done
 status=0

@@ -9,8 +9,9 @@ that venv) and writes each test's outcome: the committed reference that
 test_projects_own_suites.py holds ccshim to.  Standard library only: it
 runs in old JAX releases' venvs.
 
-A suite's tests are copied out of the project's sdist (in the per-user
-cache) into a fresh folder, so that nothing of the project's tree is on the
+A suite's tests are copied out of the project's sdist (or, where it has
+none there, its repository: REPOSITORY_ONLY), in the per-user cache, into
+a fresh folder, so that nothing of the project's tree is on the
 path but its installed package; the copy is not edited.
 """
 
@@ -27,63 +28,140 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from project_modules import cached  # noqa: E402
 
 # PROJECT -> its installed package's folder in the cache, by Python ABI;
-# the sdist folder in the cache, its folder inside, what of it the suite
-# needs (copied as published: never the project's unbuilt package) and
-# what pytest is given; the MPI ranks it runs on; the first JAX whose
-# removals stop it without ccshim.
+# where its suite comes from (a folder in the cache, the folder inside, what
+# of it the suite needs, copied as published: never the project's unbuilt
+# package) and what pytest is given; the MPI ranks it runs on; the legacy
+# targets its suite runs (through ccshim, each then a ccshim.vN target); and
+# which of its tests reach its kernels (a test id prefix), which without
+# ccshim do not pass from the JAX release given (None: none stops it).
 SUITES = {
     "celerite2-0.3.2": {
         # the wheel for CPython 3.11 (the folder other tests read) and 3.12
         "package": lambda abi: cached("celerite2-0.3.2" if abi == "cp311"
                                       else f"celerite2-0.3.2-{abi}"),
-        "sdist": ("celerite2-0.3.2-src", "celerite2-0.3.2/python/test", ["jax"]),
+        "suite": ("celerite2-0.3.2-src", "celerite2-0.3.2/python/test", ["jax"]),
         "pytest": ["jax"],
         "ranks": (1,),
-        "stopped_from": (0, 6, 0),  # register_custom_call_target, jax.core.Primitive
+        "targets": [f"celerite2_{op}{rev}" for op in ("factor", "solve_lower", "solve_upper",
+                                                      "matmul_lower", "matmul_upper")
+                    for rev in ("", "_rev")] + ["celerite2_general_matmul_lower",
+                                                "celerite2_general_matmul_upper"],
+        "kernels": ("", (0, 6, 0)),  # register_custom_call_target, jax.core.Primitive
+    },
+    "exoplanet-core-0.3.1": {
+        "package": lambda abi: cached("exoplanet-core-0.3.1" if abi == "cp311"
+                                      else f"exoplanet-core-0.3.1-{abi}"),
+        "suite": ("exoplanet-core-0.3.1-src", "exoplanet_core-0.3.1", ["tests"]),
+        "pytest": ["tests"],  # as its noxfile runs it
+        "ranks": (1,),
+        "targets": ["solve_kepler", "quad_solution_vector", "contact_points"],
+        # its JAX tests; the rest test its NumPy and C++ ops.  From 0.6.0 its
+        # JAX ops do not import (register_custom_call_target) and the tests skip.
+        "kernels": ("tests.jax_test::", (0, 6, 0)),
+    },
+    "jax-finufft-0.1.0": {
+        # the wheel for CPython 3.11 and the abi3 one for 3.12
+        "package": lambda abi: cached("jax-finufft-0.1.0" if abi == "cp311"
+                                      else f"jax-finufft-0.1.0-{abi}"),
+        "suite": ("jax-finufft-0.1.0-src", "jax_finufft-0.1.0", ["tests"]),
+        "pytest": ["tests"],
+        "ranks": (1,),
+        "targets": [f"nufft{d}d{t}{f}" for d in (1, 2, 3) for t in (1, 2) for f in ("", "f")],
+        "kernels": ("tests.ops_test::", (0, 6, 0)),  # jax.core.Primitive
+        # What its own code uses that later JAX removed, not custom-call
+        # plumbing and not restored: from that release a test that fails with
+        # that message is not held against ccshim (none of its tests that
+        # reach the kernels runs there) ...
+        "removed": [((0, 7, 0), "As of JAX v0.7, parameters to jaxpr equations must have "
+                                "__hash__ and __eq__ methods"),  # its bind's ndarray params
+                    ((0, 9, 0), "jax.experimental.enable_x64 was removed in JAX 0.9.0; "
+                                "ccshim.legacy does not restore it")],
+        # ... so it also runs on the newest JAX that has what it uses, in a
+        # venv of the cache's (dev/setup.sh), where every test is held.
+        "also_on": ("0.6.2", "venv-jax-0.6.2"),
     },
     "mpi4jax-0.8.1.post2": {
         # built by dev/setup.sh per ABI, against its venv's mpich and mpi4py
         "package": lambda abi: cached(f"mpi4jax-0.8.1.post2-build-{abi}"),
-        "sdist": ("mpi4jax-0.8.1.post2-src", "mpi4jax-0.8.1.post2",
+        "suite": ("mpi4jax-0.8.1.post2-src", "mpi4jax-0.8.1.post2",
                   ["pyproject.toml", "tests", "examples"]),
         "pytest": ["tests"],
         "ranks": (1, 2),
-        "stopped_from": (0, 10, 0),  # jax.core.get_aval
+        "targets": [f"mpi_{op}" for op in ("allgather", "allreduce", "alltoall", "barrier",
+                                           "bcast", "gather", "reduce", "scan", "scatter",
+                                           "sendrecv")],
+        "kernels": ("", (0, 10, 0)),  # jax.core.get_aval
+    },
+    "veros-1.7.0": {
+        # built by dev/setup.sh per ABI; its suite is not in its sdist, but in
+        # its repository (git_sources.tsv), fetched by hand: see REPOSITORY_ONLY
+        "package": lambda abi: cached(f"veros-1.7.0-build-{abi}"),
+        "suite": ("veros-1.7.0-tests", "", ["test"]),
+        # its suite on its JAX backend.  Not test/distributed: its tests start
+        # their MPI ranks with MPI_Comm_spawn from a rank that no mpiexec
+        # started, which hangs under mpich's singleton init until each test's
+        # 300 s timeout; left out of every run alike, the baseline's too
+        "pytest": ["test", "--backend", "jax", "--ignore=test/distributed"],
+        "ranks": (1,),
+        "targets": ["tdma_cython_double"],
+        # None: its own code uses nothing JAX has removed (jax.ffi's
+        # registration, jax._src's custom_call), and XLA:CPU of 0.12.0.1 still
+        # runs its api_version 2 calls (logging that they are unsupported), so
+        # no JAX here stops it without ccshim; what shows ccshim ran it is
+        # strict mode and the report's tdma target.
+        "kernels": None,
     },
 }
 
+# Suites published only in a project's repository: the git_sources.tsv entry
+# that fetches each (tests/fixtures/fetch.py --git NAME).
+REPOSITORY_ONLY = {"veros-1.7.0": "veros"}
+
 
 def suite_folder(project: str, into: pathlib.Path) -> None:
-    """What the project's suite needs of its sdist, copied as published."""
-    folder, inner, parts = SUITES[project]["sdist"]
+    """What the project's suite needs of its sdist (or repository), copied
+    as published."""
+    folder, inner, parts = SUITES[project]["suite"]
     for part in parts:
         src = cached(folder) / inner / part
         (shutil.copytree if src.is_dir() else shutil.copy)(src, into / part)
 
 
-def abi() -> str:
-    return "cp%d%d" % sys.version_info[:2]
+def abi(python=None) -> str:
+    """The CPython ABI tag ("cp311") of ``python`` (default: this one)."""
+    if python is None or pathlib.Path(python) == pathlib.Path(sys.executable):
+        return "cp%d%d" % sys.version_info[:2]
+    return subprocess.run([str(python), "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
-def run(project: str, prefix=(), env=None, ranks=1, timeout=1200, why=None):
+def excused(project: str, jax_version: tuple, message: str) -> bool:
+    """Whether a test failing with ``message`` on that JAX fails for what the
+    project's own code uses that JAX removed (SUITES' "removed")."""
+    return any(jax_version >= since and text in message
+               for since, text in SUITES[project].get("removed", ()))
+
+
+def run(project: str, prefix=(), env=None, ranks=1, timeout=1200, why=None, python=None):
     """Runs the suite on ``ranks`` MPI ranks (1: no mpiexec) with ``prefix +
-    [..., this Python, -m, pytest, ...]`` and the project's package for this
-    Python on PYTHONPATH; returns ({test id: "passed" | "failed" | "error" |
-    "skipped"}, pytest's tail).  On several ranks a test passed only where
-    it passed on every rank."""
-    package = SUITES[project]["package"](abi())
+    [..., python, -m, pytest, ...]`` (default: this Python) and the
+    project's package for that Python on PYTHONPATH; returns ({test id:
+    "passed" | "failed" | "error" | "skipped"}, pytest's tail).  On several
+    ranks a test passed only where it passed on every rank."""
+    python = str(python or sys.executable)
+    package = SUITES[project]["package"](abi(python))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         suite_folder(project, tmp)
         env = dict(os.environ if env is None else env)
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [env.get("PYTHONPATH"), str(package)]))
-        pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        pytest = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                   "-o", "junit_family=xunit2", *SUITES[project]["pytest"]]
         if ranks == 1:
             cmd = [*prefix, *pytest, "--junitxml=report-0.xml"]
         else:  # each rank its own report (mpich names the rank PMI_RANK)
-            mpiexec = pathlib.Path(sys.executable).parent / "mpiexec"
+            mpiexec = pathlib.Path(python).parent / "mpiexec"
             cmd = [*prefix, str(mpiexec), "-n", str(ranks), "sh", "-c",
                    'exec "$@" "--junitxml=report-$PMI_RANK.xml"', "sh", *pytest]
         p = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True,
