@@ -40,6 +40,10 @@ from jaxlib.hlo_helpers import custom_call
 report = {"installed": _restored.installed(), "maps": {
     "jax.core.Primitive": jax.core.Primitive is extend_core.Primitive,
     "jax.core.get_aval": jax.core.get_aval is jax.typeof,
+    "jax.abstract_arrays.ShapedArray":
+        importlib.import_module("jax.abstract_arrays").ShapedArray is jax.core.ShapedArray,
+    "jax.core.raise_to_shaped": jax.core.raise_to_shaped(jax.typeof(jnp.ones(2))) ==
+        jax.typeof(jnp.ones(2)),
     "jaxlib.hlo_helpers.custom_call": custom_call is mlir_src.custom_call,
     "jax.interpreters.mlir.custom_call": mlir.custom_call is mlir_src.custom_call,
     "jax.interpreters.batching.moveaxis": batching.moveaxis is jnp.moveaxis,
@@ -106,6 +110,7 @@ report["errors"] = errors
 cl.disable()
 report["after_disable"] = {"installed": _restored.installed(),
                            "jax.lib.xla_client": "jax.lib.xla_client" in sys.modules,
+                           "jax.abstract_arrays": "jax.abstract_arrays" in sys.modules,
                            "jax.core.Primitive": hasattr(jax.core, "Primitive"),
                            "ad.Zero.from_value": hasattr(ad.Zero, "from_value"),
                            "maybe_jvp_tracer": not hasattr(
@@ -138,10 +143,12 @@ def test_each_restored_name_maps_onto_the_running_jax_and_is_taken_back():
     if tuple(map(int, jax.__version__.split(".")[:2])) >= (0, 10):
         assert "enable_x64" in e
         for name in ("jax.lib.xla_client", "jaxlib.hlo_helpers", "jax.core.Primitive",
+                     "jax.abstract_arrays", "jax.core.raise_to_shaped",
                      "jax.core.get_aval", "jax.lax.zeros_like_array",
                      "jax.interpreters.mlir.custom_call"):
             assert name in r["installed"], name
     assert r["after_disable"] == {"installed": [], "jax.lib.xla_client": False,
+                                  "jax.abstract_arrays": False,
                                   "jax.core.Primitive": False, "ad.Zero.from_value": False,
                                   "maybe_jvp_tracer": True}
 

@@ -11,9 +11,10 @@ names the running JAX lacks, and ``uninstall`` takes back what it put.
 
 The line drawn: only names that the custom-call rules of real extensions
 (celerite2 0.3.2, exoplanet-core 0.3.1, jax-finufft 0.1.0, mpi4jax
-0.8.1.post2, veros 1.7.0) use
-to define, register, lower, differentiate and batch their primitives, and
-each only as the running JAX still offers it under another name.  No other
+0.8.1.post2, veros 1.7.0, and those a scan of others from PyPI found:
+jax-triton 0.1.3, jaxdecomp 0.2.0, exoplanet-core 0.1.2; docs/legacy.md)
+use to define, register, lower, differentiate and batch their primitives,
+and each only as the running JAX still offers it under another name.  No other
 general JAX API, and nothing that needs machinery JAX no longer has:
 ``NOT_RESTORED`` names what an extension of those years may still hit, and
 the error it then gets says what the name was and where its use moved.
@@ -68,6 +69,9 @@ RESTORED = (
     Restored("jax.interpreters.mlir.aval_to_ir_type(aval)", "0.10.1 (takes ctx, aval)",
              "jax.interpreters.mlir.aval_to_ir_type, with or without the lowering context"),
     Restored("jax.core.Primitive", "0.6.0", "jax.extend.core.Primitive"),
+    Restored("jax.abstract_arrays.ShapedArray", "0.4.17 (the module)", "jax.core.ShapedArray"),
+    Restored("jax.core.raise_to_shaped", "0.6.0 (a no-op since 0.4.36)",
+             "the aval itself, as JAX 0.4.36 to 0.5 gave it back"),
     Restored("jax.interpreters.ad.Zero.from_value", "0.4.34 (renamed from_primal_value, "
              "since gone)", "ad.Zero(jax.typeof(x).to_tangent_aval())"),
     Restored("jax.interpreters.ad.primitive_jvps: None as an output tangent",
@@ -135,6 +139,10 @@ def install(register: Callable[..., Any]) -> None:
     _put_missing(mlir, "custom_call", mlir_src.custom_call)
     _aval_to_ir_type(mlir)
     _put_missing(jax.core, "Primitive", extend_core.Primitive)
+    abstract_arrays = _module("jax.abstract_arrays", "ShapedArray", "0.4.17")
+    if abstract_arrays is not None:
+        _put(abstract_arrays, "ShapedArray", jax.core.ShapedArray)
+    _put_missing(jax.core, "raise_to_shaped", _raise_to_shaped)
     _put_missing(ad.Zero, "from_value", staticmethod(_zero_from_value))
     _none_tangents()
     _put_missing(jax.core, "get_aval", jax.typeof)
@@ -167,6 +175,10 @@ def _zero_from_value(x):
     import jax
     from jax.interpreters import ad
     return ad.Zero(jax.typeof(x).to_tangent_aval())
+
+
+def _raise_to_shaped(aval, weak_type=None):
+    return aval
 
 
 def _zeros_like_array(x):
