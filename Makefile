@@ -80,12 +80,13 @@ test-python: test-setup build
 	@bash dev/test_python.sh $(BUILD)
 
 # Released projects' own test suites through ccshim.legacy (also part of
-# test-python), veros's included: its suite is published only in its
-# repository, fetched first (tests/fixtures/git_sources.tsv) from GitHub or
-# from VEROS_FROM, a clone of it; make test skips it where it was not fetched.
+# test-python), and veros's, which only this runs: its suite is published
+# only in its repository, fetched first (tests/fixtures/git_sources.tsv) from
+# GitHub or from VEROS_FROM, a clone of it, and takes about 4 minutes a JAX.
 test-projects: test-setup build
 	@python3 tests/fixtures/fetch.py --git veros $(VEROS_FROM)
-	@CCSHIM_FIXTURES_REQUIRED=1 bash dev/test_python.sh $(BUILD) tests/python/test_projects_own_suites.py
+	@CCSHIM_FIXTURES_REQUIRED=1 CCSHIM_TEST_PROJECTS=1 \
+	  bash dev/test_python.sh $(BUILD) tests/python/test_projects_own_suites.py
 
 # A user's install: pip install of this tree into a fresh venv, used from
 # outside it (77: PyPI unreachable, reported as skipped).

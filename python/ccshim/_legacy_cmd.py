@@ -6,14 +6,13 @@ The command runs with, first on PYTHONPATH, ccshim.legacy's boot folder
 (whose sitecustomize enables zero-change mode as soon as a program has
 imported jax), for --strict its marker ``_boot/strict``, and the folder
 holding this ccshim package, so that a Python of another venv imports the
-same ccshim; and with CCSHIM_LEGACY set (``on``, or ``strict``) for a
-program that imports ccshim.legacy itself; with --report, CCSHIM_LEGACY_REPORT
-(the file, absolute), to which each of those Pythons adds a line for each
-typed target it registers (ccshim.legacy's ``REPORT_FIELDS``).
-``python -m ccshim.legacy`` is
-the same for one Python program.  Kept out of ccshim.legacy itself, which
-imports JAX: the command starts no JAX of its own before it hands over to
-CMD.
+same ccshim; with CCSHIM_LEGACY set (``on``, or ``strict``) for a program
+that imports ccshim.legacy itself; and with --report, CCSHIM_LEGACY_REPORT
+(the file, made absolute), to which each of those Pythons adds a line for
+each typed target it registers (``REPORT_FIELDS`` below).
+``python -m ccshim.legacy`` is the same for one Python program.  Kept out of
+ccshim.legacy itself, which imports JAX: the command starts no JAX of its
+own before it hands over to CMD.
 """
 
 from __future__ import annotations
@@ -31,9 +30,16 @@ USAGE = ("usage: ccshim legacy [--strict] [--report FILE] -- COMMAND [ARGS...]\n
          "  e.g. ccshim legacy --strict -- python -m pytest tests/")
 
 
+# A line of CCSHIM_LEGACY_REPORT, tab-separated: the process, the platform,
+# the typed target registered, the legacy target it runs and its api_version.
+# Here, not in ccshim.legacy, whose import turns zero-change mode on.
+REPORT_FIELDS = ("pid", "platform", "typed", "target", "api_version")
+
+
 class Mode(NamedTuple):
     strict: bool = False
     report: str | None = None  # the file each Python reports its typed targets to
+
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 BOOT = os.path.join(_PACKAGE, "legacy", "_boot")

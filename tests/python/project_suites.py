@@ -65,6 +65,7 @@ SUITES = {
                                       else f"jax-finufft-0.1.0-{abi}"),
         "suite": ("jax-finufft-0.1.0-src", "jax_finufft-0.1.0", ["tests"]),
         "pytest": ["tests"],
+        "requires": ["pydantic", "absl"],  # its requirement; JAX's test_util's
         "ranks": (1,),
         "targets": [f"nufft{d}d{t}{f}" for d in (1, 2, 3) for t in (1, 2) for f in ("", "f")],
         "kernels": ("tests.ops_test::", (0, 6, 0)),  # jax.core.Primitive
@@ -86,6 +87,7 @@ SUITES = {
         "suite": ("mpi4jax-0.8.1.post2-src", "mpi4jax-0.8.1.post2",
                   ["pyproject.toml", "tests", "examples"]),
         "pytest": ["tests"],
+        "requires": ["mpi4py"],
         "ranks": (1, 2),
         "targets": [f"mpi_{op}" for op in ("allgather", "allreduce", "alltoall", "barrier",
                                            "bcast", "gather", "reduce", "scan", "scatter",
@@ -102,6 +104,7 @@ SUITES = {
         # started, which hangs under mpich's singleton init until each test's
         # 300 s timeout; left out of every run alike, the baseline's too
         "pytest": ["test", "--backend", "jax", "--ignore=test/distributed"],
+        "requires": ["h5netcdf", "loguru", "click", "tqdm", "requests", "PIL", "entrypoints"],
         "ranks": (1,),
         "targets": ["tdma_cython_double"],
         # None: its own code uses nothing JAX has removed (jax.ffi's
@@ -133,6 +136,16 @@ def abi(python=None) -> str:
         return "cp%d%d" % sys.version_info[:2]
     return subprocess.run([str(python), "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"],
                           capture_output=True, text=True, check=True).stdout.strip()
+
+
+def missing_modules(project: str, python) -> list:
+    """The modules the project's suite needs (SUITES' "requires", beside
+    JAX and pytest) that ``python`` cannot import."""
+    wanted = SUITES[project].get("requires", [])
+    code = ("import importlib.util, sys; print(' '.join(m for m in sys.argv[1:] "
+            "if importlib.util.find_spec(m) is None))")
+    return subprocess.run([str(python), "-c", code, *wanted], capture_output=True, text=True,
+                          check=True).stdout.split()
 
 
 def excused(project: str, jax_version: tuple, message: str) -> bool:

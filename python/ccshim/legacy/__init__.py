@@ -62,13 +62,10 @@ from typing import Any
 
 from .. import _jax_internals
 from .._hlo import DEFAULT_PREFIX, describe_call, rewrite_call, walk
+from .._legacy_cmd import REPORT_FIELDS
 
 __all__ = ["enable", "disable", "enabled", "recorded", "wrapped", "signature",
            "LegacyCallError", "REPORT_FIELDS"]
-
-# A line of CCSHIM_LEGACY_REPORT: the process, the platform, the typed
-# target registered, the legacy target it runs and its api_version.
-REPORT_FIELDS = ("pid", "platform", "typed", "target", "api_version")
 
 
 class LegacyCallError(RuntimeError):
@@ -240,9 +237,12 @@ def _ensure_registered(typed: str, target: str, fn: Any, platform: str,
     report = os.environ.get("CCSHIM_LEGACY_REPORT")
     if report:
         line = "\t".join(map(str, (os.getpid(), platform, typed, target, api_version)))
-        # one write of one short line, appended: whole beside other processes'
-        with open(report, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
+        try:  # one write of one short line, appended: whole beside other processes'
+            with open(report, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        except OSError as e:
+            raise OSError(e.errno, f"ccshim.legacy: cannot add {typed} to the report "
+                                   f"CCSHIM_LEGACY_REPORT={report}: {e.strerror}") from e
 
 
 if os.environ.get("CCSHIM_LEGACY", "").lower() not in ("0", "off", "no"):
