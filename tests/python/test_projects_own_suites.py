@@ -12,7 +12,7 @@ A project whose own code uses general JAX API removed since (not custom-call
 plumbing, which ccshim.legacy restores) runs here too, with those tests
 excused only when they fail with JAX's message for that removal, and also
 on the newest JAX that has what it uses (a venv of the cache's, from the
-pinned suite's run), where every test is held."""
+newest suite's run), where every test is held."""
 
 import json
 import os
@@ -37,15 +37,16 @@ def _through_ccshim_args(report, python):
 
 def _places():
     """(project, ranks, Python, its JAX release) for each run: every suite
-    on the running JAX; from the pinned venv, a suite's "also_on" JAX too."""
+    on the running JAX; from the newest venv's run (the shorter of make
+    test's two), a suite's "also_on" JAX too."""
     import jax
     running = tuple(map(int, jax.__version__.split(".")[:3]))
-    pinned = pathlib.Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
+    newest = pathlib.Path(sys.prefix).resolve() == (ROOT / ".venv-newest").resolve()
     for project, suite in sorted(project_suites.SUITES.items()):
         for ranks in suite["ranks"]:
             name = f"{project}-{ranks}rank{'s' if ranks > 1 else ''}"
             yield pytest.param(project, ranks, pathlib.Path(sys.executable), running, id=name)
-            if pinned and "also_on" in suite:
+            if newest and "also_on" in suite:
                 version, venv = suite["also_on"]
                 yield pytest.param(project, ranks, CACHE / venv / "bin" / "python",
                                    tuple(map(int, version.split("."))), id=f"{name}-{version}")
