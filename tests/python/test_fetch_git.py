@@ -32,7 +32,7 @@ def test_the_path_at_the_commit_is_taken_when_its_tree_is_the_entrys(tmp_path):
     got = cache / "p-1-tests"
     assert (got / "test" / "a_test.py").read_text() == "def test_a():\n    pass\n"
     assert not (got / "other.txt").exists() and not (got / ".git-fetch").exists()
-    assert fetch.complete_git(entry, cache)
+    assert fetch.complete(entry, cache)
     fetch.fetch_git(entry, cache, "/nonexistent")  # complete: not fetched again
 
 

@@ -56,19 +56,20 @@ def _present(project, python):
     """Skips (or, under make test, fails) unless the project's package and
     suite are in the cache; a suite only in the project's repository skips
     with how to fetch it, since the set-up does not (it may not reach it)."""
+    name = project_suites.REPOSITORY_ONLY.get(project)
+    if name is not None and not os.environ.get("CCSHIM_TEST_PROJECTS"):
+        pytest.skip(f"{project}'s own suite runs in make test-projects, which fetches it from "
+                    "its repository first (it takes make test past its time budget)")
     if not python.exists():
         fixture_missing(f"{python} (the venv {project}'s suite also runs in)")
     missing = project_suites.missing_modules(project, python)
     if missing:  # the set-up installs them in the venvs make test uses
         fixture_missing(f"{project}'s suite needs {', '.join(missing)}, not in {python}")
-    package = project_suites.SUITES[project]["package"](project_suites.abi(python))
+    abi = project_suites.abi(python)
+    package = project_suites.SUITES[project]["package"](abi)
     if not (package / ".complete").exists():
-        fixture_missing(f"{project}'s package for {project_suites.abi(python)} ({package.name})")
+        fixture_missing(f"{project}'s package for {abi} ({package.name})")
     folder = project_suites.SUITES[project]["suite"][0]
-    name = project_suites.REPOSITORY_ONLY.get(project)
-    if name is not None and not os.environ.get("CCSHIM_TEST_PROJECTS"):
-        pytest.skip(f"{project}'s own suite runs in make test-projects, which fetches it from "
-                    "its repository first (it takes make test past its time budget)")
     if not (CACHE / folder / ".complete").exists():
         if name is None:
             fixture_missing(f"{project}'s suite ({folder})")
