@@ -67,6 +67,9 @@ class Call:
     aliases: int              # output/operand alias pairs
     location: str
     legacy_target: str | None = None  # kind "ccshim": the target it stands for
+    # the artifact's platforms that reach the call (ccshim._branches); None
+    # where not worked out (a module being compiled, a module of no platform)
+    platforms: tuple[str, ...] | None = None
 
     def as_json(self) -> dict:
         return dataclasses.asdict(self)

@@ -45,11 +45,13 @@ def check(original: Any, rewritten: Any, kernels: Any, *, inputs: Any = None, se
     from .. import jax as cj
     orig = read(original, platform=platform)
     new = read(rewritten, platform=platform)
-    legacy = sorted({(c.target, c.api_version) for c in orig.calls(prefix) if c.kind == "legacy"})
     where = platform or (orig.platforms[0] if len(orig.platforms) == 1 else None)
     if where is None:
         raise ArtifactError(f"{orig.what}: runs on {', '.join(orig.platforms) or 'an unknown '}"
                             "platform; pass platform=")
+    # the legacy calls that platform's branch holds (ccshim._branches)
+    legacy = sorted({(c.target, c.api_version) for c in orig.calls(prefix)
+                     if c.kind == "legacy" and (c.platforms is None or where in c.platforms)})
     missing = [t for t, _ in legacy if _kernel_for(kernels, t, where) is None]
     if missing:
         raise ArtifactError(f"no kernel given for {', '.join(missing)}")

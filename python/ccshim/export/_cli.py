@@ -12,7 +12,7 @@ from typing import Any
 from ._check import check
 from ._common import DEFAULT_PREFIX, ArtifactError, _first_line, file_kind
 from ._read import read, read_file
-from ._register import _kernel_for
+from ._register import _kernel_for, runs_on
 from ._rewrite import rewrite
 
 
@@ -206,8 +206,8 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
         if opts["check"]:  # every kernel found before anything is written
             kernels = _load_python_kernels(opts["kernels"], opts.get("init"))
             where = opts.get("platform") or (done.platforms[0] if done.platforms else "cpu")
-            missing = [t["legacy"] for t in done.targets
-                       if _kernel_for(kernels, t["legacy"], where) is None]
+            missing = [t["legacy"] for t in done.targets if runs_on(t, where, done.platforms)
+                       and _kernel_for(kernels, t["legacy"], where) is None]
             if missing:
                 raise ArtifactError(f"--kernels {opts['kernels']}: no kernel for the legacy "
                                     f"target(s) {', '.join(missing)} of {src}")

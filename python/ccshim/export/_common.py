@@ -63,3 +63,12 @@ def file_kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "not a regular file"
+
+
+def union_platforms(order, *groups) -> list[str]:
+    """The platforms of ``groups`` (a Call's ``platforms``; None: all of
+    ``order``), in ``order``'s order (an artifact's)."""
+    chosen = set()
+    for group in groups:
+        chosen.update(order if group is None else group)
+    return [p for p in order if p in chosen]

@@ -10,7 +10,7 @@ import pathlib
 import sys
 from typing import Any
 
-from .. import _jax_internals
+from .. import _branches, _jax_internals
 from .._hlo import describe_call, hlo_type, walk
 from ._common import (BYTECODE_MAGIC, DEFAULT_PREFIX, ArtifactError, Call, _describe_bytes,
                       _first_line, _jax, _jax_version, _looks_like_text, file_kind)
@@ -84,6 +84,9 @@ class Artifact:
         except ArtifactError as e:
             said = native.first()
             raise ArtifactError(f"{e} [{said}]" if said else str(e)) from None
+        # the platforms in the order of the module's platform index, if any
+        self.indexed_platforms: tuple[str, ...] | None = (
+            self.platforms if self.kind == "export" else None)
         if platform is not None:
             from .._core import export_platform_name
             canonical = export_platform_name(platform)
@@ -176,12 +179,23 @@ class Artifact:
     # -- what is inside --
 
     def custom_calls(self, prefix: str = DEFAULT_PREFIX) -> list[tuple[Any, Call]]:
-        """(operation, Call) for every custom call, in module order."""
+        """(operation, Call) for every custom call, in module order; where
+        the artifact's platforms are known, each Call's ``platforms`` are
+        those of them that reach it (ccshim._branches)."""
         found = []
         with self.context:
+            reach = None
+            if self.platforms:
+                ordered = self.indexed_platforms is not None
+                reach = _branches.reaching(self.module, self.indexed_platforms or self.platforms,
+                                           ordered=ordered)
             for op in walk(self.module.operation):
                 if op.name == "stablehlo.custom_call":
-                    found.append((op, describe_call(op, prefix)))
+                    call = describe_call(op, prefix)
+                    if reach is not None:
+                        call.platforms = tuple(p for p in reach.get(op, ())
+                                               if p in self.platforms)
+                    found.append((op, call))
         return found
 
     def calls(self, prefix: str = DEFAULT_PREFIX) -> list[Call]:

@@ -7,21 +7,38 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._hlo import legacy_of
-from ._common import DEFAULT_PREFIX, ArtifactError
+from ._common import DEFAULT_PREFIX, ArtifactError, union_platforms
 from ._read import read
 
 
 def needed(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = None) -> list[dict]:
     """The typed targets a rewritten artifact calls, each with the legacy
-    target and form it stands for and the platform(s) it runs on."""
+    target and form it stands for and the platform(s) that run it: of a
+    multi-platform artifact, only those whose branch holds a call to it
+    (ccshim._branches), as JAX and XLA specialize it for the platform that
+    runs it.  ``platform``: only what that platform runs."""
     art = read(src, platform=platform)
+    return _targets(art, art.calls(prefix), prefix)
+
+
+def _targets(art, calls, prefix: str) -> list[dict]:
     out: dict[str, dict] = {}
-    for call in art.calls(prefix):
-        if call.kind == "ccshim":
-            legacy, form = legacy_of(call.target, prefix)
-            out.setdefault(call.target, {"typed": call.target, "legacy": legacy,
-                                         "api_version": form, "platforms": list(art.platforms)})
-    return sorted(out.values(), key=lambda t: t["typed"])
+    for call in calls:
+        if call.kind != "ccshim":
+            continue
+        legacy, form = legacy_of(call.target, prefix)
+        entry = out.setdefault(call.target, {"typed": call.target, "legacy": legacy,
+                                             "api_version": form, "platforms": []})
+        entry["platforms"] = union_platforms(art.platforms, entry["platforms"], call.platforms)
+    return sorted((t for t in out.values() if t["platforms"] or not art.platforms),
+                  key=lambda t: t["typed"])
+
+
+def runs_on(target: dict, platform: str, platforms) -> bool:
+    """Whether a target of needed() (or of a rewrite's targets) runs on
+    ``platform``, of an artifact's ``platforms``: where they are not known
+    (a plain module), wherever it is asked to."""
+    return platform in target["platforms"] if platforms else True
 
 
 def _kernel_for(kernels: Any, legacy: str, platform: str):
@@ -60,6 +77,14 @@ def platforms_here(platforms) -> tuple[list[str], dict[str, str]]:
     return here, not_here
 
 
+def _default_platform() -> str | None:
+    """The platform (jax.export's name) JAX runs a program on here when
+    nothing says otherwise."""
+    from jax import export as jax_export
+    default = getattr(jax_export, "default_export_platform", None)
+    return default() if default is not None else None
+
+
 class Registered(dict):
     """What ``register`` registered: typed name -> Adapter (for the first
     platform served; every platform's is ``ccshim.jax.registered(name,
@@ -75,12 +100,21 @@ class Registered(dict):
 
 def _serving(art, platform: str | None, prefix: str) -> tuple[list[str], dict[str, str]]:
     """The platforms to register or check an artifact's targets for: the one
-    asked for, or those of its platforms this process has.  With none of
-    them here, the error names what the artifact needs on a machine that
-    has one, and how to register it there."""
+    asked for; else the one JAX runs it on here by default
+    (jax.export.default_export_platform()) where it is the artifact's; else
+    those of its platforms this process has.  With none of them here, the
+    error names what the artifact needs on a machine that has one, and how
+    to register it there."""
     if platform is not None:
         return list(art.platforms), {}  # read() narrowed them to the one asked for
     here, not_here = platforms_here(art.platforms or ("cpu",))
+    default = _default_platform()
+    if len(here) > 1 and default in here:
+        for other in here:
+            if other != default:
+                not_here[other] = (f"JAX runs it on {default} here by default; pass "
+                                   f"platform='{other}' to serve {other}")
+        here = [default]
     if not here:
         targets = needed(art, prefix=prefix)
         wanted = "; ".join(f"{t['typed']} (the legacy {t['legacy']}, api_version "
@@ -121,7 +155,7 @@ def register(src: Any, kernels: Any, *, prefix: str = DEFAULT_PREFIX,
             "does); pass platform= and the kernels of that platform")
     plan, missing = [], []
     for t in needed(art, prefix=prefix):
-        for where in served:
+        for where in filter(lambda p: runs_on(t, p, art.platforms), served):
             kernel = _kernel_for(kernels, t["legacy"], where)
             if kernel is None:
                 missing.append(f"{t['legacy']} on {where} (api_version {t['api_version']}, "
@@ -151,7 +185,7 @@ def load(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = None)
     served, _ = _serving(art, platform, prefix)
     missing = []
     for t in needed(art, prefix=prefix):
-        for where in served:
+        for where in filter(lambda p: runs_on(t, p, art.platforms), served):
             if cj.registered(t["typed"], where) is None:
                 missing.append(f"{t['typed']} on {where} (the legacy {t['legacy']}, "
                                f"api_version {t['api_version']})")
@@ -171,5 +205,5 @@ def disabled_checks(src: Any, *, prefix: str = DEFAULT_PREFIX) -> list:
         jax.export.export(jax.jit(f), disabled_checks=ce.disabled_checks(art))
     """
     from jax import export as jax_export
-    return [jax_export.DisabledSafetyCheck.custom_call(t["typed"])
-            for t in needed(src, prefix=prefix)]
+    typed = {c.target for c in read(src).calls(prefix) if c.kind == "ccshim"}
+    return [jax_export.DisabledSafetyCheck.custom_call(t) for t in sorted(typed)]

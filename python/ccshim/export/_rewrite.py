@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import _jax_internals
 from .._hlo import rewrite_call
-from ._common import DEFAULT_PREFIX, ArtifactError, Call
+from ._common import DEFAULT_PREFIX, ArtifactError, Call, union_platforms
 from ._read import read
 
 
@@ -72,7 +72,9 @@ def rewrite(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = No
             new = rewrite_call(op, call, prefix, art.what)
             entry = targets.setdefault(new, {
                 "legacy": call.target, "typed": new, "api_version": call.api_version,
-                "platforms": list(art.platforms), "calls": 0, "signatures": []})
+                "platforms": [], "calls": 0, "signatures": []})
+            entry["platforms"] = union_platforms(art.platforms, entry["platforms"],
+                                                 call.platforms)
             entry["calls"] += 1
             if call.signature not in entry["signatures"]:
                 entry["signatures"].append(call.signature)
