@@ -4,12 +4,15 @@ edited.
 
 The command runs with, first on PYTHONPATH, ccshim.legacy's boot folder
 (whose sitecustomize enables zero-change mode as soon as a program has
-imported jax), for --strict its marker ``_boot/strict``, and the folder
-holding this ccshim package, so that a Python of another venv imports the
-same ccshim; with CCSHIM_LEGACY set (``on``, or ``strict``) for a program
-that imports ccshim.legacy itself; and with --report, CCSHIM_LEGACY_REPORT
-(the file, made absolute), to which each of those Pythons adds a line for
-each typed target it registers (``REPORT_FIELDS`` below).
+imported jax), for --strict its marker ``_boot/strict``, the entries that
+carry where this ccshim's library is and, with --report, the report file
+(ccshim/_carried.py), and the folder holding this ccshim package: so that a
+Python of another venv, or one started with nothing of the environment but
+PYTHONPATH, imports the same ccshim with the same library and mode.  Also
+CCSHIM_LEGACY (``on``, or ``strict``) for a program that imports
+ccshim.legacy itself, and with --report, CCSHIM_LEGACY_REPORT (the file,
+made absolute), to which each of those Pythons adds a line for each typed
+target it registers (``REPORT_FIELDS`` below).
 ``python -m ccshim.legacy`` is the same for one Python program.  Kept out of
 ccshim.legacy itself, which imports JAX: the command starts no JAX of its
 own before it hands over to CMD.
@@ -20,6 +23,8 @@ from __future__ import annotations
 import os
 import sys
 from typing import NamedTuple, Sequence
+
+from . import _carried
 
 USAGE = ("usage: ccshim legacy [--strict] [--report FILE] -- COMMAND [ARGS...]\n"
          "  runs COMMAND with zero-change mode on in every Python it starts: legacy\n"
@@ -42,22 +47,33 @@ class Mode(NamedTuple):
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
-BOOT = os.path.join(_PACKAGE, "legacy", "_boot")
+BOOT = _carried.BOOT
 
 
 def environment(mode: Mode, env: dict[str, str] | None = None) -> dict[str, str]:
     """``env`` (default: this process's) as a command run in zero-change
     mode gets it."""
+    from . import _native
     env = dict(os.environ if env is None else env)
     env["CCSHIM_LEGACY"] = "strict" if mode.strict else "on"
-    if mode.report is not None:
-        env["CCSHIM_LEGACY_REPORT"] = os.path.abspath(mode.report)
+    report = os.path.abspath(mode.report) if mode.report is not None else None
+    if report is not None:
+        env["CCSHIM_LEGACY_REPORT"] = report
     marker = os.path.join(BOOT, "strict")
-    ours = [BOOT, marker, os.path.dirname(_PACKAGE)]
-    path = [p for p in ours if mode.strict or p != marker]
-    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in ours]
-    env["PYTHONPATH"] = os.pathsep.join(path + rest)
+    carried = _carried.entries({"library": os.path.abspath(_native.library_path()),
+                                "report": report})
+    ours = [BOOT, *([marker] if mode.strict else []), *carried, os.path.dirname(_PACKAGE)]
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+            if p and p not in ours and p != marker and not _carried.is_entry(p)]
+    env["PYTHONPATH"] = os.pathsep.join(ours + rest)
     return env
+
+
+def report_file() -> str | None:
+    """The file this Python reports its typed targets to: CCSHIM_LEGACY_REPORT,
+    else the one carried on its path (a child whose environment was not
+    passed on)."""
+    return os.environ.get("CCSHIM_LEGACY_REPORT") or _carried.read().get("report")
 
 
 def parse(argv: Sequence[str], usage: str) -> tuple[Mode, list[str]]:

@@ -19,11 +19,18 @@ c_size_t = ctypes.c_size_t
 c_int64 = ctypes.c_int64
 c_uint32 = ctypes.c_uint32
 
+from . import _carried
+
 _HERE = pathlib.Path(__file__).resolve().parent
 
 
 def _candidates():
-    # Its own first: the library a wheel installed beside these modules.
+    # The one ccshim legacy's command loaded, where this Python is one it
+    # started (carried on PYTHONPATH: ccshim/_carried.py).
+    carried = _carried.read().get("library")
+    if carried:
+        yield pathlib.Path(carried)
+    # Its own: the library a wheel installed beside these modules.
     yield _HERE / "lib" / "libccshim.so"
     env = os.environ.get("CCSHIM_LIBRARY")
     if env:

@@ -218,6 +218,49 @@ def test_the_runner_reaches_the_pythons_a_program_starts_and_reports_them(how, t
     assert {line["platform"] for line in lines} == {"host"}
 
 
+@pytest.mark.parametrize("how", ["ccshim legacy", "python -m ccshim.legacy"])
+def test_a_child_with_nothing_but_pythonpath_keeps_this_ccshim_and_its_library(how, tmp_path):
+    """A child started with an environment of only PYTHONPATH (as mpi4jax's
+    tests start theirs), of a ccshim whose library is in a folder of its
+    own (CCSHIM_LIBRARY, as a build elsewhere needs): it imports the same
+    ccshim, loads the same library, is strict and reports, all from what
+    PYTHONPATH carries."""
+    import shutil
+    site, own = tmp_path / "site", tmp_path / "own"
+    shutil.copytree(ROOT / "python" / "ccshim", site / "ccshim",
+                    ignore=shutil.ignore_patterns("__pycache__", "lib"))
+    own.mkdir()
+    library = own / "libccshim.so"
+    shutil.copy(BUILD / "libccshim.so", library)
+    child = ("import json, runpy, sys\n"
+             f"sys.argv = [{str(PROGRAM)!r}, 'xla', {str(KERNELS)!r}]\n"
+             f"runpy.run_path({str(PROGRAM)!r}, run_name='__main__')\n"
+             "import ccshim, ccshim._native\n"
+             "print(json.dumps({'library': ccshim._native.library_path(), "
+             "'package': ccshim.__file__}))\n")
+    parent = ("import os, subprocess, sys\n"
+              f"sys.exit(subprocess.call([sys.executable, '-c', {child!r}], "
+              "env={'PYTHONPATH': os.environ['PYTHONPATH']}))\n")
+    report = tmp_path / "report.tsv"
+    prefix = ([str(BUILD / "tools" / "ccshim"), "legacy", "--strict", "--report", str(report),
+               "--", sys.executable] if how == "ccshim legacy" else
+              [sys.executable, "-m", "ccshim.legacy", "--strict", f"--report={report}"])
+    env = {**os.environ, "CCSHIM_PYTHON": sys.executable, "CCSHIM_LIBRARY": str(library),
+           "PYTHONPATH": str(site)}
+    env.pop("CCSHIM_LEGACY", None)
+    p = subprocess.run([*prefix, "-c", parent], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    ran, where = (json.loads(line) for line in p.stdout.strip().splitlines()[-2:])
+    assert ran["targets"] == STRICT_TARGETS
+    assert where == {"library": str(library), "package": str(site / "ccshim" / "__init__.py")}
+    from ccshim._legacy_cmd import REPORT_FIELDS  # ccshim.legacy's import would turn it on
+    lines = [dict(zip(REPORT_FIELDS, line.split("\t")))
+             for line in report.read_text().splitlines()]
+    assert sorted(line["typed"] for line in lines) == sorted(
+        t for targets in STRICT_TARGETS.values() for t in targets)
+
+
 def test_the_runner_refuses_what_it_cannot_run():
     ccshim = str(BUILD / "tools" / "ccshim")
     env = {**os.environ, "CCSHIM_PYTHON": sys.executable}

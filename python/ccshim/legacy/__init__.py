@@ -62,7 +62,7 @@ from typing import Any
 
 from .. import _jax_internals
 from .._hlo import DEFAULT_PREFIX, describe_call, rewrite_call, walk
-from .._legacy_cmd import REPORT_FIELDS
+from .._legacy_cmd import REPORT_FIELDS, report_file
 
 __all__ = ["enable", "disable", "enabled", "recorded", "wrapped", "signature",
            "LegacyCallError", "REPORT_FIELDS"]
@@ -234,7 +234,7 @@ def _ensure_registered(typed: str, target: str, fn: Any, platform: str,
         text = _signatures.get((platform, target))
     cj.register_legacy(typed, fn, platform=platform, api_version=api_version, signature=text)
     _wrapped.add(key)
-    report = os.environ.get("CCSHIM_LEGACY_REPORT")
+    report = report_file()
     if report:
         line = "\t".join(map(str, (os.getpid(), platform, typed, target, api_version)))
         try:  # one write of one short line, appended: whole beside other processes'
