@@ -20,13 +20,13 @@ loaded afterwards (:func:`load_legacy_library`) resolve their
 from ._core import (Adapter, CcshimError, Leaf, Signature, WrapSpec, answers_as_typed_handler,
                     cmake_dir, dtype_name, dtype_number, export_platform_name, include_dir,
                     include_dirs, legacy_form_name, legacy_targets, library_path,
-                    load_legacy_library, numpy_dtype, parse_platform, resolve_kernel, version,
-                    wrap, wrap_kernel, wrap_spec, xla_platform_name)
+                    load_legacy_library, numpy_dtype, parse_platform, pycapsule, resolve_kernel,
+                    version, wrap, wrap_kernel, wrap_spec, xla_platform_name)
 
 __all__ = [
     "CcshimError", "Signature", "Leaf", "Adapter", "WrapSpec", "wrap", "wrap_spec",
     "wrap_kernel", "resolve_kernel", "answers_as_typed_handler", "load_legacy_library",
     "legacy_targets", "version", "dtype_name", "dtype_number", "numpy_dtype", "include_dir",
     "include_dirs", "cmake_dir", "library_path", "parse_platform", "legacy_form_name",
-    "xla_platform_name", "export_platform_name",
+    "xla_platform_name", "export_platform_name", "pycapsule",
 ]

@@ -217,15 +217,33 @@ def _leaf(shape: _native.Shape) -> Leaf:
 
 # --- Finding a kernel -------------------------------------------------------
 
-_PyCapsule_GetName = ctypes.pythonapi.PyCapsule_GetName
-_PyCapsule_GetName.restype = ctypes.c_char_p
-_PyCapsule_GetName.argtypes = [ctypes.py_object]
-_PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
-_PyCapsule_GetPointer.restype = ctypes.c_void_p
-_PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_PyCapsule_IsValid = ctypes.pythonapi.PyCapsule_IsValid
-_PyCapsule_IsValid.restype = ctypes.c_int
-_PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+def _python_api(name: str, restype, *argtypes):
+    """A function of Python's C API with a prototype of ccshim's own: a new
+    function object each, never ``ctypes.pythonapi``'s shared one, whose
+    prototype extensions set for themselves (one that sets
+    ``PyCapsule_New.argtypes`` and calls it with None finds it as it left
+    it).  PYFUNCTYPE: called with the GIL held, Python's errors raised."""
+    return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
+
+
+_PyCapsule_GetName = _python_api("PyCapsule_GetName", ctypes.c_char_p, ctypes.py_object)
+_PyCapsule_GetPointer = _python_api("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.py_object,
+                                    ctypes.c_char_p)
+_PyCapsule_IsValid = _python_api("PyCapsule_IsValid", ctypes.c_int, ctypes.py_object,
+                                 ctypes.c_char_p)
+_PyCapsule_New = _python_api("PyCapsule_New", ctypes.py_object, ctypes.c_void_p,
+                             ctypes.c_char_p, ctypes.c_void_p)
+
+
+def pycapsule(fn: Any):
+    """An unnamed PyCapsule of a function pointer (a ctypes function or an
+    address), with no destructor: what ``jax.ffi.pycapsule`` makes, made
+    without touching ``ctypes.pythonapi.PyCapsule_New``'s prototype, which
+    jax.ffi.pycapsule rewrites for the whole process."""
+    address = fn if isinstance(fn, int) else ctypes.cast(fn, ctypes.c_void_p).value
+    if not address:
+        raise ValueError("a capsule of a NULL function pointer")
+    return _PyCapsule_New(address, None, None)
 
 # The names a custom-call target's capsule carries: jaxlib's and legacy
 # extensions' registrations() name theirs "xla._CUSTOM_CALL_TARGET", and

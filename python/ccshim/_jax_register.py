@@ -13,7 +13,8 @@ import jax
 
 from . import _args, _modules
 from ._core import (Adapter, Signature, WrapSpec, answers_as_typed_handler, export_platform_name,
-                    parse_platform, resolve_kernel, wrap_kernel, wrap_spec, xla_platform_name)
+                    parse_platform, pycapsule, resolve_kernel, wrap_kernel, wrap_spec,
+                    xla_platform_name)
 
 _lock = threading.Lock()
 # (name, canonical platform) -> Adapter.  Never emptied: XLA has no
@@ -154,7 +155,7 @@ def _commit(name: str, kernel: int, spec: WrapSpec) -> Adapter:
     adapter = wrap_kernel(kernel, spec)
     _start_backend(spec.export_platform)
     try:
-        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(adapter.handler),
+        jax.ffi.register_ffi_target(name, pycapsule(adapter.handler),
                                     platform=spec.xla_platform, api_version=1)
     except Exception:
         _refused.append(adapter)
@@ -286,7 +287,7 @@ def register_xla_legacy(name: str, fn: Any, *, platform: str = "cpu") -> int:
             raise ValueError(f"{name!r} is already on XLA's legacy path for {canonical} "
                              "with another kernel; choose another name")
         _start_backend(export_platform_name(canonical))
-        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(kernel),
+        jax.ffi.register_ffi_target(name, pycapsule(kernel),
                                     platform=xla_platform_name(canonical), api_version=0)
         _xla_legacy[key] = kernel
     return kernel

@@ -71,6 +71,19 @@ for name, fn in programs.items():
                                       for line in text.splitlines()
                                       if 'custom_call_target="' in line})
     report["outputs"][name] = np.asarray(fn(x)).tobytes().hex()
+# The extension makes a capsule with its own prototype again, after ccshim
+# has registered its targets: the process's shared prototypes are as the
+# extension left them (None where it set none).
+try:
+    _new(ctypes.cast(lib.scale_v1, ctypes.c_void_p).value, b"xla._CUSTOM_CALL_TARGET", None)
+    report["capsule_after"] = "made"
+except Exception as e:  # noqa: BLE001 - the message is the result
+    report["capsule_after"] = f"{type(e).__name__}: {e}"
+report["pythonapi"] = {
+    name: [getattr(getattr(ctypes.pythonapi, name), "argtypes", None) is None and "unset"
+           or [t.__name__ for t in getattr(ctypes.pythonapi, name).argtypes]][0]
+    for name in ("PyCapsule_New", "PyCapsule_GetName", "PyCapsule_GetPointer",
+                 "PyCapsule_IsValid")}
 if mode == "strict":  # a target registered before ccshim.legacy: its call is refused
     import ccshim.legacy as cl
     cl.disable()

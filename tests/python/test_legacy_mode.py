@@ -55,6 +55,15 @@ def test_an_unchanged_extension_runs_through_ccshim():
                                  "v2 via mlir.custom_call": ["ccshim.v2.ext_scale_v2"],
                                  "v3 with a descriptor": ["ccshim.v3.ext_scale_v3"]}
     assert xla["targets"]["v2 via mlir.custom_call"] == ["ext_scale_v2"]
+    # ccshim made its capsules without touching ctypes.pythonapi's shared
+    # prototypes: the extension's own PyCapsule_New, called with None as its
+    # destructor after ccshim registered, still works (issue 37)
+    for run in (xla, on, strict):
+        assert run["capsule_after"] == "made", run["capsule_after"]
+        assert run["pythonapi"] == {"PyCapsule_New": ["c_void_p", "c_char_p", "c_void_p"],
+                                    "PyCapsule_GetName": "unset",
+                                    "PyCapsule_GetPointer": "unset",
+                                    "PyCapsule_IsValid": "unset"}, run["pythonapi"]
     # strict: a legacy call whose registration bypassed ccshim is an error
     assert "ccshim.legacy (strict): legacy custom call(s) to ext_late (api_version 1) would " \
            "reach XLA's legacy path" in strict["strict_refused"]
