@@ -40,7 +40,7 @@ space := $(empty) $(empty)
 THREADED_RE = ^($(subst $(space),|,$(THREADED_TESTS)))$$
 
 .PHONY: all setup test-setup configure build demo test test-c test-python test-projects test-wheel test-cmake test-sanitize test-fuzz \
-        fuzz bench clean test-matrix format
+        fuzz bench clean test-matrix format test-gpu
 
 all: build
 
@@ -126,6 +126,15 @@ test-fuzz: test-setup
 test-matrix: build
 	@bash dev/test_matrix.sh $(BUILD)
 
+# Everything ccshim does on an NVIDIA GPU, in one run of at most 10
+# minutes there, ending in one table (docs/gpu.md); 77, said as skipped,
+# where there is no GPU.  What a GPU machine that cannot fetch needs is put
+# in .carry/ first (tests/gpu/prepare.sh, where PyPI and Debian are reachable).
+test-gpu:
+	@bash tests/gpu/test_gpu.sh; rc=$$?; \
+	  if [ $$rc = 77 ]; then echo "SKIPPED: make test-gpu (see the line above)"; \
+	  elif [ $$rc != 0 ]; then exit $$rc; fi
+
 # Longer fuzzing, by hand.
 fuzz:
 	@$(MAKE) --no-print-directory test-fuzz FUZZ_SECONDS=600
@@ -143,4 +152,4 @@ format:
 	@bash dev/format.sh --fix
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-cmake
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-cmake build-gpu

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# make test-gpu: everything ccshim does on an NVIDIA GPU, in one run sized to
+# finish within 10 minutes there, builds included, ending in one table.
+# Exits 77 where there is no GPU (or no JAX with a CUDA backend).
+#
+#   build      ccshim with CUDA for the GPU's architecture (libffi from
+#              .carry/libffi where its headers are missing), the CUDA
+#              examples and the GPU benchmark's kernel
+#   embedded   examples/legacy/add_gpu.cu through ccshim in the embedded
+#              runtime, a real stream and device memory, beside the legacy
+#              invoker (add_gpu_cuda)
+#   jax        the same kernel in JAX: XLA's legacy GPU path, ccshim and its
+#              native typed port, byte for byte (tests/gpu/jax_gpu.py)
+#   memcheck   compute-sanitizer --tool memcheck on the embedded example and
+#              on that JAX run (ccshim's and XLA's paths, no timing)
+#   mpi4jax    mpi4jax 0.8.1.post2 built with its CUDA bridge against mpich
+#              (the wheel, chosen explicitly: its libmpi.so.12 preloaded, for
+#              children too), and its own test suite on 1 rank through
+#              `python -m ccshim.legacy --strict --report`
+#   bench      bench/jax_gpu.py: XLA's legacy path, ccshim and a hand-written
+#              typed handler of one kernel, per call in a loop and at 16M
+#              elements, interleaved, best of 15
+#
+# TEST_GPU_SECONDS (default 570) bounds the whole run; TEST_GPU_ONLY="STEP..."
+# runs only those steps after the build.  Needs nvcc, cmake, and a Python 3.12 with JAX and its CUDA plugin (PYTHON,
+# default python3), pytest and Cython; what such a machine cannot fetch is in
+# .carry/ (tests/gpu/prepare.sh, run where PyPI and Debian are reachable).
+# Logs and the table go to LOGS (default build-gpu/logs; the device tool's
+# $OUT, so that they come back).
+#
+# usage: tests/gpu/test_gpu.sh [BUILD_DIR]   (default build-gpu)
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/gpu/common.sh
+root=$PWD
+build=${1:-build-gpu}
+python=${PYTHON:-python3}
+logs=${LOGS:-$build/logs}
+# Every step's limit is cut to what is left of this, so that the table is
+# written whole within the 10 minutes a GPU machine is lent for.
+budget=${TEST_GPU_SECONDS:-570}
+started=$SECONDS
+
+if ! gpu_here; then
+  echo "skipped: no NVIDIA GPU here"
+  exit 77
+fi
+if ! "$python" -c 'import jax; jax.devices("cuda")' >/dev/null 2>&1; then
+  echo "skipped: $python has no JAX with a CUDA backend"
+  exit 77
+fi
+mkdir -p "$logs" "$build"
+logs=$(cd "$logs" && pwd)
+# A GPU machine that can fetch makes .carry/ itself.
+if [ ! -d .carry/mpi4jax-0.8.1.post2 ] || ! compgen -G ".carry/wheels/mpich-*.whl" >/dev/null; then
+  bash tests/gpu/prepare.sh >"$logs/prepare.log" 2>&1 ||
+    echo "tests/gpu/prepare.sh could not fetch what .carry/ lacks ($logs/prepare.log)"
+fi
+export root build python logs
+# a Python that dies says where, and what it printed before is in its log
+export PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1
+table=$logs/table.txt
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)
+jax_version=$("$python" -c 'import jax; print(jax.__version__)')
+{
+  echo "make test-gpu, $(date -u +%Y-%m-%d), $gpu, JAX $jax_version, $("$python" -V 2>&1)"
+  printf '%-10s %-5s %6s  %s\n' step result secs detail
+} >"$table"
+failed=0
+
+# step NAME LIMIT_SECONDS SUMMARY_COMMAND -- COMMAND...: runs COMMAND (a
+# program or a function of this file) under a time limit, its output in
+# LOGS/NAME.log; the table gets its result, its time and the line
+# SUMMARY_COMMAND prints from the log (on stdin).
+step() {
+  local name=$1 limit=$2 summary=$3 t0=$SECONDS rc result detail='' left
+  shift 4
+  if [ -n "${TEST_GPU_ONLY:-}" ] && [[ " build $TEST_GPU_ONLY " != *" $name "* ]]; then
+    return 0  # not asked for (TEST_GPU_ONLY="mpi4jax bench": those, after the build)
+  fi
+  left=$((budget - (SECONDS - started)))
+  if [ $left -lt 20 ]; then
+    printf '%-10s %-5s %6d  %s\n' "$name" SKIP 0 "out of time (TEST_GPU_SECONDS=$budget)" |
+      tee -a "$table"
+    failed=1
+    return 1
+  fi
+  [ "$limit" -le $left ] || limit=$left
+  echo "== $name"
+  timeout --kill-after=10 "$limit" bash -c '"$@"' step "$@" >"$logs/$name.log" 2>&1
+  rc=$?
+  case $rc in
+    0) result=PASS ;;
+    124 | 137) result=TIME detail="over ${limit}s; " ;;
+    *) result=FAIL ;;
+  esac
+  [ $rc = 0 ] || failed=1
+  detail="$detail$(eval "$summary" <"$logs/$name.log" | tr '\n' ' ' | cut -c1-160)"
+  printf '%-10s %-5s %6d  %s\n' "$name" "$result" $((SECONDS - t0)) "$detail" | tee -a "$table"
+  [ $rc = 0 ] || tail -n 15 "$logs/$name.log"
+  return $rc
+}
+
+build_all() {
+  libffi_or_carried &&
+    build_gpu "$build" "$python" ccshim add_gpu_cuda ccshim_example_gpu_cuda \
+      migration_ported_gpu ccshim_bench_gpu
+}
+export -f gpu_here libffi_or_carried cuda_architecture build_gpu build_all
+if ! step build 300 "grep -E '^libffi from' || echo 'arch $(cuda_architecture)'" -- build_all; then
+  echo "the build failed: nothing else can run" | tee -a "$table"
+  cat "$table"
+  exit 1
+fi
+
+with_ccshim=(env CCSHIM_LIBRARY="$root/$build/libccshim.so" PYTHONPATH="$root/python"
+             XLA_PYTHON_CLIENT_PREALLOCATE=false)
+examples=$build/examples
+step embedded 60 "grep -iE 'identical|differ|error' | head -n 2" -- "$examples/add_gpu_cuda"
+step jax 180 "grep -E 'byte|alike|fori_loop'" -- "${with_ccshim[@]}" "$python" \
+  tests/gpu/jax_gpu.py "$examples/libccshim_example_gpu_cuda.so" \
+  --ported "$examples/libmigration_ported_gpu.so"
+
+# mpi4jax: a venv of its own, which sees the machine's JAX (a .pth file
+# naming PYTHON's site-packages) and holds mpich and mpi4py from
+# .carry/wheels: mpi4py looks for libmpi in its venv's lib/ first, so mpich's
+# is chosen over another MPI the machine has (Open MPI's libmpi.so.40), in the
+# children its tests start with an environment of their own too.  mpi4jax's
+# sdist from .carry built in place with mpich's mpicc (and nvcc's CUDA, for its
+# bridge), its suite run as published from a copy of its tests.
+mpi4jax_suite() {
+  local venv=$root/$build/venv-mpi src=$root/$build/mpi4jax suite libmpi site
+  [ -d .carry/mpi4jax-0.8.1.post2 ] && compgen -G ".carry/wheels/mpich-*.whl" >/dev/null ||
+    { echo "no .carry/mpi4jax-0.8.1.post2 or .carry/wheels (tests/gpu/prepare.sh)"; return 1; }
+  rm -rf "$venv"
+  "$python" -m venv --without-pip "$venv" || return 1
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  # (site.addsitedir: the machine's own .pth files are read too)
+  "$python" -c 'import site; print("".join(f"import site; site.addsitedir({p!r})\n"
+                                           for p in site.getsitepackages()))' \
+    >"$site/machine-site.pth"
+  "$python" -m pip install -q --disable-pip-version-check --no-index --no-deps \
+    --ignore-installed --prefix "$venv" .carry/wheels/*.whl || return 1
+  libmpi=$(find "$venv/lib" -maxdepth 1 -name 'libmpi.so.12' | head -n 1)
+  [ -n "$libmpi" ] || { echo "the mpich wheel put no libmpi.so.12 in $venv/lib"; return 1; }
+  "$venv/bin/python" -c 'from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])'
+  rm -rf "$src" && cp -r .carry/mpi4jax-0.8.1.post2 "$src"
+  [ -x /usr/local/cuda/bin/nvcc ] && PATH=$PATH:/usr/local/cuda/bin  # its CUDA: nvcc's
+  (cd "$src" && PATH="$venv/bin:$PATH" MPI4JAX_BUILD_MPICC="$venv/bin/mpicc" \
+    "$venv/bin/python" setup.py build_ext --inplace >build.log 2>&1) ||
+    { tail -n 20 "$src/build.log"; return 1; }
+  compgen -G "$src/mpi4jax/_src/xla_bridge/mpi_xla_bridge_cuda.*.so" >/dev/null ||
+    { echo "mpi4jax's CUDA bridge was not built"; return 1; }
+  suite=$root/$build/mpi4jax-suite
+  rm -rf "$suite" && mkdir -p "$suite" &&
+    cp -r "$src/tests" "$src/examples" "$src/pyproject.toml" "$suite/"
+  rm -f "$logs/mpi4jax-report.tsv"
+  # mpich's libmpi preloaded too, and on the library path for the children
+  (cd "$suite" && LD_PRELOAD="$libmpi" LD_LIBRARY_PATH="$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    MPI4JAX_USE_CUDA_MPI=0 PATH="$venv/bin:$PATH" \
+    CCSHIM_LIBRARY="$root/$build/libccshim.so" PYTHONPATH="$root/python:$src" \
+    "$venv/bin/python" -m ccshim.legacy --strict \
+    --report "$logs/mpi4jax-report.tsv" -m pytest -q -p no:cacheprovider tests \
+    --junitxml="$logs/mpi4jax-junit.xml")
+  local rc=$? kernels
+  # Which MPI a child started as its tests start theirs (HOME, PATH,
+  # PYTHONPATH and LD_LIBRARY_PATH kept, nothing else) loads, and when.
+  echo "a child with its tests' environment maps:"
+  (cd "$suite" && env -i HOME="$HOME" PATH="$venv/bin:$PATH" PYTHONPATH="$root/python:$src" \
+    LD_LIBRARY_PATH="$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    CCSHIM_LIBRARY="$root/$build/libccshim.so" "$venv/bin/python" -m ccshim.legacy -c '
+def mpi(when):
+    libs = sorted({l.split()[-1] for l in open("/proc/self/maps") if "libmpi" in l})
+    print(f"  {when}: {libs}")
+mpi("at start")
+import jax
+mpi("after import jax")
+from mpi4py import MPI
+mpi("after mpi4py.MPI: " + MPI.Get_library_version().splitlines()[0])
+import mpi4jax
+mpi("after import mpi4jax")' 2>&1 | grep -v Warning)
+  kernels=$(cut -f2,3 "$logs/mpi4jax-report.tsv" 2>/dev/null | grep -c $'^cuda\tccshim.v2.mpi_')
+  echo "cuda kernels through ccshim: $kernels"
+  [ "$kernels" -ge 10 ] || { echo "expected its 10 collectives on cuda"; rc=1; }
+  return $rc
+}
+export -f mpi4jax_suite
+step mpi4jax 420 "grep -E '(passed|failed|error)|cuda kernels' | tail -n 2" -- mpi4jax_suite
+
+step bench 240 "grep -E 'same bytes|^(legacy|ccshim|typed|xla add)' " -- \
+  "${with_ccshim[@]}" "$python" bench/jax_gpu.py "$build/bench/libccshim_bench_gpu.so" \
+  --json "$logs/bench.json"
+
+memcheck=(compute-sanitizer --tool memcheck --error-exitcode 3)
+if command -v compute-sanitizer >/dev/null; then
+  step memcheck1 120 "grep -E 'ERROR SUMMARY' | tail -n 1" -- "${memcheck[@]}" \
+    "$examples/add_gpu_cuda"
+  step memcheck2 300 "grep -E 'ERROR SUMMARY|PASS|FAIL' | tail -n 2" -- "${with_ccshim[@]}" \
+    "${memcheck[@]}" "$python" tests/gpu/jax_gpu.py "$examples/libccshim_example_gpu_cuda.so" \
+    --no-timing
+else
+  printf '%-10s %-5s %6s  %s\n' memcheck SKIP 0 "no compute-sanitizer here" | tee -a "$table"
+fi
+
+echo "total: $((SECONDS - started)) s" >>"$table"
+echo
+cat "$table"
+exit $failed
