@@ -38,7 +38,7 @@ from jax.interpreters import ad, batching, mlir
 from jax.lib import xla_client
 from jaxlib.hlo_helpers import custom_call
 report = {"installed": _restored.installed(), "maps": {
-    "jax.core.Primitive": jax.core.Primitive is extend_core.Primitive,
+    "jax.core.Primitive": issubclass(jax.core.Primitive, extend_core.Primitive),
     "jax.core.get_aval": jax.core.get_aval is jax.typeof,
     "jax.abstract_arrays.ShapedArray":
         importlib.import_module("jax.abstract_arrays").ShapedArray is jax.core.ShapedArray,
@@ -101,12 +101,36 @@ try:
     import jaxlib.hlo_helpers as h; h.hlo_const
 except AttributeError as e:
     errors["hlo_helpers.hlo_const"] = str(e)
-import jax.experimental
-try:
-    jax.experimental.enable_x64
-except AttributeError as e:
-    errors["enable_x64"] = str(e)
 report["errors"] = errors
+# what extensions' own tests wrap their calls in (jax-finufft 0.1.0's)
+import jax.experimental
+with jax.experimental.enable_x64():
+    report["enable_x64"] = str(jnp.ones(1).dtype)
+    with jax.experimental.disable_x64():
+        report["disable_x64"] = str(jnp.ones(1).dtype)
+# ir_constant of a Python scalar in a lowering rule, as JAX to 0.7.1 made it
+# (an element count, an object's id()): of its Python type's dtype
+with mlir.make_ir_context(), ir.Location.unknown():
+    module = ir.Module.create()
+    with ir.InsertionPoint(module.body):
+        report["ir_constant"] = [str(mlir.ir_constant(v).type) for v in
+                                 (12, 2**40, 0.5, True, 1j)]
+        report["ir_constants"] = [str(c.type) for c in mlir.ir_constants(7)]
+# a NumPy-array parameter of a primitive made through jax.core.Primitive (JAX
+# 0.7 wants parameters hashable): the rules get the same values
+shaped = jax.core.Primitive("shaped_like")
+seen = []
+def shaped_abstract(x, *, shape):
+    seen.append((type(shape).__mro__[1].__name__, tuple(int(s) for s in shape),
+                 hash(shape) == hash(shape.copy()), shape == np.array(shape)))
+    return jax.core.ShapedArray(tuple(shape), x.dtype)
+shaped.def_abstract_eval(shaped_abstract)
+mlir.register_lowering(shaped, mlir.lower_fun(
+    lambda x, *, shape: jnp.broadcast_to(x, tuple(int(s) for s in shape)),
+    multiple_results=False))
+import numpy as np
+out = jax.jit(lambda x: shaped.bind(x, shape=np.array([2, 3])))(jnp.float32(1.5))
+report["ndarray_param"] = {"shape": list(out.shape), "seen": seen[0]}
 cl.disable()
 report["after_disable"] = {"installed": _restored.installed(),
                            "jax.lib.xla_client": "jax.lib.xla_client" in sys.modules,
@@ -136,13 +160,15 @@ def test_each_restored_name_maps_onto_the_running_jax_and_is_taken_back():
     assert "cannot import name 'hlo_const'" in e["hlo_const"]
     assert "jaxlib.hlo_helpers was removed in JAX 0.8.0; ccshim.legacy restores only " \
            "its custom-call plumbing (custom_call), not hlo_const" in e["hlo_helpers.hlo_const"]
-    if "enable_x64" in e:  # where JAX has removed it (0.9.0)
-        assert "jax.experimental.enable_x64 was removed in JAX 0.9.0; ccshim.legacy does " \
-               "not restore it" in e["enable_x64"] and "jax.enable_x64(True)" in e["enable_x64"]
+    assert (r["enable_x64"], r["disable_x64"]) == ("float64", "float32")
+    assert r["ir_constant"] == ["tensor<i64>", "tensor<i64>", "tensor<f64>", "tensor<i1>",
+                                "tensor<complex<f64>>"], r["ir_constant"]
+    assert r["ir_constants"] == ["tensor<i64>"]
+    assert r["ndarray_param"] == {"shape": [2, 3], "seen": ["ndarray", [2, 3], True, True]}
     # What the running JAX lacks was put back; and taken back by disable().
     if tuple(map(int, jax.__version__.split(".")[:2])) >= (0, 10):
-        assert "enable_x64" in e
-        for name in ("jax.lib.xla_client", "jaxlib.hlo_helpers", "jax.core.Primitive",
+        for name in ("jax.experimental.enable_x64", "jax.interpreters.mlir.ir_constant",
+                     "jax.lib.xla_client", "jaxlib.hlo_helpers", "jax.core.Primitive",
                      "jax.abstract_arrays", "jax.core.raise_to_shaped",
                      "jax.core.get_aval", "jax.lax.zeros_like_array",
                      "jax.interpreters.mlir.custom_call"):
@@ -151,6 +177,39 @@ def test_each_restored_name_maps_onto_the_running_jax_and_is_taken_back():
                                   "jax.abstract_arrays": False,
                                   "jax.core.Primitive": False, "ad.Zero.from_value": False,
                                   "maybe_jvp_tracer": True}
+
+
+IR_CONSTANT_RULE = r"""
+import json, sys
+import ccshim, ccshim.legacy as cl
+import jax, jax.core, numpy as np
+from jax.interpreters import mlir
+from jaxlib.hlo_helpers import custom_call
+lib = ccshim.load_legacy_library(sys.argv[1])
+jax.ffi.register_ffi_target("ext_count_sum", jax.ffi.pycapsule(lib.count_sum_v1), platform="cpu",
+                            api_version=0)
+count_sum = jax.core.Primitive("count_sum")
+count_sum.def_abstract_eval(lambda x: jax.core.ShapedArray((), x.dtype))
+
+def lower(ctx, x):
+    # the element count as a Python int, as extensions of JAX 0.4 passed it
+    n = mlir.ir_constant(int(np.prod(ctx.avals_in[0].shape)))
+    return custom_call("ext_count_sum", result_types=[mlir.aval_to_ir_type(ctx.avals_out[0])],
+                       operands=[n, x], api_version=1).results
+
+mlir.register_lowering(count_sum, lower, platform="cpu")
+x = np.arange(1, 101, dtype=np.float32)
+print(json.dumps({"sum": float(jax.jit(count_sum.bind)(x)), "wrapped": cl.wrapped()}))
+"""
+
+
+def test_a_lowering_rule_passing_ir_constant_a_python_int_runs():
+    """An extension's lowering rule that makes its element count an operand
+    with mlir.ir_constant(n), n a Python int (as the JAX of its time took
+    it, an int64 constant; JAX 0.7.2 on asserts unless given the aval),
+    runs in strict zero-change mode: the kernel reads the count as s64."""
+    r = _python(IR_CONSTANT_RULE, {"CCSHIM_LEGACY": "strict"}, args=[str(KERNELS)])
+    assert r == {"sum": 5050.0, "wrapped": [["host", "ccshim.v1.ext_count_sum"]]}, r
 
 
 def test_the_docs_table_is_the_restored_list():

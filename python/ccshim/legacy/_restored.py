@@ -11,11 +11,14 @@ names the running JAX lacks, and ``uninstall`` takes back what it put.
 
 The line drawn: only names that the custom-call rules of real extensions
 (celerite2 0.3.2, exoplanet-core 0.3.1, jax-finufft 0.1.0, mpi4jax
-0.8.1.post2, veros 1.7.0, and those a scan of others from PyPI found:
-jax-triton 0.1.3, jaxdecomp 0.2.0, exoplanet-core 0.1.2; docs/legacy.md)
-use to define, register, lower, differentiate and batch their primitives,
-and each only as the running JAX still offers it under another name.  No other
-general JAX API, and nothing that needs machinery JAX no longer has:
+0.8.1.post2, veros 1.7.0, the census's (docs/census.md), and those a scan of
+others from PyPI found: jax-triton 0.1.3, jaxdecomp 0.2.0, exoplanet-core
+0.1.2; docs/legacy.md) use to define, register, lower, differentiate and
+batch their primitives, and what their own tests use right beside their
+custom calls where it is a thin alias of what JAX still has
+(jax.experimental.enable_x64); each only as the running JAX still offers it
+under another name.  No other general JAX API, and nothing that needs
+machinery JAX no longer has:
 ``NOT_RESTORED`` names what an extension of those years may still hit, and
 the error it then gets says what the name was and where its use moved.
 
@@ -25,6 +28,7 @@ by tests/python/test_legacy_plumbing.py.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import sys
@@ -68,7 +72,10 @@ RESTORED = (
              "jax._src.interpreters.mlir.custom_call"),
     Restored("jax.interpreters.mlir.aval_to_ir_type(aval)", "0.10.1 (takes ctx, aval)",
              "jax.interpreters.mlir.aval_to_ir_type, with or without the lowering context"),
-    Restored("jax.core.Primitive", "0.6.0", "jax.extend.core.Primitive"),
+    Restored("jax.core.Primitive", "0.6.0",
+             "jax.extend.core.Primitive; a NumPy-array parameter of bind (unhashable, which "
+             "JAX 0.7.0 refuses) reaches the rules as a read-only array of the same values "
+             "that hashes and compares whole (== gives one bool)"),
     Restored("jax.abstract_arrays.ShapedArray", "0.4.17 (the module)", "jax.core.ShapedArray"),
     Restored("jax.core.raise_to_shaped", "0.6.0 (a no-op since 0.4.36)",
              "the aval itself, as JAX 0.4.36 to 0.5 gave it back"),
@@ -82,6 +89,12 @@ RESTORED = (
     Restored("jax.lax.zeros_like_array", "0.9.0", "jax.lax.full_like(x, 0)"),
     Restored("jax.interpreters.batching.moveaxis", "0.10.0", "jax.numpy.moveaxis"),
     Restored("jax.interpreters.batching.not_mapped", "0.10.2", "None (what it always was)"),
+    Restored("jax.interpreters.mlir.ir_constant(a Python scalar)", "0.7.2 (wants aval=)",
+             "the constant JAX 0.7.1 made of it: int64, float64, complex128 or bool, "
+             "whatever the x64 setting; ir_constants too"),
+    Restored("jax.experimental.enable_x64, disable_x64", "0.9.0",
+             "context managers over jax.enable_x64(True / False): what extensions' own "
+             "tests wrap their calls in (jax-finufft 0.1.0's)"),
 )
 
 NOT_RESTORED = (
@@ -96,13 +109,10 @@ NOT_RESTORED = (
     NotRestored("jaxlib.hlo_helpers (all but custom_call)", "0.8.0",
                 "general MLIR helpers (hlo_const, hlo_s32, ...), not custom-call plumbing: "
                 "jax.interpreters.mlir.ir_constant and jaxlib.mlir's dialects"),
-    NotRestored("jax.experimental.enable_x64", "0.9.0",
-                "general JAX API (jax-finufft 0.1.0's tests use it), not custom-call "
-                "plumbing: jax.enable_x64(True), or JAX_ENABLE_X64=1"),
-    NotRestored("Primitive.bind with an unhashable parameter", "0.7.0",
-                "general primitive API (jax-finufft 0.1.0 binds output_shape as a NumPy "
-                "array), not custom-call plumbing: JAX's own error names the primitive and "
-                "the parameter; give it as a tuple"),
+    NotRestored("jax.extend.core.Primitive.bind with an unhashable parameter", "0.7.0",
+                "a primitive made through today's name is today's code: JAX's own error names "
+                "the primitive and the parameter; give it as a tuple (one made through the "
+                "restored jax.core.Primitive takes NumPy arrays, above)"),
 )
 
 # What install() put back: (object or sys.modules, attribute or key, the
@@ -138,7 +148,7 @@ def install(register: Callable[..., Any]) -> None:
         _put(hlo_helpers, "custom_call", mlir_src.custom_call)
     _put_missing(mlir, "custom_call", mlir_src.custom_call)
     _aval_to_ir_type(mlir)
-    _put_missing(jax.core, "Primitive", extend_core.Primitive)
+    _put_missing(jax.core, "Primitive", _legacy_primitive(extend_core.Primitive))
     abstract_arrays = _module("jax.abstract_arrays", "ShapedArray", "0.4.17")
     if abstract_arrays is not None:
         _put(abstract_arrays, "ShapedArray", jax.core.ShapedArray)
@@ -150,7 +160,10 @@ def install(register: Callable[..., Any]) -> None:
     _put_missing(batching, "moveaxis", jnp.moveaxis)
     _put_missing(batching, "not_mapped", None)
     _hint(xla, "backend_specific_translations", NOT_RESTORED[1])
-    _hint(importlib.import_module("jax.experimental"), "enable_x64", NOT_RESTORED[3])
+    _ir_constant(mlir)
+    experimental = importlib.import_module("jax.experimental")
+    _put_missing(experimental, "enable_x64", _enable_x64)
+    _put_missing(experimental, "disable_x64", _disable_x64)
 
 
 def uninstall() -> None:
@@ -169,6 +182,85 @@ def uninstall() -> None:
             owner[attr] = old
         else:
             setattr(owner, attr, old)
+
+
+@contextlib.contextmanager
+def _enable_x64(new_val: bool = True):
+    import jax
+    with jax.enable_x64(new_val):
+        yield
+
+
+@contextlib.contextmanager
+def _disable_x64():
+    import jax
+    with jax.enable_x64(False):
+        yield
+
+
+# The dtypes JAX up to 0.7.1 gave a Python scalar's constant (whatever the
+# x64 setting): its python_scalar_dtypes.
+_SCALAR_DTYPES = ((bool, "bool"), (int, "int64"), (float, "float64"), (complex, "complex128"))
+
+
+def _ir_constant(mlir: types.ModuleType) -> None:
+    """From 0.7.2 ir_constant (and ir_constants) of a Python scalar asserts
+    unless given its aval=; a lowering rule of earlier years passes the
+    scalar alone (an element count, an object's id()), and got the constant
+    of its Python type's dtype."""
+    import numpy as np
+    for name in ("ir_constant", "ir_constants"):
+        current = getattr(mlir, name, None)
+        if current is None or "aval" not in inspect.signature(current).parameters:
+            continue
+
+        def constant(val, *args, _current=current, **kwargs):
+            if not args and kwargs.get("aval") is None and not isinstance(val, np.generic):
+                for python_type, dtype in _SCALAR_DTYPES:
+                    if isinstance(val, python_type):
+                        return _current(np.array(val, dtype), **kwargs)
+            return _current(val, *args, **kwargs)
+        constant.__wrapped__ = current
+        _put(mlir, name, constant)
+
+
+def _legacy_primitive(base: type) -> type:
+    """jax.extend.core.Primitive as extensions of JAX's 0.4 years used
+    jax.core.Primitive: bind takes NumPy-array parameters (jax-finufft 0.1.0's
+    output_shape), which JAX 0.7.0 refuses as unhashable; each reaches the
+    rules as a read-only array of the same values that hashes and compares
+    whole (== gives one bool; arithmetic on it gives plain arrays)."""
+    import numpy as np
+
+    class FrozenArray(np.ndarray):
+        def __hash__(self):
+            return hash((self.shape, self.dtype.str, self.tobytes()))
+
+        def __eq__(self, other):
+            if not isinstance(other, np.ndarray):
+                return NotImplemented
+            return (self.shape == other.shape and self.dtype == other.dtype
+                    and self.tobytes() == np.ascontiguousarray(other).tobytes())
+
+        def __ne__(self, other):
+            equal = self.__eq__(other)
+            return equal if equal is NotImplemented else not equal
+
+        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+            plain = [x.view(np.ndarray) if isinstance(x, FrozenArray) else x for x in inputs]
+            return getattr(ufunc, method)(*plain, **kwargs)
+
+    def frozen(value):
+        if isinstance(value, np.ndarray) and not isinstance(value, FrozenArray):
+            value = np.array(value, copy=True).view(FrozenArray)
+            value.flags.writeable = False
+        return value
+
+    class Primitive(base):
+        def bind(self, *args, **params):
+            return super().bind(*args, **{k: frozen(v) for k, v in params.items()})
+
+    return Primitive
 
 
 def _zero_from_value(x):
