@@ -40,7 +40,7 @@ space := $(empty) $(empty)
 THREADED_RE = ^($(subst $(space),|,$(THREADED_TESTS)))$$
 
 .PHONY: all setup test-setup configure build demo test test-c test-python test-projects test-wheel test-cmake test-sanitize test-fuzz \
-        fuzz bench clean test-matrix format test-gpu
+        fuzz bench clean test-matrix format test-gpu census
 
 all: build
 
@@ -89,6 +89,13 @@ test-projects: test-setup build
 	@python3 tests/fixtures/fetch.py --git veros $(VEROS_FROM)
 	@CCSHIM_FIXTURES_REQUIRED=1 CCSHIM_TEST_PROJECTS=1 \
 	  bash dev/test_python.sh $(BUILD) tests/python/test_projects_own_suites.py
+
+# The census (dev/census/README.md): every released legacy extension in
+# dev/census/projects/, its own suite through ccshim on today's JAX against
+# its reference, ccshim scan of its tree; docs/census.md and the README's
+# table written from the results.  Makes its venvs in the per-user cache.
+census: test-setup build
+	@python3 dev/census/census.py all
 
 # A user's install: pip install of this tree into a fresh venv, used from
 # outside it (77: PyPI unreachable, reported as skipped).

@@ -51,10 +51,6 @@ test_pkgs=(pytest==9.2.0 matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19
 newest_pkgs=(jax==0.12.0.1 jaxlib==0.12.0.1 numpy==2.4.6 pytest==9.2.0 scipy==1.16.3
              flatbuffers==25.12.19 cython==3.3.1 setuptools==75.8.0 mpich==5.0.2 mpi4py==4.1.2
              "${veros_model_pkgs[@]}" "${finufft_pkgs[@]}")
-# JAX 0.6.2, the newest that has the general API jax-finufft 0.1.0's own code
-# uses (its suite runs there too, tests/python/project_suites.py).
-finufft_jax_pkgs=(jax==0.6.2 jaxlib==0.6.2 numpy==2.2.6 scipy==1.15.3 pytest==9.2.0
-                  "${finufft_pkgs[@]}")
 # JAX 0.11.2, the newest veros 1.7.0 allows, for its model run.
 veros_jax_pkgs=(jax==0.11.2 jaxlib==0.11.2 numpy==2.4.6 scipy==1.16.3 cython==3.3.1
                 "${veros_model_pkgs[@]}")
@@ -206,8 +202,6 @@ build_all() {
     fail "veros could not be built"
 }
 build_all cp311 "$PWD/.venv/bin/python"
-venv_with "$cache/venv-jax-0.6.2" python3 "${finufft_jax_pkgs[@]}" ||
-  fail "pip could not install JAX 0.6.2 into $cache/venv-jax-0.6.2"
 # 3.12 for the newest JAX and for JAX 0.11.2 (the newest veros allows),
 # whose venv is kept in the cache too.
 if [ -n "$py312" ]; then

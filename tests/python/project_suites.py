@@ -27,98 +27,42 @@ import xml.etree.ElementTree as ET
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from project_modules import cached  # noqa: E402
 
-# PROJECT -> its installed package's folder in the cache, by Python ABI;
-# where its suite comes from (a folder in the cache, the folder inside, what
-# of it the suite needs, copied as published: never the project's unbuilt
-# package) and what pytest is given; the MPI ranks it runs on; the legacy
-# targets its suite runs (through ccshim, each then a ccshim.vN target); and
-# which of its tests reach its kernels (a test id prefix), which without
-# ccshim do not pass from the JAX release given (None: none stops it).
-SUITES = {
-    "celerite2-0.3.2": {
-        # the wheel for CPython 3.11 (the folder other tests read) and 3.12
-        "package": lambda abi: cached("celerite2-0.3.2" if abi == "cp311"
-                                      else f"celerite2-0.3.2-{abi}"),
-        "suite": ("celerite2-0.3.2-src", "celerite2-0.3.2/python/test", ["jax"]),
-        "pytest": ["jax"],
-        "ranks": (1,),
-        "targets": [f"celerite2_{op}{rev}" for op in ("factor", "solve_lower", "solve_upper",
-                                                      "matmul_lower", "matmul_upper")
-                    for rev in ("", "_rev")] + ["celerite2_general_matmul_lower",
-                                                "celerite2_general_matmul_upper"],
-        "kernels": ("", (0, 6, 0)),  # register_custom_call_target, jax.core.Primitive
-    },
-    "exoplanet-core-0.3.1": {
-        "package": lambda abi: cached("exoplanet-core-0.3.1" if abi == "cp311"
-                                      else f"exoplanet-core-0.3.1-{abi}"),
-        "suite": ("exoplanet-core-0.3.1-src", "exoplanet_core-0.3.1", ["tests"]),
-        "pytest": ["tests"],  # as its noxfile runs it
-        "ranks": (1,),
-        "targets": ["solve_kepler", "quad_solution_vector", "contact_points"],
-        # its JAX tests; the rest test its NumPy and C++ ops.  From 0.6.0 its
-        # JAX ops do not import (register_custom_call_target) and the tests skip.
-        "kernels": ("tests.jax_test::", (0, 6, 0)),
-    },
-    "jax-finufft-0.1.0": {
-        # the wheel for CPython 3.11 and the abi3 one for 3.12
-        "package": lambda abi: cached("jax-finufft-0.1.0" if abi == "cp311"
-                                      else f"jax-finufft-0.1.0-{abi}"),
-        "suite": ("jax-finufft-0.1.0-src", "jax_finufft-0.1.0", ["tests"]),
-        "pytest": ["tests"],
-        "requires": ["pydantic", "absl"],  # its requirement; JAX's test_util's
-        "ranks": (1,),
-        "targets": [f"nufft{d}d{t}{f}" for d in (1, 2, 3) for t in (1, 2) for f in ("", "f")],
-        "kernels": ("tests.ops_test::", (0, 6, 0)),  # jax.core.Primitive
-        # What its own code uses that later JAX removed, not custom-call
-        # plumbing and not restored: from that release a test that fails with
-        # that message is not held against ccshim (none of its tests that
-        # reach the kernels runs there) ...
-        "removed": [((0, 7, 0), "As of JAX v0.7, parameters to jaxpr equations must have "
-                                "__hash__ and __eq__ methods"),  # its bind's ndarray params
-                    ((0, 9, 0), "jax.experimental.enable_x64 was removed in JAX 0.9.0; "
-                                "ccshim.legacy does not restore it")],
-        # ... so it also runs on the newest JAX that has what it uses, in a
-        # venv of the cache's (dev/setup.sh), where every test is held.
-        "also_on": ("0.6.2", "venv-jax-0.6.2"),
-    },
-    "mpi4jax-0.8.1.post2": {
-        # built by dev/setup.sh per ABI, against its venv's mpich and mpi4py
-        "package": lambda abi: cached(f"mpi4jax-0.8.1.post2-build-{abi}"),
-        "suite": ("mpi4jax-0.8.1.post2-src", "mpi4jax-0.8.1.post2",
-                  ["pyproject.toml", "tests", "examples"]),
-        "pytest": ["tests"],
-        "requires": ["mpi4py"],
-        "ranks": (1, 2),
-        "targets": [f"mpi_{op}" for op in ("allgather", "allreduce", "alltoall", "barrier",
-                                           "bcast", "gather", "reduce", "scan", "scatter",
-                                           "sendrecv")],
-        "kernels": ("", (0, 10, 0)),  # jax.core.get_aval
-    },
-    "veros-1.7.0": {
-        # built by dev/setup.sh per ABI; its suite is not in its sdist, but in
-        # its repository (git_sources.tsv), fetched by hand: see REPOSITORY_ONLY
-        "package": lambda abi: cached(f"veros-1.7.0-build-{abi}"),
-        "suite": ("veros-1.7.0-tests", "", ["test"]),
-        # its suite on its JAX backend.  Not test/distributed: its tests start
-        # their MPI ranks with MPI_Comm_spawn from a rank that no mpiexec
-        # started, which hangs under mpich's singleton init until each test's
-        # 300 s timeout; left out of every run alike, the baseline's too
-        "pytest": ["test", "--backend", "jax", "--ignore=test/distributed"],
-        "requires": ["h5netcdf", "loguru", "click", "tqdm", "requests", "PIL", "entrypoints"],
-        "ranks": (1,),
-        "targets": ["tdma_cython_double"],
-        # None: its own code uses nothing JAX has removed (jax.ffi's
-        # registration, jax._src's custom_call), and XLA:CPU of 0.12.0.1 still
-        # runs its api_version 2 calls (logging that they are unsupported), so
-        # no JAX here stops it without ccshim; what shows ccshim ran it is
-        # strict mode and the report's tdma target.
-        "kernels": None,
-    },
-}
+# The census's manifest (dev/census/projects/*.toml): for each project, its
+# package's folder in the cache by Python ABI, where its suite comes from
+# and what pytest is given, the MPI ranks it runs on, the legacy targets its
+# suite runs, which of its tests reach its kernels and from which JAX they
+# do not pass without ccshim, and what of its own code later JAX removed.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "dev" / "census"))
+import manifest  # noqa: E402
+
+PROJECTS = {key: p for key, p in manifest.projects().items() if p["status"] == "runs"}
+
+
+def _suite(p: dict) -> dict:
+    """A manifest entry as run() and the tests read it."""
+    stopped = p.get("stopped_from")
+    return {
+        "package": lambda abi, p=p: cached(p["package"][abi]) if abi in p["package"] else
+        pathlib.Path(f"<{p['key']} has no package for {abi}>"),
+        "suite": (p["suite"]["folder"], p["suite"].get("inner", ""), p["suite"]["parts"]),
+        "pytest": p["suite"]["pytest"],
+        "requires": p.get("requires", []),
+        "ranks": tuple(p.get("ranks", [1])),
+        "targets": p.get("targets", []),
+        "kernels": (p.get("reaching", ""), manifest.jax_version(stopped)) if stopped else None,
+        "removed": [(manifest.jax_version(rule["since"]), rule["message"])
+                    for rule in p.get("lost", []) if rule.get("excused")],
+        "quick": p.get("quick", False),
+        "timeout": p["suite"].get("timeout", 1200),
+    }
+
+
+SUITES = {key: _suite(p) for key, p in PROJECTS.items()}
 
 # Suites published only in a project's repository: the git_sources.tsv entry
 # that fetches each (tests/fixtures/fetch.py --git NAME).
-REPOSITORY_ONLY = {"veros-1.7.0": "veros"}
+REPOSITORY_ONLY = {key: p["suite"]["git"] for key, p in PROJECTS.items()
+                   if isinstance(p["suite"].get("git"), str)}
 
 
 def suite_folder(project: str, into: pathlib.Path) -> None:

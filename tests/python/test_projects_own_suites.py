@@ -8,11 +8,12 @@ through ccshim's typed targets.  Without ccshim, the tests that reach the
 kernels do not pass on a JAX that removed what the project uses (where one
 does: veros's own code runs unchanged on every JAX here).
 
-A project whose own code uses general JAX API removed since (not custom-call
-plumbing, which ccshim.legacy restores) runs here too, with those tests
-excused only when they fail with JAX's message for that removal, and also
-on the newest JAX that has what it uses (a venv of the cache's, from the
-newest suite's run), where every test is held."""
+The projects are the census's (dev/census/projects/*.toml) that run in
+make test's own venvs (quick); the census runs the rest (make census,
+docs/census.md).  A project whose own code uses general JAX API removed
+since, which ccshim.legacy does not restore, may have tests excused here,
+only when they fail with JAX's message for that removal (the manifest's
+[[lost]] rules marked excused); none is today."""
 
 import json
 import os
@@ -43,6 +44,10 @@ def _places():
     running = tuple(map(int, jax.__version__.split(".")[:3]))
     newest = pathlib.Path(sys.prefix).resolve() == (ROOT / ".venv-newest").resolve()
     for project, suite in sorted(project_suites.SUITES.items()):
+        # make test's rows of the census (the rest: make census), and veros's
+        # (make test-projects)
+        if not suite["quick"] and project not in project_suites.REPOSITORY_ONLY:
+            continue
         for ranks in suite["ranks"]:
             name = f"{project}-{ranks}rank{'s' if ranks > 1 else ''}"
             yield pytest.param(project, ranks, pathlib.Path(sys.executable), running, id=name)

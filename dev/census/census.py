@@ -1,0 +1,382 @@
+"""The census of released legacy JAX extensions: each project's own test
+suite through ccshim on today's JAX, against its reference on XLA's legacy
+path (dev/census/README.md).
+
+    census.py fetch [PROJECT...] [--git-from CLONE]
+                                      its files from PyPI (checked), and a suite
+                                      published only in its repository (its tree
+                                      hash checked; from CLONE where given), into
+                                      the cache
+    census.py baseline PROJECT...     its suite on XLA's legacy path of the newest
+                                      JAX it allows, into tests/fixtures/projects/
+                                      (by hand, once; committed)
+    census.py run [--quick] [PROJECT...]
+                                      its suite through `ccshim legacy --strict
+                                      --report` on each JAX of its [[runs]], what
+                                      `ccshim scan` lists of its tree, and for a
+                                      GPU-only project its GPU path lowered for
+                                      cuda and rewritten: dev/census/results/
+    census.py doc                     docs/census.md and the README's table, from
+                                      the results
+    census.py all [--quick]           fetch, run, doc (make census)
+
+A PROJECT is a name (dev/census/projects/NAME.toml).  --quick: the rows make
+test runs (quick = true).  Exits 1 when a project that runs loses a test its
+reference passed that no [[lost]] rule explains, or could not be run.
+"""
+
+from __future__ import annotations
+
+import datetime
+import fcntl
+import hashlib
+import importlib.util
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+import manifest  # noqa: E402
+import project_suites  # noqa: E402
+
+RESULTS = HERE / "results"
+BASELINES = ROOT / "tests" / "fixtures" / "projects"
+BUILD = pathlib.Path(os.environ.get("CCSHIM_BUILD_DIR", ROOT / "build")).resolve()
+MAKE_TEST_VENVS = {"pinned": ROOT / ".venv", "newest": ROOT / ".venv-newest"}
+
+
+def _module(path: pathlib.Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+fetcher = _module(ROOT / "tests" / "fixtures" / "fetch.py", "ccshim_census_fetch")
+CACHE = fetcher.cache_dir()
+
+
+def say(*args) -> None:
+    print("census:", *args, flush=True)
+
+
+# --- what a project needs: its files, a venv, a build ----------------------
+
+def git_source(p: dict) -> dict | None:
+    """The git_sources.tsv-style entry of a suite published only in the
+    project's repository: [suite] git, the name of a git_sources.tsv entry
+    or a table of repository, commit, path and tree."""
+    git = p.get("suite", {}).get("git")
+    if not git:
+        return None
+    if isinstance(git, str):
+        return fetcher.git_entry(git)
+    return {"name": p["name"], "version": p["version"], "folder": p["suite"]["folder"], **git}
+
+
+def fetch(p: dict, git_from: str | None = None) -> None:
+    for f in p.get("files", []):
+        entry = {"name": p.get("pypi", p["name"]), "version": p["version"], "file": f["file"],
+                 "sha256": f["sha256"], "folder": f["folder"], "members": f.get("members", [])}
+        if not fetcher.complete(entry, CACHE):
+            say(f"fetching {f['file']}")
+            fetcher.fetch(entry, CACHE)
+    entry = git_source(p)
+    if entry is not None and not fetcher.complete(entry, CACHE):
+        say(f"fetching {p['key']}'s {entry['path']} at {entry['commit'][:12]} from "
+            f"{git_from or entry['repository']}")
+        fetcher.fetch_git(entry, CACHE, git_from)
+
+
+def python_of(version: str) -> str:
+    """A Python of that version (3.12) that makes venvs: pyenv's, else on PATH."""
+    candidates = []
+    root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip() \
+        if shutil.which("pyenv") else ""
+    if root:
+        candidates += sorted(pathlib.Path(root, "versions").glob(f"{version}*/bin/python{version}"))
+    found = shutil.which(f"python{version}")
+    if found:
+        candidates.append(pathlib.Path(found))
+    for c in candidates:
+        if subprocess.run([str(c), "-c", "import venv, ensurepip"],
+                          capture_output=True).returncode == 0:
+            return str(c)
+    raise RuntimeError(f"no Python {version} here (pyenv's or python{version} on PATH)")
+
+
+def venv(python: str, jax: str, pins: list[str]) -> pathlib.Path:
+    """A venv of the cache's with JAX ``jax`` and ``pins``, made once: shared
+    by every project with the same set."""
+    wanted = [f"jax=={jax}", f"jaxlib=={jax}", *pins]
+    key = hashlib.sha256("\n".join([python, *wanted]).encode()).hexdigest()
+    folder = CACHE / "census-venvs" / f"py{python}-jax{jax}-{key[:10]}"
+    stamp = folder / ".ccshim-requirements"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two runs at once make it once
+        if stamp.exists() and stamp.read_text() == "\n".join(wanted):
+            return folder
+        say(f"making {folder.name}: {' '.join(wanted)}")
+        shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run([python_of(python), "-m", "venv", str(folder)], check=True)
+        pip = subprocess.run([str(folder / "bin" / "python"), "-m", "pip", "install", "-q",
+                              "--disable-pip-version-check", *wanted], capture_output=True,
+                             text=True)
+        if pip.returncode:
+            raise RuntimeError(f"pip could not make {folder.name}: {pip.stderr.strip()[-600:]}")
+        stamp.write_text("\n".join(wanted))
+    return folder
+
+
+def run_python(p: dict, run: dict) -> pathlib.Path:
+    """The Python one of a project's [[runs]] uses."""
+    if "venv" in run:
+        where = MAKE_TEST_VENVS.get(run["venv"])
+        if where is None:
+            raise RuntimeError(f"{p['key']}: venv {run['venv']!r}; expected pinned or newest "
+                               "(make test's), or python and pip")
+        return where / "bin" / "python"
+    return venv(run["python"], run["jax"], run.get("pip", [])) / "bin" / "python"
+
+
+def build(p: dict, abi: str, python: pathlib.Path) -> None:
+    """A project built in place in the cache (its [build]: the command its
+    own setup runs, e.g. setup.py build_ext --inplace), once per ABI."""
+    recipe = p.get("build")
+    if not recipe:
+        return
+    dest = project_suites.cached(p["package"][abi])
+    if (dest / ".complete").exists():
+        return
+    source = project_suites.cached(recipe["from"]) / recipe.get("inner", "")
+    work = dest.with_name(dest.name + f".{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(source, work)
+    say(f"building {p['key']} for {abi}")
+    done = subprocess.run([str(python), *recipe["command"]], cwd=work, capture_output=True,
+                          text=True, env={**os.environ, "PATH": f"{python.parent}:"
+                                          f"{os.environ['PATH']}"})
+    (dest.parent / f"{dest.name}.log").write_text(done.stdout + done.stderr)
+    if done.returncode or not list(work.glob(recipe["product"])):
+        shutil.rmtree(work, ignore_errors=True)
+        raise RuntimeError(f"{p['key']}'s build failed: {(done.stdout + done.stderr)[-800:]}")
+    (work / ".complete").write_text(str(python))
+    shutil.rmtree(dest, ignore_errors=True)
+    work.rename(dest)
+
+
+# --- running ----------------------------------------------------------------
+
+def _ccshim_env(python: pathlib.Path) -> dict:
+    return {**os.environ, "CCSHIM_PYTHON": str(python), "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "python"), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        "CCSHIM_LIBRARY": str(BUILD / "libccshim.so")}
+
+
+def _report(path: pathlib.Path) -> dict:
+    from_lines = {}
+    fields = ("pid", "platform", "typed", "target", "api_version")
+    if path.exists():
+        for line in path.read_text().splitlines():
+            f = dict(zip(fields, line.split("\t")))
+            from_lines[f["target"]] = {"typed": f["typed"], "platform": f["platform"]}
+    return from_lines
+
+
+def _cause(p: dict, jax: str, message: str) -> dict | None:
+    """The [[lost]] rule that explains a test lost on that JAX, if any."""
+    for rule in p.get("lost", []):
+        if manifest.jax_version(jax) >= manifest.jax_version(rule["since"]) and \
+                rule["message"] in message:
+            return rule
+    return None
+
+
+def run_suite(p: dict, run: dict, baseline: dict) -> dict:
+    python = run_python(p, run)
+    abi = project_suites.abi(python)
+    build(p, abi, python)
+    out = {"jax": run["jax"], "python": abi, "ranks": {}}
+    for ranks in p.get("ranks", [1]):
+        with tempfile.TemporaryDirectory() as tmp:
+            report = pathlib.Path(tmp) / "report.tsv"
+            why = {}
+            prefix = [str(BUILD / "tools" / "ccshim"), "legacy", "--strict", "--report",
+                      str(report), "--"]
+            found, tail = project_suites.run(p["key"], prefix=prefix, env=_ccshim_env(python),
+                                             ranks=ranks, why=why, python=python,
+                                             timeout=p["suite"].get("timeout", 1800))
+            kernels = _report(report)
+        there = baseline["runs"][str(ranks)]["tests"]
+        lost = {}
+        for test, outcome in there.items():
+            if outcome == "passed" and found.get(test) != "passed":
+                message = why.get(test, "not run" if test not in found else "")
+                rule = _cause(p, run["jax"], message)
+                lost[test] = {"outcome": found.get(test, "not run"), "message": message,
+                              "cause": rule["cause"] if rule else None,
+                              "since": rule["since"] if rule else None}
+        counts = {k: sum(1 for v in found.values() if v == k)
+                  for k in ("passed", "failed", "error", "skipped")}
+        out["ranks"][str(ranks)] = {
+            "counts": counts, "lost": lost, "kernels": kernels,
+            "new_tests": sorted(set(found) - set(there)),
+            "missing_targets": sorted(set(p.get("targets", [])) - set(kernels)),
+            "tail": tail[-1500:] if lost or not found else ""}
+    return out
+
+
+def scan(p: dict) -> list:
+    """What ccshim scan lists of the project's source tree (its [scan]
+    folder of the cache, else its suite's sdist)."""
+    folder = p.get("scan") or p.get("suite", {}).get("folder")
+    if not folder or not (CACHE / folder).is_dir():
+        return []
+    done = subprocess.run([str(BUILD / "tools" / "ccshim"), "scan", str(CACHE / folder),
+                           "--json"], capture_output=True, text=True, timeout=600)
+    try:
+        found = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return [{"error": (done.stderr or done.stdout).strip()[-300:]}]
+    return [{"name": t["name"], "pattern": t.get("name_pattern"), "platform": t["platform"],
+             "api_version": t.get("api_version"),
+             "defined": (t.get("definition") or {}).get("file")}
+            for t in found.get("targets", [])]
+
+
+def gpu_checks(p: dict) -> dict | None:
+    """A GPU-only project's GPU path lowered for cuda on this machine (its
+    [gpu] program, in zero-change mode) and rewritten: every typed target
+    the kernel its CUDA registration recorded."""
+    spec = p.get("gpu")
+    if not spec:
+        return None
+    run = spec.get("run") or p["runs"][0]
+    python = run_python(p, run)
+    package = project_suites.SUITES[p["key"]]["package"](project_suites.abi(python)) \
+        if p["key"] in project_suites.SUITES else None
+    env = _ccshim_env(python)
+    if package is not None:
+        env["PYTHONPATH"] += os.pathsep + str(package)
+    done = subprocess.run([str(python), "-m", "ccshim.legacy", "--strict",
+                           str(HERE / "gpu_export.py"), p["key"]], capture_output=True,
+                          text=True, env=env, timeout=900)
+    if done.returncode:
+        return {"error": (done.stderr or done.stdout).strip()[-800:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def census_run(p: dict) -> dict:
+    result = {"project": p["key"], "status": p["status"], "made": _today(), "runs": [],
+              "scan": scan(p)}
+    if p["status"] == "runs":
+        path = BASELINES / f"{p['key']}.json"
+        if not path.exists():
+            result["error"] = f"no reference: census.py baseline {p['name']} makes it"
+        else:
+            baseline = json.loads(path.read_text())
+            result["reference"] = {"jax": baseline["jax"], "python": baseline["python"],
+                                   "counts": {r: v["counts"] for r, v in
+                                              baseline["runs"].items()}}
+            for run in p["runs"]:
+                try:
+                    result["runs"].append(run_suite(p, run, baseline))
+                except Exception as e:  # said in the results and the doc
+                    result["runs"].append({"jax": run["jax"], "error": f"{type(e).__name__}: "
+                                           f"{str(e)[-600:]}"})
+    gpu = gpu_checks(p)
+    if gpu is not None:
+        result["gpu"] = gpu
+    return result
+
+
+def _today() -> str:
+    return datetime.date.today().isoformat()
+
+
+def baseline(p: dict) -> None:
+    ref = p["reference"]
+    python = venv(ref["python"], ref["jax"], ref.get("pip", [])) / "bin" / "python"
+    build(p, project_suites.abi(python), python)
+    out = BASELINES / f"{p['key']}.json"
+    say(f"{p['key']} on XLA's legacy path of JAX {ref['jax']}")
+    subprocess.run([str(python), str(ROOT / "tests" / "python" / "project_suites.py"),
+                    "baseline", p["key"], str(out)], check=True)
+
+
+def unexplained(result: dict) -> list[str]:
+    bad = []
+    if result.get("error"):
+        bad.append(result["error"])
+    for run in result["runs"]:
+        if run.get("error"):
+            bad.append(f"JAX {run['jax']}: {run['error']}")
+            continue
+        for ranks, r in run["ranks"].items():
+            bad += [f"JAX {run['jax']}, {ranks} rank(s): {t} ({v['outcome']}: "
+                    f"{v['message'][:160]})" for t, v in r["lost"].items() if not v["cause"]]
+    return bad
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    verb, rest = argv[0], argv[1:]
+    quick = "--quick" in rest
+    git_from = None
+    if "--git-from" in rest:  # a clone (or a mirror) of the one project named
+        i = rest.index("--git-from")
+        git_from = rest[i + 1] if i + 1 < len(rest) else None
+        rest = rest[:i] + rest[i + 2:]
+        if git_from is None:
+            print("census: --git-from needs a folder", file=sys.stderr)
+            return 2
+    names = [a for a in rest if a != "--quick"]
+    everything = manifest.projects()
+    chosen = [p for p in everything.values()
+              if (not names or p["name"] in names) and (not quick or p.get("quick"))]
+    unknown = set(names) - {p["name"] for p in everything.values()}
+    if unknown:
+        print(f"census: no project {', '.join(sorted(unknown))} in {manifest.PROJECTS}",
+              file=sys.stderr)
+        return 2
+    if verb not in ("fetch", "baseline", "run", "doc", "all"):
+        print(f"census: unknown verb {verb!r}\n{__doc__}", file=sys.stderr)
+        return 2
+    failed = 0
+    if verb in ("fetch", "all"):
+        for p in chosen:
+            try:
+                fetch(p, git_from)
+            except Exception as e:
+                say(f"{p['key']}: could not fetch: {type(e).__name__}: {e}")
+                failed += verb == "fetch"
+    if verb == "baseline":
+        for p in chosen:
+            baseline(p)
+    if verb in ("run", "all"):
+        RESULTS.mkdir(exist_ok=True)
+        for p in chosen:
+            say(f"{p['key']} ({p['status']})")
+            result = census_run(p)
+            (RESULTS / f"{p['key']}.json").write_text(json.dumps(result, indent=1) + "\n")
+            for line in unexplained(result):
+                say(f"  {p['key']}: {line}")
+                failed += 1
+    if verb in ("doc", "all"):
+        import report
+        report.write(everything, RESULTS)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

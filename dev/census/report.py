@@ -1,0 +1,161 @@
+"""docs/census.md and the README's census table, written from the census's
+results (dev/census/results/, made by census.py run) and its manifest."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+DOC = ROOT / "docs" / "census.md"
+README = ROOT / "README.md"
+BEGIN, END = "<!-- census table: dev/census/report.py writes it -->", "<!-- end of census table -->"
+NEWEST = "0.12.0.1"
+
+
+def _counts(c: dict) -> str:
+    parts = [f"{c[k]} {k}" for k in ("passed", "failed", "error", "skipped") if c.get(k)]
+    return ", ".join(parts) or "no tests"
+
+
+def _run_of(result: dict, jax: str) -> dict | None:
+    return next((r for r in result.get("runs", []) if r["jax"] == jax), None)
+
+
+def verdict(p: dict, result: dict | None) -> str:
+    """One line: what the census found for the project."""
+    if p["status"] == "not-run":
+        return f"not run: {p['why']}"
+    if p["status"] == "gpu-only":
+        gpu = (result or {}).get("gpu")
+        if not gpu:
+            return f"GPU only ({p['why']}); no CPU check of its GPU path yet"
+        if gpu.get("error"):
+            return f"GPU only; its GPU path could not be lowered here: {gpu['error'][:120]}"
+        return (f"GPU only; its GPU path lowered for cuda and rewritten: "
+                f"{'every target mapped' if gpu.get('all_mapped') else 'NOT every target mapped'}")
+    if result is None:
+        return "not run yet (make census)"
+    if result.get("error"):
+        return f"could not run: {result['error']}"
+    run = _run_of(result, NEWEST)
+    if run is None:
+        return f"no run on JAX {NEWEST}"
+    if run.get("error"):
+        return f"could not run on JAX {NEWEST}: {run['error'][:160]}"
+    lost = {t: v for r in run["ranks"].values() for t, v in r["lost"].items()}
+    missing = sorted({t for r in run["ranks"].values() for t in r["missing_targets"]})
+    if not lost:
+        return "passes" + (f" (the report lacks {', '.join(missing)})" if missing else "")
+    unexplained = [t for t, v in lost.items() if not v["cause"]]
+    if unexplained:
+        return f"fails: {len(unexplained)} test(s) lost unexplained"
+    causes = sorted({f"{v['cause']} (JAX {v['since']})" for v in lost.values()})
+    return f"{len(lost)} test(s) lost, each for what its own code uses that JAX removed: " + \
+        "; ".join(causes)
+
+
+def _summary_row(p: dict, result: dict | None) -> str:
+    ref = (result or {}).get("reference")
+    run = _run_of(result or {}, NEWEST)
+    ref_text = f"JAX {ref['jax']}: " + "; ".join(
+        _counts(c) for c in ref["counts"].values()) if ref else ""
+    run_text = "; ".join(_counts(r["counts"]) for r in run["ranks"].values()) \
+        if run and not run.get("error") else ""
+    kernels = sorted({k for r in (run or {}).get("ranks", {}).values() for k in r["kernels"]})
+    return (f"| {p['name']} {p['version']} | {p['released']} | {', '.join(p['platforms'])} | "
+            f"{ref_text} | {run_text} | {len(kernels) or ''} | {verdict(p, result)} |")
+
+
+def _section(p: dict, result: dict | None) -> list[str]:
+    out = [f"### {p['name']} {p['version']}", "",
+           f"Released {p['released']}; {', '.join(p['platforms'])}. "
+           f"{p.get('repository', '')}", "",
+           f"- legacy forms: {p['forms']}",
+           f"- found by: {'; '.join(p['found_by'])}",
+           f"- verdict: {verdict(p, result)}"]
+    if p["status"] != "runs" and p.get("why"):
+        out.append(f"- why the census does not run its suite here: {p['why']}")
+    result = result or {}
+    ref = result.get("reference")
+    if ref:
+        out.append(f"- reference, XLA's legacy path of JAX {ref['jax']} (Python {ref['python']}): "
+                   + "; ".join(f"{r} rank(s): {_counts(c)}" for r, c in ref["counts"].items()))
+    for run in result.get("runs", []):
+        if run.get("error"):
+            out.append(f"- JAX {run['jax']} through ccshim: could not run: {run['error']}")
+            continue
+        for ranks, r in run["ranks"].items():
+            kernels = ", ".join(sorted(v["typed"] for v in r["kernels"].values())) or "none"
+            out.append(f"- JAX {run['jax']} through `ccshim legacy --strict` ({ranks} rank(s), "
+                       f"{run['python']}): {_counts(r['counts'])}; kernels through ccshim: "
+                       f"{kernels}")
+            for test, v in sorted(r["lost"].items()):
+                why = f"{v['cause']} (changed in JAX {v['since']})" if v["cause"] else \
+                    "UNEXPLAINED"
+                out.append(f"  - lost: `{test}` ({v['outcome']}: {v['message'][:200]}): {why}")
+    scan = result.get("scan") or []
+    if scan:
+        listed = ", ".join(sorted({f"{t['name']}"
+                                   + (f" ({t['pattern']})" if t.get("pattern") else "")
+                                   + f" [{t['platform']} v{t['api_version'] or '?'}]"
+                                   for t in scan if "name" in t}))
+        out.append(f"- `ccshim scan` of its tree lists {len(scan)} target(s): {listed}")
+    gpu = result.get("gpu")
+    if gpu:
+        if gpu.get("error"):
+            out.append(f"- GPU path lowered for cuda here: failed: {gpu['error'][:300]}")
+        else:
+            out.append(f"- GPU path lowered for cuda here and rewritten: "
+                       f"{gpu.get('summary', '')}")
+    out.append("")
+    return out
+
+
+def write(projects: dict, results_dir: pathlib.Path) -> None:
+    results = {}
+    for key in projects:
+        path = results_dir / f"{key}.json"
+        results[key] = json.loads(path.read_text()) if path.exists() else None
+    made = sorted({r["made"] for r in results.values() if r})
+    passing = [k for k, p in projects.items() if verdict(p, results[k]) == "passes"]
+    lines = [
+        "# The census: released legacy JAX extensions through ccshim", "",
+        "*Written by `make census` (`dev/census/census.py`) from `dev/census/results/`; runs of "
+        f"{', '.join(made) or 'none yet'}. Do not edit by hand.*", "",
+        f"{len(projects)} released projects that shipped legacy custom calls, found by "
+        "searching public code for the legacy registration and lowering forms "
+        "(`dev/census/README.md` lists the searches), each at its last legacy release. For "
+        "each that runs here, its own test suite as published, nothing of it edited: the "
+        "reference on XLA's legacy path of the newest JAX it allows (committed once, "
+        "`tests/fixtures/projects/`), then the same suite through `ccshim legacy --strict "
+        "--report` on JAX 0.12.0.1 and 0.10.2, with the kernels that went through ccshim; "
+        "`ccshim scan` of its tree; and for GPU-only projects their GPU path lowered for "
+        "cuda on the CPU and rewritten.", "",
+        f"**{len(passing)} pass their own suites through ccshim on JAX {NEWEST} with no test "
+        f"that passes on the reference lost:** {', '.join(passing) or 'none'}.", "",
+        "| project | released | platforms | reference (XLA's legacy path) | "
+        f"JAX {NEWEST} through ccshim | kernels | verdict |",
+        "|---|---|---|---|---|---|---|",
+        *[_summary_row(p, results[k]) for k, p in projects.items()], "",
+        "## Per project", ""]
+    for key, p in projects.items():
+        lines += _section(p, results[key])
+    DOC.write_text("\n".join(lines).rstrip() + "\n")
+    _readme_table(projects, results)
+
+
+def _readme_table(projects: dict, results: dict) -> None:
+    text = README.read_text()
+    if BEGIN not in text or END not in text:
+        return
+    rows = ["| project | its suite on JAX 0.12.0.1 through ccshim | verdict |", "|---|---|---|"]
+    for key, p in projects.items():
+        run = _run_of(results[key] or {}, NEWEST)
+        counts = "; ".join(_counts(r["counts"]) for r in run["ranks"].values()) \
+            if run and not run.get("error") else "—"
+        rows.append(f"| {p['name']} {p['version']} | {counts} | {verdict(p, results[key])} |")
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    README.write_text(head + BEGIN + "\n" + "\n".join(rows) + "\n" + END + tail)
