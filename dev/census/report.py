@@ -11,7 +11,7 @@ ROOT = HERE.parents[1]
 DOC = ROOT / "docs" / "census.md"
 README = ROOT / "README.md"
 BEGIN, END = "<!-- census table: dev/census/report.py writes it -->", "<!-- end of census table -->"
-NEWEST = "0.12.0.1"
+NEWEST, PINNED = "0.12.0.1", "0.10.2"
 
 
 def _counts(c: dict) -> str:
@@ -61,11 +61,15 @@ def _summary_row(p: dict, result: dict | None) -> str:
     run = _run_of(result or {}, NEWEST)
     ref_text = f"JAX {ref['jax']}: " + "; ".join(
         _counts(c) for c in ref["counts"].values()) if ref else ""
-    run_text = "; ".join(_counts(r["counts"]) for r in run["ranks"].values()) \
-        if run and not run.get("error") else ""
+    texts = []
+    for jax in (NEWEST, PINNED):
+        r = _run_of(result or {}, jax)
+        texts.append("; ".join(_counts(x["counts"]) for x in r["ranks"].values())
+                     if r and not r.get("error") else ("could not run" if r else ""))
     kernels = sorted({k for r in (run or {}).get("ranks", {}).values() for k in r["kernels"]})
     return (f"| {p['name']} {p['version']} | {p['released']} | {', '.join(p['platforms'])} | "
-            f"{ref_text} | {run_text} | {len(kernels) or ''} | {verdict(p, result)} |")
+            f"{ref_text} | {texts[0]} | {texts[1]} | {len(kernels) or ''} | "
+            f"{verdict(p, result)} |")
 
 
 def _section(p: dict, result: dict | None) -> list[str]:
@@ -136,8 +140,8 @@ def write(projects: dict, results_dir: pathlib.Path) -> None:
         f"**{len(passing)} pass their own suites through ccshim on JAX {NEWEST} with no test "
         f"that passes on the reference lost:** {', '.join(passing) or 'none'}.", "",
         "| project | released | platforms | reference (XLA's legacy path) | "
-        f"JAX {NEWEST} through ccshim | kernels | verdict |",
-        "|---|---|---|---|---|---|---|",
+        f"JAX {NEWEST} through ccshim | JAX {PINNED} through ccshim | kernels | verdict |",
+        "|---|---|---|---|---|---|---|---|",
         *[_summary_row(p, results[k]) for k, p in projects.items()], "",
         "## Per project", ""]
     for key, p in projects.items():

@@ -4,7 +4,7 @@ per test.
     project_suites.py baseline PROJECT OUT.json
 
 runs PROJECT's suite on XLA's legacy path in the running Python (a JAX that
-still imports the project; tests/fixtures/make_project_baselines.sh makes
+still imports the project; dev/census/census.py baseline makes
 that venv) and writes each test's outcome: the committed reference that
 test_projects_own_suites.py holds ccshim to.  Standard library only: it
 runs in old JAX releases' venvs.

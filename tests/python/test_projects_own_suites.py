@@ -2,7 +2,7 @@
 theirs edited, run on today's JAX through `ccshim legacy --strict --report
 FILE -- python -m pytest` (issue 28): the same tests pass as on XLA's legacy
 path of a JAX that still imports the project (tests/fixtures/projects/,
-made once by tests/fixtures/make_project_baselines.sh); in strict mode no
+made once by dev/census/census.py baseline); in strict mode no
 legacy call reaches XLA, and the report shows the project's kernels ran
 through ccshim's typed targets.  Without ccshim, the tests that reach the
 kernels do not pass on a JAX that removed what the project uses (where one
