@@ -34,6 +34,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -61,6 +62,16 @@ def _module(path: pathlib.Path, name: str):
 
 fetcher = _module(ROOT / "tests" / "fixtures" / "fetch.py", "ccshim_census_fetch")
 CACHE = fetcher.cache_dir()
+
+
+def scrub(text: str) -> str:
+    """Text for the committed results and docs/census.md: this machine's
+    places (the cache, the tree, the home folder, temporary folders) named,
+    not spelled out."""
+    for place, name in ((str(CACHE), "<cache>"), (str(ROOT), "<tree>"),
+                        (str(pathlib.Path.home()), "~")):
+        text = text.replace(place, name)
+    return re.sub(r"/tmp/[^\s'\":]+", "<tmp>", text)
 
 
 def say(*args) -> None:
@@ -367,7 +378,7 @@ def main(argv: list[str]) -> int:
         RESULTS.mkdir(exist_ok=True)
         for p in chosen:
             say(f"{p['key']} ({p['status']})")
-            result = census_run(p)
+            result = json.loads(scrub(json.dumps(census_run(p))))
             (RESULTS / f"{p['key']}.json").write_text(json.dumps(result, indent=1) + "\n")
             for line in unexplained(result):
                 say(f"  {p['key']}: {line}")

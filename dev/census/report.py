@@ -56,6 +56,19 @@ def verdict(p: dict, result: dict | None) -> str:
         "; ".join(causes)
 
 
+def _short(p: dict, result: dict | None) -> str:
+    """The README's few words for a project (docs/census.md has the rest)."""
+    full = verdict(p, result)
+    if p["status"] != "runs" or not result or full.startswith(("could", "no run", "not run")):
+        return {"gpu-only": "GPU only", "not-run": "not run here"}.get(p["status"], full)
+    run = _run_of(result, NEWEST)
+    counts = "; ".join(_counts(r["counts"]) for r in run["ranks"].values())
+    if full == "passes":
+        return f"{counts}: as on its reference"
+    lost = sum(len(r["lost"]) for r in run["ranks"].values())
+    return f"{counts}: {lost} lost ({'explained' if 'unexplained' not in full else 'UNEXPLAINED'})"
+
+
 def _summary_row(p: dict, result: dict | None) -> str:
     ref = (result or {}).get("reference")
     run = _run_of(result or {}, NEWEST)
@@ -154,12 +167,9 @@ def _readme_table(projects: dict, results: dict) -> None:
     text = README.read_text()
     if BEGIN not in text or END not in text:
         return
-    rows = ["| project | its suite on JAX 0.12.0.1 through ccshim | verdict |", "|---|---|---|"]
+    rows = ["| project | its suite on JAX 0.12.0.1 through ccshim |", "|---|---|"]
     for key, p in projects.items():
-        run = _run_of(results[key] or {}, NEWEST)
-        counts = "; ".join(_counts(r["counts"]) for r in run["ranks"].values()) \
-            if run and not run.get("error") else "—"
-        rows.append(f"| {p['name']} {p['version']} | {counts} | {verdict(p, results[key])} |")
+        rows.append(f"| {p['name']} {p['version']} | {_short(p, results[key])} |")
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END)
     README.write_text(head + BEGIN + "\n" + "\n".join(rows) + "\n" + END + tail)
