@@ -6,13 +6,14 @@
 # (Debian's libffi_pic.a) is linked into libccshim.so with its symbols
 # hidden, so that the library needs nothing but glibc and cannot meet
 # another libffi of the process (the portable wheel, docs/build.md).  Then
-# only the shared library is built: a static libccshim would hand libffi's
-# objects to its users.
+# only the shared library is installed: a static libccshim would hand
+# libffi's objects to its users.
 #
 # Sets CCSHIM_LIBFFI_BUNDLED (ON/OFF), what the installed CMake package and
 # pkg-config file say about libffi (CCSHIM_CONFIG_DEPENDENCIES,
 # CCSHIM_PC_REQUIRES_PRIVATE), and defines ccshim_use_libffi(TARGET [LINK]):
-# TARGET compiles against ffi.h and, with LINK, links libffi.
+# TARGET compiles against ffi.h and, with LINK, links libffi (a shared
+# library keeping libffi's symbols inside).
 set(CCSHIM_LIBFFI_STATIC "" CACHE FILEPATH
   "A static position-independent libffi (Debian's libffi_pic.a) to link into libccshim.so, symbols hidden; empty: the system's shared libffi")
 set(CCSHIM_LIBFFI_INCLUDE "" CACHE PATH
@@ -61,8 +62,12 @@ endforeach()
 
 function(ccshim_use_libffi target)
   target_include_directories(${target} PRIVATE ${PROJECT_BINARY_DIR}/libffi/include)
-  if("LINK" IN_LIST ARGN)
-    target_link_libraries(${target} PRIVATE "${CCSHIM_LIBFFI_STATIC}")
+  if(NOT "LINK" IN_LIST ARGN)
+    return()
+  endif()
+  target_link_libraries(${target} PRIVATE "${CCSHIM_LIBFFI_STATIC}")
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "SHARED_LIBRARY")
     # libffi's symbols stay inside the library: none exported, none bound to
     # another libffi loaded in the same process.  A version script rather
     # than --exclude-libs, which zig's linker does not take.
