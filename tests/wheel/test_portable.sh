@@ -13,7 +13,11 @@
 # on a machine where libffi.so.8 does not exist (tests/wheel/no_libffi.sh,
 # in a mount namespace of its own).
 #
-# Two runs at a time (two cores), each into its own log, printed in order.
+# pip compiles no bytecode (--no-compile), and PYTHONDONTWRITEBYTECODE is
+# unset: each module's bytecode is written when it is first imported, as
+# Python does by default, which costs a run a third of compiling all of
+# JAX, SciPy and NumPy at install.  Two runs at a time (two cores), each
+# into its own log, printed in order.
 # A Python or a mount namespace the machine cannot have is said and skipped
 # (exit 77 when every run was); a missing wheelhouse fails under make test
 # (CCSHIM_FIXTURES_REQUIRED) and skips otherwise.
@@ -56,15 +60,16 @@ in_venv() {
   wh=$(wheelhouse "$v" 2>&1) || { rc=$?; echo "skipped: $wh"; return $rc; }
   dir=$work/py$v
   mkdir -p "$dir" && "$py" -m venv "$dir/venv" || { echo "FAIL: $py -m venv"; return 1; }
-  echo "pip install --no-index $(basename "$wheel") and $(tr '\n' ' ' <"$wh/requirements.txt")"
-  if ! "$dir/venv/bin/python" -m pip --isolated install -q --no-index --find-links "$wh" \
-       "$wheel" -r "$wh/requirements.txt" >"$dir/pip.log" 2>&1; then
+  echo "pip install --no-index --no-compile $(basename "$wheel") and $(tr '\n' ' ' <"$wh/requirements.txt")"
+  if ! "$dir/venv/bin/python" -m pip --isolated install -q --no-index --no-compile \
+       --find-links "$wh" "$wheel" -r "$wh/requirements.txt" >"$dir/pip.log" 2>&1; then
     echo "FAIL: pip install of the wheel into a Python $v venv:"
     tail -n 20 "$dir/pip.log"
     return 1
   fi
   (cd "$dir" && for v in $(compgen -e | grep '^CCSHIM_'); do unset "$v"; done &&
-   env -u PYTHONPATH "$dir/venv/bin/python" "$root/tests/wheel/use_wheel.py" "$root" "$@")
+   env -u PYTHONPATH -u PYTHONDONTWRITEBYTECODE \
+     "$dir/venv/bin/python" "$root/tests/wheel/use_wheel.py" "$root" "$@")
 }
 
 # The machine without libffi.so.8: a mount namespace of its own.
@@ -79,7 +84,8 @@ without_libffi() {
   fi
   mkdir -p "$work/nolibffi"
   (for v in $(compgen -e | grep '^CCSHIM_'); do unset "$v"; done
-   env -u PYTHONPATH unshare --mount --propagation private bash "$root/tests/wheel/no_libffi.sh" \
+   env -u PYTHONPATH -u PYTHONDONTWRITEBYTECODE \
+     unshare --mount --propagation private bash "$root/tests/wheel/no_libffi.sh" \
      "$root" "$wheel" "$py" "$wh" "$patchelf" "$work/nolibffi" "${nolibffi_steps[@]}")
 }
 
