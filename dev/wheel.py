@@ -68,9 +68,9 @@ def missing_inputs(arch: str) -> str | None:
 def build(arch: str, build_dir: pathlib.Path, jobs: int) -> pathlib.Path:
     """Configures, builds and installs ARCH's C parts; returns the staging
     folder whose ccshim/ is the package's folder in the wheel."""
-    # zig's own caches hold the target's libc stubs; ccache (when the
-    # Makefile found it) keys objects on zig's version, not on the wrapper's
-    # file date.
+    # ccache (where the Makefile found it) keys objects on zig's version,
+    # not on the date of the wrapper it runs (dev/zig/cc): a new zig
+    # compiles anew.
     env = dict(os.environ)
     if env.get("CMAKE_C_COMPILER_LAUNCHER"):
         zig = subprocess.run([str(ROOT / "dev" / "zig" / "zig"), "version"], check=True,
