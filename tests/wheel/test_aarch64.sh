@@ -14,7 +14,7 @@ set -u
 root=$(cd "$1" && pwd)
 jobs=${2:-2}
 cd "$root" || exit 1
-wheel=$(python3 dev/wheel.py --path aarch64) || { echo "skipped: (the line above)"; exit 77; }
+wheel=$(python3 dev/wheel.py --path aarch64 2>&1) || { echo "skipped: $wheel"; exit 77; }
 qemu=$(command -v qemu-aarch64) ||
   { echo "skipped: no qemu-aarch64 (Debian's qemu-user, dev/setup.sh wheel)"; exit 77; }
 [ -e /lib/ld-linux-aarch64.so.1 ] ||

@@ -40,13 +40,16 @@ all_steps=(where compile readme closure command xla legacy rewrite consumer)
 some_steps=(where compile readme closure legacy rewrite)
 nolibffi_steps=(where compile readme closure command legacy rewrite)
 
-# The wheelhouse of Python $1, or a reason on stderr and status 77 (1 under
-# make test, whose set-up makes it).
+# The wheelhouse of Python $1; else says so, skipped (77), or failed (1)
+# under make test, whose set-up makes it.
 wheelhouse() {
   local wh=$cache/wheelhouse-$1
   [ -f "$wh/requirements.txt" ] && { echo "$wh"; return 0; }
-  echo "no wheelhouse for Python $1 in $cache (dev/setup.sh test makes it)" >&2
-  [ -n "${CCSHIM_FIXTURES_REQUIRED:-}" ] && return 1
+  if [ -n "${CCSHIM_FIXTURES_REQUIRED:-}" ]; then
+    echo "FAIL: no wheelhouse for Python $1 in $cache (dev/setup.sh test makes it)"
+    return 1
+  fi
+  echo "skipped: no wheelhouse for Python $1 in $cache (dev/setup.sh test makes it)"
   return 77
 }
 
@@ -57,7 +60,7 @@ in_venv() {
   shift
   py=$(python_of "$v")
   [ -n "$py" ] || { echo "skipped: no Python $v here"; return 77; }
-  wh=$(wheelhouse "$v" 2>&1) || { rc=$?; echo "skipped: $wh"; return $rc; }
+  wh=$(wheelhouse "$v") || { rc=$?; echo "$wh"; return $rc; }
   dir=$work/py$v
   mkdir -p "$dir" && "$py" -m venv "$dir/venv" || { echo "FAIL: $py -m venv"; return 1; }
   echo "pip install --no-index --no-compile $(basename "$wheel") and $(tr '\n' ' ' <"$wh/requirements.txt")"
@@ -77,7 +80,7 @@ without_libffi() {
   local v py wh out
   for v in 3.12 3.13 3.11; do py=$(python_of "$v") && [ -n "$py" ] && break; done
   [ -n "$py" ] || { echo "skipped: no Python 3.11, 3.12 or 3.13 here"; return 77; }
-  wh=$(wheelhouse "$v" 2>&1) || { local rc=$?; echo "skipped: $wh"; return $rc; }
+  wh=$(wheelhouse "$v") || { local rc=$?; echo "$wh"; return $rc; }
   if ! out=$(unshare --mount --propagation private true 2>&1); then
     echo "skipped: no mount namespace here (unshare --mount: $out)"
     return 77
