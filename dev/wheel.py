@@ -87,6 +87,10 @@ def build(arch: str, build_dir: pathlib.Path, jobs: int) -> pathlib.Path:
         "-DCMAKE_INSTALL_LIBDIR=lib", "-DCMAKE_INSTALL_BINDIR=bin",
         "-DCMAKE_INSTALL_INCLUDEDIR=include",
         f"-DCMAKE_SHARED_LINKER_FLAGS={strip}", f"-DCMAKE_EXE_LINKER_FLAGS={strip}",
+        # Linked with the installed RPATH ($ORIGIN/../lib) from the start: an
+        # RPATH rewritten at install keeps the build folder's length in the
+        # file's layout, so another clone's path would change the bytes.
+        "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
     ]
     stage = build_dir / "stage"
     build_dir.mkdir(parents=True, exist_ok=True)
