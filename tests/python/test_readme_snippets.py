@@ -1,7 +1,8 @@
 """Every snippet of the README is tested: the JAX block runs as printed in
 the wheel test (tests/wheel/use_wheel.py); here each command line names a
-subcommand, option or make target that exists, and each Python block
-compiles and names only attributes ccshim has."""
+subcommand, option or make target that exists, or the wheel make wheel
+writes, and each Python block compiles and names only attributes ccshim
+has."""
 import ast
 import pathlib
 import re
@@ -34,6 +35,17 @@ def test_each_command_line_names_what_exists(line):
     if words[0] == "make":
         makefile = (ROOT / "Makefile").read_text()
         assert re.search(rf"^{words[1]}:", makefile, re.M), line
+        return
+    if words[0] == "pip":
+        # The wheel make wheel writes, by dev/wheel.py's own name for it.
+        import fnmatch
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("wheel_build", ROOT / "dev" / "wheel.py")
+        build = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(build)
+        names = [f"dist/{build.wheel_name(build.metadata(), arch)}" for arch in build.TRIPLETS]
+        assert words[1] == "install" and len(words) == 3, line
+        assert any(fnmatch.fnmatch(n, words[2]) for n in names), (words[2], names)
         return
     assert words[0] == "ccshim", line
     text = _help(words[1:2])

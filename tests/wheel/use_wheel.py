@@ -1,88 +1,205 @@
-"""Runs in a fresh venv where ccshim was installed by pip, outside the source
-tree, with no CCSHIM_* variable and no build folder: the user's first steps.
+"""Runs in a fresh venv where ccshim was installed by pip (from the tree by
+tests/wheel/test_wheel.sh, or the portable wheel by test_portable.sh),
+outside the source tree, with no CCSHIM_* variable and no build folder: the
+user's first steps.
 
-    use_wheel.py REPO_ROOT
+    use_wheel.py REPO_ROOT [STEP...]       (default: every step)
 
-1. import ccshim finds the library inside the installed package;
-2. a legacy kernel source (examples/legacy/add_cpu.cc, which includes XLA's
-   legacy headers) compiles against ccshim.include_dirs();
-3. the README's JAX lines run as printed, on that library, and give the
-   kernel's result;
-4. the `ccshim` console script runs, and its subcommands that need Python
-   (rewrite, conform --reference xla) run in this one;
-5. find_package(ccshim) with ccshim.cmake_dir() builds and runs a consumer.
+where      import ccshim finds the library inside the installed package;
+compile    a legacy kernel source (examples/legacy/add_cpu.cc, which includes
+           XLA's legacy headers) compiles against ccshim.include_dirs();
+readme     the README's call-site block runs as printed, on that library, and
+           gives the kernel's result;
+closure    a kernel wrapped with a libffi closure as its entry runs in the
+           embedded runtime (the libffi the library carries, or links);
+command    the `ccshim` console script runs the C command (version, scan,
+           conform) and `rewrite` in this Python;
+xla        conform --reference xla starts this Python for XLA's legacy side;
+legacy     a small legacy extension's own tests (tests/wheel/legacy_ext)
+           pass unchanged under `ccshim legacy --strict -- python -m pytest`,
+           its kernel run through ccshim (--report);
+rewrite    `ccshim rewrite`, from the console script, makes a program
+           exported with a legacy call typed, and ccshim.export runs it;
+consumer   find_package(ccshim) with ccshim.cmake_dir() builds and runs a
+           consumer.
 """
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 
+import numpy as np
+
+STEPS = ["where", "compile", "readme", "closure", "command", "xla", "legacy", "rewrite",
+         "consumer"]
+SIGNATURE = "(f32[128], f32[2048]) -> f32[2048]"
 root = pathlib.Path(sys.argv[1]).resolve()
+steps = sys.argv[2:] or STEPS
+unknown = [s for s in steps if s not in STEPS]
+if unknown:
+    sys.exit(f"use_wheel.py: unknown step(s) {unknown}; expected some of {STEPS}")
 work = pathlib.Path.cwd()
 site = pathlib.Path(sysconfig.get_paths()["platlib"]).resolve()
+script = pathlib.Path(sys.executable).parent / "ccshim"
+B = np.arange(128, dtype=np.float32)
+C = np.linspace(-1, 1, 2048, dtype=np.float32)
+WANT = B[np.arange(2048) % 128] + C
 
 import ccshim  # noqa: E402
 
-package = pathlib.Path(ccshim.__file__).resolve().parent
-assert package.parent == site, f"ccshim imported from {package}, not from {site}"
-assert pathlib.Path(ccshim.library_path()).resolve() == package / "lib" / "libccshim.so", \
-    ccshim.library_path()
-inc = pathlib.Path(ccshim.include_dir())
-assert (inc / "ccshim" / "ccshim.h").is_file() and (inc / "ccshim" / "xla_ffi.h").is_file()
-assert (inc / "ccshim" / "compat" / "xla" / "service" / "custom_call_status.h").is_file()
-assert (pathlib.Path(ccshim.cmake_dir()) / "ccshimConfig.cmake").is_file()
-print(f"1. ccshim {ccshim.version()} from {package}")
 
-flags = [f"-I{d}" for d in ccshim.include_dirs()]
-subprocess.run(["c++", "-std=c++17", "-O2", "-shared", "-fPIC", *flags,
-                str(root / "examples" / "legacy" / "add_cpu.cc"), "-o",
-                str(work / "libmy_kernels.so")], check=True)
-print("2. a legacy kernel compiled against ccshim.include_dirs()")
+def run(cmd, **kw):
+    """cmd's CompletedProcess (text); a failure shows both streams."""
+    out = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    assert out.returncode == 0, (f"{' '.join(map(str, cmd))} exited {out.returncode}:\n"
+                                 + out.stdout[-3000:] + out.stderr[-3000:])
+    return out
 
-readme = (root / "README.md").read_text()
-block = re.search(r"### 1\. A call site.*?```python\n(.*?)```", readme, re.S).group(1)
-import numpy as np  # noqa: E402
 
-b = np.arange(128, dtype=np.float32)
-c = np.linspace(-1, 1, 2048, dtype=np.float32)
-scope = {"b": b, "c": c}
-exec(compile(block, "README.md (A call site)", "exec"), scope)
-y = np.asarray(scope["y"])
-want = b[np.arange(2048) % 128] + c
-assert np.array_equal(y, want), "the README's JAX lines gave a wrong result"
-print("3. the README's JAX lines ran: y == b[i % 128] + c[i]")
+def step_where():
+    package = pathlib.Path(ccshim.__file__).resolve().parent
+    assert package.parent == site, f"ccshim imported from {package}, not from {site}"
+    lib = pathlib.Path(ccshim.library_path()).resolve()
+    assert lib == package / "lib" / "libccshim.so", ccshim.library_path()
+    inc = pathlib.Path(ccshim.include_dir())
+    assert (inc / "ccshim" / "ccshim.h").is_file() and (inc / "ccshim" / "xla_ffi.h").is_file()
+    assert (inc / "ccshim" / "compat" / "xla" / "service" / "custom_call_status.h").is_file()
+    assert (pathlib.Path(ccshim.cmake_dir()) / "ccshimConfig.cmake").is_file()
+    return f"ccshim {ccshim.version()} from {package}"
 
-script = pathlib.Path(sys.executable).parent / "ccshim"
-out = subprocess.run([str(script), "version"], capture_output=True, text=True, check=True)
-assert out.stdout.strip() == f"ccshim {ccshim.version()}", out.stdout
-subprocess.run([str(script), "scan", "--help"], capture_output=True, check=True)
-# rewrite runs in this Python, without the C command; conform with XLA as
-# the reference starts this Python for its legacy side.
-out = subprocess.run([str(script), "rewrite", "--help"], capture_output=True, text=True,
-                     check=True)
-assert "ccshim rewrite IN OUT" in out.stdout, out.stdout
-out = subprocess.run([str(script), "conform", str(work / "libmy_kernels.so"), "add_v2", "--api",
-                      "2", "--signature", "(f32[128], f32[2048]) -> f32[2048]", "--reference",
-                      "xla", "--runs", "2"], capture_output=True, text=True)
-assert out.returncode == 0 and "reference: XLA's legacy custom-call path" in out.stdout, (
-    out.stdout + out.stderr)
-# ccshim legacy: zero-change mode in a Python it starts, from the wheel's
-# own boot folder, strict, with the restored plumbing.
-probe = ("import jax, ccshim.legacy as cl; from jax.lib import xla_client; "
-         "print(cl.enabled(), cl._state['strict'], callable(xla_client.register_custom_call_target))")
-out = subprocess.run([str(script), "legacy", "--strict", "--", sys.executable, "-c", probe],
-                     capture_output=True, text=True)
-assert out.returncode == 0 and out.stdout.split() == ["True", "True", "True"], (
-    out.stdout + out.stderr)
-print(f"4. the console script: ccshim {ccshim.version()}; rewrite runs in this Python, "
-      "conform --reference xla starts it for its legacy side; ccshim legacy --strict enables "
-      "zero-change mode in the Python it starts")
 
-build = work / "consumer"
-subprocess.run(["cmake", "-S", str(root / "tests" / "consumer"), "-B", str(build),
-                f"-Dccshim_DIR={ccshim.cmake_dir()}"], check=True, capture_output=True)
-subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
-subprocess.run([str(build / "consumer")], check=True)
-print("5. find_package(ccshim) through ccshim.cmake_dir(): built and ran")
+def step_compile():
+    flags = [f"-I{d}" for d in ccshim.include_dirs()]
+    run(["c++", "-std=c++17", "-O2", "-shared", "-fPIC", *flags,
+         root / "examples" / "legacy" / "add_cpu.cc", "-o", work / "libmy_kernels.so"])
+    return "a legacy kernel compiled against ccshim.include_dirs()"
+
+
+def step_readme():
+    if not (work / "libmy_kernels.so").exists():
+        step_compile()
+    readme = (root / "README.md").read_text()
+    block = re.search(r"### 1\. A call site.*?```python\n(.*?)```", readme, re.S).group(1)
+    scope = {"b": B, "c": C}
+    exec(compile(block, "README.md (A call site)", "exec"), scope)
+    assert np.array_equal(np.asarray(scope["y"]), WANT), "the README's JAX lines gave a wrong result"
+    return "the README's JAX lines ran as printed: y == b[i % 128] + c[i]"
+
+
+def step_closure():
+    """add_v2 wrapped with CCSHIM_ENTRY_CLOSURE (ccshim.h), run in the
+    embedded runtime: libffi's closure code, wherever the library got it."""
+    import ctypes
+
+    from ccshim import _native, runtime
+    if not (work / "libmy_kernels.so").exists():
+        step_compile()
+    kernels = ccshim.load_legacy_library(str(work / "libmy_kernels.so"))
+    opts = _native.WrapOptions()
+    opts.entry = 2  # CCSHIM_ENTRY_CLOSURE
+    adapter = ctypes.c_void_p()
+    cpu = ctypes.c_int()
+    assert _native.lib.ccshim_platform_parse(b"cpu", ctypes.byref(cpu)) == 0
+    status = _native.lib.ccshim_wrap(ctypes.cast(kernels.add_v2, ctypes.c_void_p), 2, cpu.value,
+                                     SIGNATURE.encode(), ctypes.byref(opts),
+                                     ctypes.byref(adapter))
+    assert status == 0, f"ccshim_wrap: {_native.status_name(status)}: {_native.last_error()}"
+    try:
+        assert _native.lib.ccshim_adapter_entry(adapter) == 2, "the adapter is not a closure"
+        handler = _native.lib.ccshim_adapter_handler(adapter)
+        y = runtime.call(handler, [B, C], np.zeros(2048, np.float32))
+        assert np.array_equal(np.asarray(y), WANT), "the closure adapter gave a wrong result"
+    finally:
+        _native.lib.ccshim_adapter_free(adapter)
+    return "a libffi closure adapter ran add_v2 in the embedded runtime"
+
+
+def step_command():
+    if not (work / "libmy_kernels.so").exists():
+        step_compile()
+    out = run([script, "version"])
+    assert out.stdout.strip() == f"ccshim {ccshim.version()}", out.stdout
+    run([script, "scan", "--help"])
+    # rewrite runs in this Python, without the C command.
+    out = run([script, "rewrite", "--help"])
+    assert "ccshim rewrite IN OUT" in out.stdout, out.stdout
+    out = run([script, "conform", work / "libmy_kernels.so", "add_v2", "--api", "2",
+               "--signature", SIGNATURE, "--runs", "2"])
+    assert "1 of 1 targets equal" in out.stdout, out.stdout
+    return (f"the console script: ccshim {ccshim.version()}; rewrite runs in this Python; the "
+            "C command's conform runs add_v2 through its legacy invoker and an adapter")
+
+
+def step_xla():
+    """conform with XLA as the reference: the command starts this Python for
+    the legacy side (docs/contracts.md)."""
+    if not (work / "libmy_kernels.so").exists():
+        step_compile()
+    out = run([script, "conform", work / "libmy_kernels.so", "add_v2", "--api", "2",
+               "--signature", SIGNATURE, "--reference", "xla", "--runs", "2"])
+    assert "reference: XLA's legacy custom-call path" in out.stdout, out.stdout
+    return "conform --reference xla started this Python for XLA's legacy side"
+
+
+def step_legacy():
+    ext = work / "legacy_ext"
+    shutil.rmtree(ext, ignore_errors=True)
+    shutil.copytree(root / "tests" / "wheel" / "legacy_ext", ext)
+    flags = [f"-I{d}" for d in ccshim.include_dirs()]
+    run(["cc", "-std=c11", "-O2", "-shared", "-fPIC", *flags, ext / "my_legacy_ext" / "kernels.c",
+         "-o", ext / "my_legacy_ext" / "libmy_legacy_kernels.so"])
+    report = work / "legacy-report.tsv"
+    report.unlink(missing_ok=True)
+    # `python` is this venv's, as it is for a user whose venv is active.
+    env = {**os.environ, "PATH": f"{script.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out = run([script, "legacy", "--strict", "--report", report, "--", "python", "-m", "pytest",
+               "-q", "-p", "no:cacheprovider", "test_my_legacy_ext.py"], cwd=ext, env=env)
+    assert re.search(r"\b3 passed\b", out.stdout), out.stdout
+    rows = [line.split("\t") for line in report.read_text().splitlines()]
+    assert any(r[3] == "my_affine" and r[4] == "2" for r in rows), rows
+    return ("a legacy extension's own tests: 3 passed under ccshim legacy --strict, "
+            "its kernel my_affine (api_version 2) through ccshim")
+
+
+def step_rewrite():
+    import jax
+    from jax import export
+
+    import ccshim.export as ce
+    if not (work / "libmy_kernels.so").exists():
+        step_compile()
+    f32 = jax.ShapeDtypeStruct
+    call = jax.ffi.ffi_call("my_add", f32((2048,), np.float32), custom_call_api_version=2)
+    exported = export.export(jax.jit(call), disabled_checks=[
+        export.DisabledSafetyCheck.custom_call("my_add")])(
+        f32((128,), np.float32), f32((2048,), np.float32))
+    legacy, typed = work / "legacy.jax", work / "typed.jax"
+    legacy.write_bytes(exported.serialize())
+    typed.unlink(missing_ok=True)
+    run([script, "rewrite", legacy, typed])
+    calls = [(c.kind, c.legacy_target) for c in ce.read(typed).calls()]
+    assert calls == [("ccshim", "my_add")], calls
+    kernels = ccshim.load_legacy_library(str(work / "libmy_kernels.so"))
+    ce.register(typed, {"my_add": (kernels, "add_v2")})
+    y = ce.load(typed).call(B, C)
+    assert np.array_equal(np.asarray(y), WANT), "the rewritten program gave a wrong result"
+    return "ccshim rewrite made an exported legacy call typed; ccshim.export ran it"
+
+
+def step_consumer():
+    build = work / "consumer"
+    run(["cmake", "-S", root / "tests" / "consumer", "-B", build,
+         f"-Dccshim_DIR={ccshim.cmake_dir()}"])
+    run(["cmake", "--build", build])
+    run([build / "consumer"])
+    return "find_package(ccshim) through ccshim.cmake_dir(): built and ran"
+
+
+for number, name in enumerate(steps, 1):
+    start = time.monotonic()
+    said = globals()["step_" + name]()
+    print(f"{number}. {name} ({time.monotonic() - start:.1f} s): {said}", flush=True)
