@@ -212,6 +212,25 @@ def test_a_lowering_rule_passing_ir_constant_a_python_int_runs():
     assert r == {"sum": 5050.0, "wrapped": [["host", "ccshim.v1.ext_count_sum"]]}, r
 
 
+TPU_REGISTRATION = r"""
+import ctypes, json
+import ccshim.legacy as cl
+import jax
+capsule = jax.ffi.pycapsule(ctypes.CDLL(None).abs)
+for platform in ("cpu", "tpu"):  # as Enzyme-JAX registers jaxzyme.aug
+    jax.ffi.register_ffi_target("ext_aug", capsule, platform=platform, api_version=0)
+print(json.dumps({"recorded": sorted(map(list, cl.recorded()))}))
+"""
+
+
+def test_a_legacy_registration_for_a_platform_ccshim_does_not_run_passes_to_jax():
+    """A legacy registration for TPU beside CPU (Enzyme-JAX 0.0.16's
+    jaxzyme.aug): the CPU one recorded, the TPU one handed to JAX as without
+    zero-change mode, not refused."""
+    r = _python(TPU_REGISTRATION, {"CCSHIM_LEGACY": "strict"})
+    assert r == {"recorded": [["host", "ext_aug"]]}, r
+
+
 def test_the_docs_table_is_the_restored_list():
     from ccshim.legacy import _restored
     doc = (ROOT / "docs" / "legacy.md").read_text()

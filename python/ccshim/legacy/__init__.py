@@ -15,8 +15,9 @@ Two interception points, both in JAX:
   api_version=0)`` (what mpi4jax and veros call) and
   ``register_custom_call_target`` of ``jaxlib.xla_client`` and, to JAX 0.5,
   ``jax.lib.xla_client`` (celerite2's) record the kernel instead of handing
-  it to XLA's legacy registry; typed registrations (api_version >= 1) pass
-  through untouched;
+  it to XLA's legacy registry; typed registrations (api_version >= 1), and
+  legacy ones for a platform ccshim runs no kernels on (tpu), pass through
+  untouched;
 * compilation: ``jax._src.compiler.compile_or_get_cached``, which every
   jitted function and every jax.export artifact goes through with its
   StableHLO module.  Before XLA sees the module, each legacy custom call
@@ -144,7 +145,14 @@ def enable(strict: bool | None = None) -> None:
                     raise TypeError(f"ccshim.legacy: a legacy registration of {name!r} (api_version"
                                     f"=0) with {sorted(kwargs)}, which a legacy registration "
                                     "does not take")
-                _kernels[(parse_platform(platform)[0], name)] = fn
+                try:
+                    canonical = parse_platform(platform)[0]
+                except ValueError:
+                    # a platform ccshim runs no kernels on (tpu, sycl): its
+                    # registration is XLA's, as without the mode (Enzyme-JAX
+                    # registers for tpu beside cpu and cuda)
+                    return passthrough(name, fn, platform, api_version, **kwargs)
+                _kernels[(canonical, name)] = fn
                 return None
             return record
 
