@@ -94,7 +94,8 @@ def git_source(p: dict) -> dict | None:
 
 def fetch(p: dict, git_from: str | None = None) -> None:
     for f in p.get("files", []):
-        entry = {"name": p.get("pypi", p["name"]), "version": p["version"], "file": f["file"],
+        entry = {"name": f.get("pypi", p.get("pypi", p["name"])), "version": p["version"],
+                 "file": f["file"],
                  "sha256": f["sha256"], "folder": f["folder"], "members": f.get("members", [])}
         if not fetcher.complete(entry, CACHE):
             say(f"fetching {f['file']}")
@@ -131,7 +132,7 @@ def venv(python: str, jax: str, pins: list[str]) -> pathlib.Path:
     folder = CACHE / "census-venvs" / f"py{python}-jax{jax}-{key[:10]}"
     stamp = folder / ".ccshim-requirements"
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.with_suffix(".lock"), "w") as lock:
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two runs at once make it once
         if stamp.exists() and stamp.read_text() == "\n".join(wanted):
             return folder
@@ -230,7 +231,8 @@ def run_suite(p: dict, run: dict, baseline: dict) -> dict:
         lost = {}
         for test, outcome in there.items():
             if outcome == "passed" and found.get(test) != "passed":
-                message = why.get(test, "not run" if test not in found else "")
+                message = why.get(test) or ("not run: " + _collection_error(tail)
+                                            if test not in found else "")
                 rule = _cause(p, run["jax"], message)
                 lost[test] = {"outcome": found.get(test, "not run"), "message": message,
                               "cause": rule["cause"] if rule else None,
@@ -243,6 +245,13 @@ def run_suite(p: dict, run: dict, baseline: dict) -> dict:
             "missing_targets": sorted(set(p.get("targets", [])) - set(kernels)),
             "tail": tail[-1500:] if lost or not found else ""}
     return out
+
+
+def _collection_error(tail: str) -> str:
+    """What pytest said of a collection error, for tests that did not run."""
+    lines = [line.strip() for line in tail.splitlines()
+             if line.startswith("E ") or "Error" in line.split(":")[0]]
+    return (lines[-1] if lines else "pytest collected it not")[:300]
 
 
 def scan(p: dict) -> list:
@@ -320,7 +329,8 @@ def baseline(p: dict) -> None:
     out = BASELINES / f"{p['key']}.json"
     say(f"{p['key']} on XLA's legacy path of JAX {ref['jax']}")
     subprocess.run([str(python), str(ROOT / "tests" / "python" / "project_suites.py"),
-                    "baseline", p["key"], str(out)], check=True)
+                    "baseline", p["key"], str(out)], check=True,
+                   env={**os.environ, "CCSHIM_SUITE_TIMEOUT": str(p["suite"].get("timeout", 1800))})
 
 
 def unexplained(result: dict) -> list[str]:

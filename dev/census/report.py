@@ -41,7 +41,7 @@ def verdict(p: dict, result: dict | None) -> str:
         return f"could not run: {result['error']}"
     run = _run_of(result, NEWEST)
     if run is None:
-        return f"no run on JAX {NEWEST}"
+        return f"no run on JAX {NEWEST}" + (f": {p['why']}" if p.get("why") else "")
     if run.get("error"):
         return f"could not run on JAX {NEWEST}: {run['error'][:160]}"
     lost = {t: v for r in run["ranks"].values() for t, v in r["lost"].items()}

@@ -71,6 +71,7 @@ def suite_folder(project: str, into: pathlib.Path) -> None:
     folder, inner, parts = SUITES[project]["suite"]
     for part in parts:
         src = cached(folder) / inner / part
+        (into / part).parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, into / part)
 
 
@@ -161,7 +162,8 @@ def main(argv):
     runs = {}
     for ranks in SUITES[project]["ranks"]:
         why = {}
-        found, tail = run(project, ranks=ranks, why=why)
+        found, tail = run(project, ranks=ranks, why=why,
+                          timeout=int(os.environ.get("CCSHIM_SUITE_TIMEOUT", 1200)))
         counts = {k: sum(1 for v in found.values() if v == k)
                   for k in ("passed", "failed", "error", "skipped")}
         runs[str(ranks)] = {"counts": counts, "tests": dict(sorted(found.items())),
