@@ -52,8 +52,7 @@ def verdict(p: dict, result: dict | None) -> str:
     if unexplained:
         return f"fails: {len(unexplained)} test(s) lost unexplained"
     causes = sorted({f"{v['cause']} (JAX {v['since']})" for v in lost.values()})
-    return f"{len(lost)} test(s) lost, each for what its own code uses that JAX removed: " + \
-        "; ".join(causes)
+    return f"{len(lost)} test(s) lost: " + "; ".join(causes)
 
 
 def _short(p: dict, result: dict | None) -> str:
@@ -85,6 +84,12 @@ def _summary_row(p: dict, result: dict | None) -> str:
             f"{verdict(p, result)} |")
 
 
+def _scanned(t: dict) -> str:
+    form = "?" if t["api_version"] is None else t["api_version"]
+    pattern = f" ({t['pattern']})" if t.get("pattern") else ""
+    return f"{t['name']}{pattern} [{t['platform']} v{form}]"
+
+
 def _section(p: dict, result: dict | None) -> list[str]:
     out = [f"### {p['name']} {p['version']}", "",
            f"Released {p['released']}; {', '.join(p['platforms'])}. "
@@ -114,10 +119,7 @@ def _section(p: dict, result: dict | None) -> list[str]:
                 out.append(f"  - lost: `{test}` ({v['outcome']}: {v['message'][:200]}): {why}")
     scan = result.get("scan") or []
     if scan:
-        listed = ", ".join(sorted({f"{t['name']}"
-                                   + (f" ({t['pattern']})" if t.get("pattern") else "")
-                                   + f" [{t['platform']} v{t['api_version'] or '?'}]"
-                                   for t in scan if "name" in t}))
+        listed = ", ".join(sorted({_scanned(t) for t in scan if "name" in t}))
         out.append(f"- `ccshim scan` of its tree lists {len(scan)} target(s): {listed}")
     gpu = result.get("gpu")
     if gpu:
