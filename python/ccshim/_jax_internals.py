@@ -32,6 +32,10 @@ here                        JAX internal                                used for
 ``ad()``                    ``jax._src.interpreters.ad``                a JVP rule's None output
                                                                         tangent, kept as JAX 0.4
                                                                         kept it (zero-change mode)
+``hlo()``                   ``jax._src.lib.mlir.dialects.hlo``          the StableHLO ops a
+                                                                        translation rule's
+                                                                        XlaBuilder made
+                                                                        (zero-change mode)
 ==========================  ==========================================  =========================
 
 Where JAX offers a public name, ccshim uses it instead; these have none.
@@ -93,3 +97,8 @@ def xla_client():
 def ad():
     from jax._src.interpreters import ad
     return ad
+
+
+def hlo():
+    from jax._src.lib.mlir.dialects import hlo
+    return hlo

@@ -84,15 +84,10 @@ except Exception as e:
 xla_client.register_custom_call_target(b"old_style", object(), platform="cpu")
 report["recorded"] = [list(k) for k in cl.recorded()]
 errors = {}
-try:
-    xla_client.ops.CustomCallWithLayout
+try:  # an XlaBuilder operation translation rules never used
+    xla_client.ops.Sort
 except AttributeError as e:
     errors["ops"] = str(e)
-from jax.interpreters import xla
-try:
-    xla.backend_specific_translations
-except AttributeError as e:
-    errors["translations"] = str(e)
 try:
     from jaxlib.hlo_helpers import hlo_const
 except ImportError as e:
@@ -153,10 +148,8 @@ def test_each_restored_name_maps_onto_the_running_jax_and_is_taken_back():
     assert r["none_tangent_used"] == "TypeError", r["none_tangent_used"]
     assert ["host", "old_style"] in r["recorded"]
     e = r["errors"]
-    assert "jax.lib.xla_client.ops was removed in JAX 0.6.0; ccshim.legacy does not restore " \
-           "it" in e["ops"] and "mlir.register_lowering" in e["ops"]
-    assert "backend_specific_translations was removed in JAX 0.4.24 or earlier" in \
-           e["translations"]
+    assert "xla_client.ops.Sort is not emulated" in e["ops"] and \
+        "CustomCallWithLayout" in e["ops"], e["ops"]
     assert "cannot import name 'hlo_const'" in e["hlo_const"]
     assert "jaxlib.hlo_helpers was removed in JAX 0.8.0; ccshim.legacy restores only " \
            "its custom-call plumbing (custom_call), not hlo_const" in e["hlo_helpers.hlo_const"]
@@ -229,6 +222,70 @@ def test_a_legacy_registration_for_a_platform_ccshim_does_not_run_passes_to_jax(
     zero-change mode, not refused."""
     r = _python(TPU_REGISTRATION, {"CCSHIM_LEGACY": "strict"})
     assert r == {"recorded": [["host", "ext_aug"]]}, r
+
+
+TRANSLATION_RULES = r"""
+import json, sys
+import ccshim.legacy as cl
+import jax, jax.core, numpy as np
+from jax.interpreters import xla
+from jax._src.interpreters.xla import _backend_specific_translations
+from jaxlib import xla_client
+import ccshim
+lib = ccshim.load_legacy_library(sys.argv[1])
+for name in ("sumdiff_v2", "count_sum_v1"):
+    xla_client.register_custom_call_target(f"xb_{name}".encode(),
+                                           jax.ffi.pycapsule(getattr(lib, name)))
+
+# planet-harmonica's way: an old-style rule in the public registry, two
+# results as one tuple shape, its layouts given, API version 2
+sumdiff = jax.core.Primitive("xb_sumdiff")
+sumdiff.multiple_results = True
+sumdiff.def_abstract_eval(lambda a, b: (a, a))
+def sumdiff_rule(c, a, b):
+    shape = c.get_shape(a)
+    array = xla_client.Shape.array_shape(shape.element_type(), shape.dimensions(), (0,))
+    return xla_client.ops.CustomCallWithLayout(
+        c, b"xb_sumdiff_v2", operands=(a, b), operand_shapes_with_layout=(array, array),
+        shape_with_layout=xla_client.Shape.tuple_shape((array, array)),
+        api_version=xla_client.ops.CustomCallApiVersion.API_VERSION_STATUS_RETURNING)
+xla.backend_specific_translations["cpu"][sumdiff] = sumdiff_rule
+
+# klujax's way: a rule of JAX 0.4.14-0.4.34's signature in the private
+# registry, a reshape, and its count a constant literal (int64), API version 1
+count_sum = jax.core.Primitive("xb_count_sum")
+count_sum.def_abstract_eval(lambda x: jax.core.ShapedArray((), x.dtype))
+def count_sum_rule(ctx, avals_in, avals_out, x):
+    c = ctx.builder
+    (rows, cols) = c.get_shape(x).dimensions()
+    flat = xla_client.ops.Reshape(x, (rows * cols,))
+    n = xla_client.ops.ConstantLiteral(c, rows * cols)
+    return [xla_client.ops.CustomCallWithLayout(
+        c, b"xb_count_sum_v1", operands=(n, flat),
+        operand_shapes_with_layout=(xla_client.Shape.array_shape(np.dtype(np.int64), (), ()),
+                                    c.get_shape(flat)),
+        shape_with_layout=xla_client.Shape.array_shape(np.dtype(np.float32), (), ()))]
+_backend_specific_translations["cpu"][count_sum] = count_sum_rule
+
+a = np.linspace(-1, 1, 64, dtype=np.float32)
+b = np.cos(a)
+s, d = jax.jit(sumdiff.bind)(a, b)
+x = np.arange(12, dtype=np.float32).reshape(3, 4)
+print(json.dumps({"sum": bool((np.asarray(s) == a + b).all()),
+                  "diff": bool((np.asarray(d) == a - b).all()),
+                  "count_sum": float(jax.jit(count_sum.bind)(x)), "wrapped": cl.wrapped()}))
+"""
+
+
+def test_xlabuilder_translation_rules_run_as_lowerings():
+    """Translation rules as planet-harmonica 0.1.1 (public registry, old
+    signature, a tuple result) and klujax 0.2.10 (JAX 0.4.14-0.4.34's private
+    registry and signature, a reshape and a constant literal) wrote them run
+    in strict zero-change mode, through ccshim, with the kernels' results."""
+    r = _python(TRANSLATION_RULES, {"CCSHIM_LEGACY": "strict"}, args=[str(KERNELS)])
+    assert r == {"sum": True, "diff": True, "count_sum": 66.0,
+                 "wrapped": [["host", "ccshim.v1.xb_count_sum_v1"],
+                             ["host", "ccshim.v2.xb_sumdiff_v2"]]}, r
 
 
 def test_the_docs_table_is_the_restored_list():

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import _jax_internals
+from . import _xlabuilder
 
 __all__ = ["RESTORED", "NOT_RESTORED", "install", "uninstall", "installed"]
 
@@ -95,17 +96,22 @@ RESTORED = (
     Restored("jax.experimental.enable_x64, disable_x64", "0.9.0",
              "context managers over jax.enable_x64(True / False): what extensions' own "
              "tests wrap their calls in (jax-finufft 0.1.0's)"),
+    Restored("jax.interpreters.xla.backend_specific_translations, translations",
+             "0.4.35 (no longer run; removed after)",
+             "a translation rule put there becomes its primitive's MLIR lowering, run with an "
+             "emulated XlaBuilder (ccshim/legacy/_xlabuilder.py; planet-harmonica 0.1.1's)"),
+    Restored("jax._src.interpreters.xla._backend_specific_translations",
+             "0.4.35 (the module: 0.7.2)",
+             "the same, for rules of JAX 0.4.14 to 0.4.34's signature (ctx, avals_in, "
+             "avals_out, *operands) (klujax 0.2.10's)"),
+    Restored("xla_client.ops (jaxlib's and jax.lib's)", "0.6.0 (with XlaBuilder)",
+             "what custom-call translation rules use: ConstantLiteral, Reshape, Transpose, "
+             "Tuple, GetTupleElement, CustomCall, CustomCallWithLayout (layouts, opaque, "
+             "has_side_effect, api_version), emitting StableHLO; jaxlib's xla_client.Shape "
+             "serves as it is; any other operation is an error naming it"),
 )
 
 NOT_RESTORED = (
-    NotRestored("jax.lib.xla_client.ops", "0.6.0",
-                "XlaBuilder operations, which only translation rules used; present so that "
-                "an import of it works, any use is an error: lower with "
-                "jax.interpreters.mlir.register_lowering and mlir.custom_call (restored)"),
-    NotRestored("jax.interpreters.xla.backend_specific_translations", "0.4.24 or earlier",
-                "XlaBuilder translation rules, which need the XlaBuilder JAX no longer has: "
-                "lower with jax.interpreters.mlir.register_lowering and mlir.custom_call "
-                "(restored)"),
     NotRestored("jaxlib.hlo_helpers (all but custom_call)", "0.8.0",
                 "general MLIR helpers (hlo_const, hlo_s32, ...), not custom-call plumbing: "
                 "jax.interpreters.mlir.ir_constant and jaxlib.mlir's dialects"),
@@ -159,7 +165,7 @@ def install(register: Callable[..., Any]) -> None:
     _put_missing(jax.lax, "zeros_like_array", _zeros_like_array)
     _put_missing(batching, "moveaxis", jnp.moveaxis)
     _put_missing(batching, "not_mapped", None)
-    _hint(xla, "backend_specific_translations", NOT_RESTORED[1])
+    _translation_rules(xla)
     _ir_constant(mlir)
     experimental = importlib.import_module("jax.experimental")
     _put_missing(experimental, "enable_x64", _enable_x64)
@@ -323,25 +329,6 @@ def _module(fullname: str, only: str, removed: str) -> types.ModuleType | None:
     return module
 
 
-class _Refused:
-    """A removed name an extension imports but must not use: any use says
-    what it was and where its use moved."""
-
-    def __init__(self, entry: NotRestored):
-        self._message = entry.message
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        raise AttributeError(f"{self._message} (asked for .{attr})")
-
-    def __call__(self, *args, **kwargs):
-        raise TypeError(self._message)
-
-    def __repr__(self) -> str:
-        return f"<{self._message}>"
-
-
 def _xla_client_module(register: Callable[..., Any]) -> None:
     """jax.lib.xla_client with register_custom_call_target (and ops refused),
     where the running JAX has no module or a module without it."""
@@ -351,8 +338,24 @@ def _xla_client_module(register: Callable[..., Any]) -> None:
         if _has(client, "register_custom_call_target"):
             return  # JAX to 0.5: ccshim.legacy intercepts the real one
     _put(client, "register_custom_call_target", register)
-    if not _has(client, "ops"):
-        _put(client, "ops", _Refused(NOT_RESTORED[0]))
+    _put_missing(client, "ops", _xlabuilder.OPS)
+    from jaxlib import xla_client as jaxlib_client
+    _put_missing(client, "Shape", jaxlib_client.Shape)
+
+
+def _translation_rules(xla: types.ModuleType) -> None:
+    """XlaBuilder translation rules, run as MLIR lowerings (_xlabuilder):
+    the public registries (old-style rules), the private one of JAX 0.4.14
+    to 0.4.34 (new-style rules; its module is gone from 0.7.2), and
+    xla_client.ops on jaxlib's own xla_client, which extensions import."""
+    _put_missing(xla, "backend_specific_translations", _xlabuilder.Translations(False))
+    _put_missing(xla, "translations", _xlabuilder.Rules(None, False))
+    private = _module("jax._src.interpreters.xla", "_backend_specific_translations", "0.7.2")
+    if private is None:
+        private = importlib.import_module("jax._src.interpreters.xla")
+    _put_missing(private, "_backend_specific_translations", _xlabuilder.Translations(True))
+    from jaxlib import xla_client as jaxlib_client
+    _put_missing(jaxlib_client, "ops", _xlabuilder.OPS)
 
 
 def _aval_to_ir_type(mlir: types.ModuleType) -> None:
@@ -388,19 +391,3 @@ def _none_tangents() -> None:
         return current(trace, primal, tangent)
     maybe_jvp_tracer.__wrapped__ = current
     _put(ad, "maybe_jvp_tracer", maybe_jvp_tracer)
-
-
-def _hint(module: types.ModuleType, attr: str, entry: NotRestored) -> None:
-    """A module whose removed ``attr`` is asked for says, beside JAX's own
-    message, that ccshim.legacy does not restore it and where its use moved."""
-    if _has(module, attr):
-        return
-    previous = module.__dict__.get("__getattr__")
-
-    def __getattr__(name: str) -> Any:
-        if name == attr:
-            raise AttributeError(entry.message)
-        if previous is not None:
-            return previous(name)
-        raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
-    _put(module, "__getattr__", __getattr__)
