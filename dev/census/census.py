@@ -231,7 +231,7 @@ def run_suite(p: dict, run: dict, baseline: dict) -> dict:
         lost = {}
         for test, outcome in there.items():
             if outcome == "passed" and found.get(test) != "passed":
-                message = why.get(test) or ("not run: " + _collection_error(tail)
+                message = why.get(test) or ("not run: " + _collection_error(test, tail)
                                             if test not in found else "")
                 rule = _cause(p, run["jax"], message)
                 lost[test] = {"outcome": found.get(test, "not run"), "message": message,
@@ -247,11 +247,25 @@ def run_suite(p: dict, run: dict, baseline: dict) -> dict:
     return out
 
 
-def _collection_error(tail: str) -> str:
-    """What pytest said of a collection error, for tests that did not run."""
-    lines = [line.strip() for line in tail.splitlines()
-             if line.startswith("E ") or "Error" in line.split(":")[0]]
-    return (lines[-1] if lines else "pytest collected it not")[:300]
+def _collection_error(test: str, tail: str) -> str:
+    """For a test that did not run: the error pytest gave collecting its
+    module (the last "E   " line of its "ERROR collecting" section in the
+    output's tail), else the tail's last "E" line."""
+    parts = test.split("::")[0].split(".")
+    paths = {"/".join(parts[:n]) + ".py" for n in range(1, len(parts) + 1)}
+    lines = tail.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("_") and any(f"ERROR collecting {path} " in line for path in paths):
+            errors = []
+            for later in lines[i + 1:]:
+                if later.startswith(("_", "=")):
+                    break
+                if later.startswith("E   "):
+                    errors.append(later[4:].strip())
+            if errors:
+                return f"collection error: {errors[-1]}"[:300]
+    others = [line.strip() for line in lines if line.startswith("E ")]
+    return (others[-1] if others else "pytest did not collect it")[:300]
 
 
 def scan(p: dict) -> list:
@@ -281,8 +295,9 @@ def gpu_checks(p: dict) -> dict | None:
         return None
     run = spec.get("run") or p["runs"][0]
     python = run_python(p, run)
-    package = project_suites.SUITES[p["key"]]["package"](project_suites.abi(python)) \
-        if p["key"] in project_suites.SUITES else None
+    abi = project_suites.abi(python)
+    build(p, abi, python)
+    package = project_suites.cached(p["package"][abi]) if abi in p.get("package", {}) else None
     env = _ccshim_env(python)
     if package is not None:
         env["PYTHONPATH"] += os.pathsep + str(package)
