@@ -273,6 +273,49 @@ with tempfile.TemporaryDirectory() as tmp:
         check(rc == 2 and len(lines) == 1 and expect in lines[0] and out == "",
               f"bad input {args}: rc={rc} stderr={err!r}")
 
+# --- Names computed at run time from strings and values (the census: tfc 1.4.0's
+# "BasisFunc" + str(obj.identifier), its capsule a C++ attribute; BrainPy's
+# f-string of an address): the name's shape, and the call site naming it by
+# the same expression joined, whose api_version is the target's -----------------
+COMPUTED = """
+from jax.ffi import register_ffi_target
+from jax.interpreters import mlir
+from jax.lib import xla_client
+
+
+class Basis:
+    def setup(self):
+        obj = self.basisClass.xlaCapsule
+        xlaName = "BasisFunc" + str(self.basisClass.identifier)
+        register_ffi_target(xlaName, obj, platform="cpu", api_version=0)
+
+        def lower(ctx, x):
+            return mlir.custom_call(xlaName, result_types=[x.type], operands=[x],
+                                    api_version=3).results
+        return lower
+
+
+def register(rule, capsule):
+    target_name = f'numba_custom_call_{str(rule.address)}'
+    xla_client.register_custom_call_target(target_name, capsule, "cpu")
+"""
+with tempfile.TemporaryDirectory() as tmp:
+    with open(os.path.join(tmp, "computed.py"), "w") as f:
+        f.write(COMPUTED)
+    rc, out, err = scan(tmp, "--json")
+    found = {t["name"]: t for t in json.loads(out)["targets"]} if rc == 0 else {}
+    check(sorted(found) == ["target_name", "xlaName"], f"computed names: {sorted(found)} {err}")
+    if found:
+        t = found["xlaName"]
+        check(t["name_pattern"] == "BasisFunc<...>" and t["api_version"] == 3 and
+              [c["line"] for c in t["call_sites"]] == [14] and t["platform"] == "cpu",
+              f"xlaName: {t}")
+        check("computed at run time (BasisFunc<...>)" in t["note"], t["note"])
+        check(found["target_name"]["name_pattern"] == "numba_custom_call_<...>",
+              found["target_name"])
+    rc, text, err = scan(tmp)
+    check("xlaName (name computed: BasisFunc<...>)  cpu v3" in text, text)
+
 if failures:
     print(f"{len(failures)} check(s) failed")
     sys.exit(1)

@@ -414,7 +414,7 @@ static void match_py(scan* s, const source* src, const char* word, size_t at, si
     name_arg(src, &a, 0, "name", f);
     /* A name built from id(): a target per object, all with one kernel. */
     if (f->name[0] == '\0' && f->name_expr[0])
-      scan_py_instance_name(src, at, f->name_expr, f->pattern, sizeof f->pattern);
+      scan_py_instance_name(src, at, f->name_expr, f->pattern, f->name_shape, sizeof f->pattern);
     if (f->name[0] == '\0' && !f->pattern[0])
       scan_py_mapping_loop(src, at, f->module, sizeof f->module, f->mapping, sizeof f->mapping);
     int i = scan_positional(src, &a, 1);

@@ -330,14 +330,24 @@ static int dotted_name(const char* s) {
   return 1;
 }
 
-/* A registration's name built per object: `expr` itself, or what the
- * variable or attribute it names (self.target) was last assigned above
- * `at`, calls id().  Its pattern into `pattern`, left empty when the name
- * is not built from id(). */
+/* Whether a name expression is built from strings and computed pieces:
+ * a string literal, and a + or an f-string's braces. */
+static int computed_string(const char* e) {
+  const char* quote = strpbrk(e, "\"'");
+  if (quote == NULL) return 0;
+  int fstr = quote > e && (quote[-1] == 'f' || quote[-1] == 'F');
+  return strchr(e, '+') != NULL || (fstr && strchr(quote, '{') != NULL);
+}
+
+/* A registration's name computed at run time: `expr` itself, or what the
+ * variable or attribute it names (self.target, xlaName) was last assigned
+ * above `at`.  When it calls id(), a name per object: its pattern into
+ * `pattern`; any other built from strings and values: its shape into
+ * `shape`.  Each left empty otherwise. */
 void scan_py_instance_name(const source* src, size_t at, const char* expr, char* pattern,
-                           size_t cap) {
+                           char* shape, size_t cap) {
   char rhs[TEXT_CAP];
-  pattern[0] = '\0';
+  pattern[0] = shape[0] = '\0';
   snprintf(rhs, sizeof rhs, "%s", expr);
   if (!strstr(rhs, "id(") && dotted_name(expr)) {
     size_t n = strlen(expr), value = 0;
@@ -353,7 +363,10 @@ void scan_py_instance_name(const source* src, size_t at, const char* expr, char*
     while (e < src->len && src->code[e] != '\n') e++;
     scan_text_of(src, b, e, rhs, sizeof rhs);
   }
-  if (strstr(rhs, "id(")) name_pattern(rhs, pattern, cap);
+  if (strstr(rhs, "id("))
+    name_pattern(rhs, pattern, cap);
+  else if (computed_string(rhs))
+    name_pattern(rhs, shape, cap);
 }
 
 /* The method a kernel expression ends by calling (self.compiled.capsule()

@@ -151,6 +151,8 @@ static void print_json(const scan* s, const inventory* inv) {
     printf(", \"name_pattern\": ");
     if (t->instance)
       json_str(t->instance->pattern);
+    else if (scan_name_shape(t)[0])
+      json_str(scan_name_shape(t));
     else
       printf("null");
     printf(", \"platform\": \"%s\", \"api_version\": %d, \"api_version_from\": ",
@@ -243,10 +245,14 @@ static void print_text(const scan* s, const inventory* inv) {
       printf("%s  %s %s  %s\n", t->name, scan_plat_text(t->platform), version, a->file);
     else
       printf("%s%s%s%s  %s %s  %s:%d\n", t->name,
-             t->instance   ? " (per instance: "
-             : t->computed ? " (name computed)"
+             t->instance                            ? " (per instance: "
+             : t->computed && scan_name_shape(t)[0] ? " (name computed: "
+             : t->computed                          ? " (name computed)"
+                                                    : "",
+             t->instance   ? t->instance->pattern
+             : t->computed ? scan_name_shape(t)
                            : "",
-             t->instance ? t->instance->pattern : "", t->instance ? ")" : "",
+             t->instance || (t->computed && scan_name_shape(t)[0]) ? ")" : "",
              scan_plat_text(t->platform), version, a->file, a->line);
     printf("    version    %s\n", t->how ? t->how : "");
     if (t->def)

@@ -64,6 +64,10 @@ typedef struct finding {
    * string pieces kept and each id() as <id> ("instance_filter_<id>");
    * empty for any other registration. */
   char pattern[TEXT_CAP];
+  /* Any other name computed at run time from strings and values ("BasisFunc"
+   * + str(obj.identifier)): its shape, the string pieces kept and each
+   * computed piece as <...> ("BasisFunc<...>"); empty for any other. */
+  char name_shape[TEXT_CAP];
   char opaque[TEXT_CAP]; /* call site: the backend_config expression */
   char shapes[TEXT_CAP]; /* ffi_call: the result shapes expression */
   plat platform;
@@ -213,7 +217,7 @@ void scan_py_mapping_loop(const source* src, size_t at, char* module, size_t mca
 int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed);
 void scan_py_getattr_module(const char* expr, char* module, size_t cap);
 void scan_py_instance_name(const source* src, size_t at, const char* expr, char* pattern,
-                           size_t cap);
+                           char* shape, size_t cap);
 int scan_py_method_called(const char* expr, char* method, size_t cap);
 
 /* walk.c */
@@ -238,6 +242,8 @@ void scan_wrap_line_c(const target* t, char* out, size_t cap);
  * Cython by its address, which no Python object holds), else NULL. */
 const char* scan_wrap_cython_file(const target* t);
 void scan_call_change(const target* t, char* out, size_t cap);
+/* A computed name's shape ("BasisFunc<...>"), from its registrations, or "". */
+const char* scan_name_shape(const target* t);
 void scan_build(const scan* s, inventory* inv);
 
 #endif /* CCSHIM_TOOLS_SCAN_H */

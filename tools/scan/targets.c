@@ -178,6 +178,11 @@ static void add_notes(target* t, const finding* d, int def_version, plat def_pla
             "instance, every one with this kernel; the wrap line, in place of the "
             "registration (%s:%d), registers each instance's through ccshim. ",
             t->instance->pattern, t->instance->file, t->instance->line);
+  else if (t->computed && scan_name_shape(t)[0])
+    appendf(t->note, sizeof t->note,
+            "the name is computed at run time (%s): its call sites are joined by the "
+            "expression that names it. ",
+            scan_name_shape(t));
   else if (t->computed)
     appendf(t->note, sizeof t->note,
             "the name is computed at run time, so no definition or call site is matched "
@@ -345,6 +350,12 @@ static const finding* offered_by_getattr(const scan* s, const finding* reg) {
  * (self.compiled.capsule()): the one module function of that name that
  * offers a capsule (a pybind11 class's .def lambda), or NULL when none or
  * several do. */
+const char* scan_name_shape(const target* t) {
+  for (int i = 0; i < t->num_reg; i++)
+    if (t->reg[i]->name_shape[0]) return t->reg[i]->name_shape;
+  return "";
+}
+
 static const finding* offered_by_method(const scan* s, const finding* reg) {
   char method[NAME_CAP], want[NAME_CAP + 2];
   if (!scan_py_method_called(reg->expr, method, sizeof method)) return NULL;
@@ -431,8 +442,8 @@ static void join_call_sites(const scan* s, inventory* inv) {
       else
         for (int r = 0; r < t->num_reg && !match; r++)
           match = t->reg[r]->file == f->file &&
-                  (t->reg[r]->via[0] ||
-                   (t->reg[r]->pattern[0] && !strcmp(t->reg[r]->name_expr, f->name_expr)));
+                  (t->reg[r]->via[0] || ((t->reg[r]->pattern[0] || t->reg[r]->name_shape[0]) &&
+                                         !strcmp(t->reg[r]->name_expr, f->name_expr)));
       if (match && t->num_call < 8) t->call[t->num_call++] = f;
       joined |= match;
     }
