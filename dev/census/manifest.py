@@ -23,6 +23,7 @@ _KEYS = {
     "requires": list, "ranks": list, "targets": list, "reaching": str, "stopped_from": str,
     "package": dict, "suite": dict, "reference": dict, "runs": list, "files": list,
     "build": dict, "lost": list, "gpu": dict, "pypi": str, "scan": str, "license": str,
+    "published": str,
 }
 _REQUIRED = ("name", "version", "released", "platforms", "forms", "found_by", "status")
 _NEEDED_TO_RUN = ("package", "suite", "reference", "runs")
@@ -48,6 +49,9 @@ def _check(data: dict, path: pathlib.Path) -> dict:
         missing.append("why (a project the census does not run says why)")
     if missing:
         raise ManifestError(f"{where}: lacks {', '.join(missing)}")
+    if data.get("published", "pypi") not in ("pypi", "repository"):
+        raise ManifestError(f"{where}: published {data['published']!r}; expected pypi (the "
+                            "default) or repository (never released on PyPI)")
     if data["status"] not in STATUSES:
         raise ManifestError(f"{where}: status {data['status']!r}; expected one of "
                             f"{', '.join(STATUSES)}")

@@ -41,7 +41,9 @@ def verdict(p: dict, result: dict | None) -> str:
         return f"could not run: {result['error']}"
     run = _run_of(result, NEWEST)
     if run is None:
-        return f"no run on JAX {NEWEST}" + (f": {p['why']}" if p.get("why") else "")
+        why = p.get("why", "")
+        return why if why.startswith("no run") else f"no run on JAX {NEWEST}" + \
+            (f": {why}" if why else "")
     if run.get("error"):
         return f"could not run on JAX {NEWEST}: {run['error'][:160]}"
     lost = {t: v for r in run["ranks"].values() for t, v in r["lost"].items()}
@@ -139,11 +141,14 @@ def write(projects: dict, results_dir: pathlib.Path) -> None:
         results[key] = json.loads(path.read_text()) if path.exists() else None
     made = sorted({r["made"] for r in results.values() if r})
     passing = [k for k, p in projects.items() if verdict(p, results[k]) == "passes"]
+    unreleased = [k for k, p in projects.items() if p.get("published") == "repository"]
     lines = [
         "# The census: released legacy JAX extensions through ccshim", "",
         "*Written by `make census` (`dev/census/census.py`) from `dev/census/results/`; runs of "
         f"{', '.join(made) or 'none yet'}. Do not edit by hand.*", "",
-        f"{len(projects)} released projects that shipped legacy custom calls, found by "
+        f"{len(projects)} projects that shipped legacy custom calls ("
+        f"{len(projects) - len(unreleased)} released on PyPI; "
+        f"{', '.join(unreleased) or 'none'} only in its repository), found by "
         "searching public code for the legacy registration and lowering forms "
         "(`dev/census/README.md` lists the searches), each at its last legacy release. For "
         "each that runs here, its own test suite as published, nothing of it edited: the "
@@ -153,7 +158,8 @@ def write(projects: dict, results_dir: pathlib.Path) -> None:
         "`ccshim scan` of its tree; and for GPU-only projects their GPU path lowered for "
         "cuda on the CPU and rewritten.", "",
         f"**{len(passing)} pass their own suites through ccshim on JAX {NEWEST} with no test "
-        f"that passes on the reference lost:** {', '.join(passing) or 'none'}.", "",
+        f"that passes on the reference lost ({len(set(passing) - set(unreleased))} of them "
+        f"released on PyPI):** {', '.join(passing) or 'none'}.", "",
         "| project | released | platforms | reference (XLA's legacy path) | "
         f"JAX {NEWEST} through ccshim | JAX {PINNED} through ccshim | kernels | verdict |",
         "|---|---|---|---|---|---|---|---|",
