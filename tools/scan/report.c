@@ -228,6 +228,25 @@ static size_t print_text_candidates(const inventory* inv) {
   return candidates;
 }
 
+/* A target's first line: its name (and what it is computed as), platform,
+ * API version and where it is. */
+static void print_heading(const target* t, const finding* a) {
+  char version[8] = "v?";
+  if (t->version) snprintf(version, sizeof version, "v%d", t->version);
+  if (scan_in_program(a)) { /* only in exported programs */
+    printf("%s  %s %s  %s\n", t->name, scan_plat_text(t->platform), version, a->file);
+    return;
+  }
+  const char* shape = t->computed ? scan_name_shape(t) : "";
+  printf("%s%s%s%s  %s %s  %s:%d\n", t->name,
+         t->instance   ? " (per instance: "
+         : shape[0]    ? " (name computed: "
+         : t->computed ? " (name computed)"
+                       : "",
+         t->instance ? t->instance->pattern : shape, t->instance || shape[0] ? ")" : "",
+         scan_plat_text(t->platform), version, a->file, a->line);
+}
+
 static void print_text(const scan* s, const inventory* inv) {
   size_t typed = 0, by_form[PLAT_SYCL + 1][4] = {{0}}, unknown = 0, notes = 0, calls = 0;
   for (size_t i = 0; i < s->n; i++) typed += s->f[i].kind == TYPED;
@@ -239,21 +258,7 @@ static void print_text(const scan* s, const inventory* inv) {
     scan_wrap_line(t, w, sizeof w);
     scan_wrap_line_c(t, wc, sizeof wc);
     scan_call_change(t, cc, sizeof cc);
-    char version[8] = "v?";
-    if (t->version) snprintf(version, sizeof version, "v%d", t->version);
-    if (scan_in_program(a)) /* only in exported programs */
-      printf("%s  %s %s  %s\n", t->name, scan_plat_text(t->platform), version, a->file);
-    else
-      printf("%s%s%s%s  %s %s  %s:%d\n", t->name,
-             t->instance                            ? " (per instance: "
-             : t->computed && scan_name_shape(t)[0] ? " (name computed: "
-             : t->computed                          ? " (name computed)"
-                                                    : "",
-             t->instance   ? t->instance->pattern
-             : t->computed ? scan_name_shape(t)
-                           : "",
-             t->instance || (t->computed && scan_name_shape(t)[0]) ? ")" : "",
-             scan_plat_text(t->platform), version, a->file, a->line);
+    print_heading(t, a);
     printf("    version    %s\n", t->how ? t->how : "");
     if (t->def)
       printf("    defined    %s:%d (%s parameters)\n", t->def->file, t->def->line,
