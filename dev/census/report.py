@@ -57,17 +57,20 @@ def verdict(p: dict, result: dict | None) -> str:
     return f"{len(lost)} test(s) lost: " + "; ".join(causes)
 
 
-def _short(p: dict, result: dict | None) -> str:
-    """The README's few words for a project (docs/census.md has the rest)."""
+def _group(p: dict, result: dict | None) -> str:
+    """Which line of the README's table a project is on (docs/census.md has the rest)."""
     full = verdict(p, result)
-    if p["status"] != "runs" or not result or full.startswith(("could", "no run", "not run")):
-        return {"gpu-only": "GPU only", "not-run": "not run here"}.get(p["status"], full)
-    run = _run_of(result, NEWEST)
-    counts = "; ".join(_counts(r["counts"]) for r in run["ranks"].values())
+    if p["status"] == "gpu-only":
+        return "GPU only: on CPU, its GPU path lowered for cuda and rewritten, or why not"
+    if p["status"] == "not-run":
+        return "not run here (why: `docs/census.md`)"
     if full == "passes":
-        return f"{counts}: as on its reference"
-    lost = sum(len(r["lost"]) for r in run["ranks"].values())
-    return f"{counts}: {lost} lost ({'explained' if 'unexplained' not in full else 'UNEXPLAINED'})"
+        return "its own suite passes, every test as on its reference"
+    if full.startswith("no run") and _run_of(result or {}, PINNED):
+        return f"not installable with JAX {NEWEST}; its suite passes on {PINNED}"
+    if "lost:" in full and "unexplained" not in full:
+        return "loses tests to what JAX itself changed (each test and cause in `docs/census.md`)"
+    return "FAILS, or could not run: " + full[:80]
 
 
 def _summary_row(p: dict, result: dict | None) -> str:
@@ -134,7 +137,8 @@ def _section(p: dict, result: dict | None) -> list[str]:
     return out
 
 
-def write(projects: dict, results_dir: pathlib.Path) -> None:
+def documents(projects: dict, results_dir: pathlib.Path, readme: str) -> tuple[str, str]:
+    """docs/census.md's text, and the README's text with its census table made anew."""
     results = {}
     for key in projects:
         path = results_dir / f"{key}.json"
@@ -167,17 +171,25 @@ def write(projects: dict, results_dir: pathlib.Path) -> None:
         "## Per project", ""]
     for key, p in projects.items():
         lines += _section(p, results[key])
-    DOC.write_text("\n".join(lines).rstrip() + "\n")
-    _readme_table(projects, results)
+    return "\n".join(lines).rstrip() + "\n", _readme_table(projects, results, readme)
 
 
-def _readme_table(projects: dict, results: dict) -> None:
-    text = README.read_text()
+def write(projects: dict, results_dir: pathlib.Path) -> None:
+    doc, readme = documents(projects, results_dir, README.read_text())
+    DOC.write_text(doc)
+    README.write_text(readme)
+
+
+def _readme_table(projects: dict, results: dict, text: str) -> str:
     if BEGIN not in text or END not in text:
-        return
-    rows = ["| project | its suite on JAX 0.12.0.1 through ccshim |", "|---|---|"]
+        raise ValueError(f"README.md lacks the census table's markers {BEGIN!r} ... {END!r}")
+    groups: dict[str, list[str]] = {}
     for key, p in projects.items():
-        rows.append(f"| {p['name']} {p['version']} | {_short(p, results[key])} |")
+        groups.setdefault(_group(p, results[key]), []).append(f"{p['name']} {p['version']}")
+    order = ("its own", "not installable", "loses", "FAILS", "GPU", "not run")
+    rows = [f"| what the census found on JAX {NEWEST} | projects |", "|---|---|"]
+    rows += [f"| {g} ({len(names)}) | {', '.join(names)} |" for g, names in
+             sorted(groups.items(), key=lambda kv: [kv[0].startswith(o) for o in order].index(True))]
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END)
-    README.write_text(head + BEGIN + "\n" + "\n".join(rows) + "\n" + END + tail)
+    return head + BEGIN + "\n" + "\n".join(rows) + "\n" + END + tail
