@@ -316,6 +316,52 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, text, err = scan(tmp)
     check("xlaName (name computed: BasisFunc<...>)  cpu v3" in text, text)
 
+# --- A registration through a function of the project's own, in version
+# branches, called from another module with a name computed there (the census:
+# brainevent 0.0.5's register_custom_call): a target at each call, its name's
+# shape, platform and kernel from the call, joined to the call site ----------
+WRAPPER = """
+import jax
+from jax.lib import xla_client
+
+
+def register_custom_call(target_name, capsule, backend: str):
+    if jax.__version_info__ < (0, 4, 35):
+        xla_client.register_custom_call_target(target_name, capsule, backend)
+    else:
+        jax.ffi.register_ffi_target(target_name, capsule, backend, api_version=0)
+"""
+CALLER = """
+from jax.interpreters import mlir
+from .compat import register_custom_call
+
+
+def lower(rule, capsule, x):
+    target_name = f'numba_call_{str(rule.address)}'
+    register_custom_call(target_name, capsule, "cpu")
+    register_custom_call("fixed_gpu_kernel", capsule, backend="gpu")
+    return mlir.custom_call(call_target_name=target_name, result_types=[x.type],
+                            operands=[x]).results
+"""
+with tempfile.TemporaryDirectory() as tmp:
+    os.mkdir(os.path.join(tmp, "pkg"))
+    for name, text in (("compat.py", WRAPPER), ("ops.py", CALLER)):
+        with open(os.path.join(tmp, "pkg", name), "w") as f:
+            f.write(text)
+    rc, out, err = scan(tmp, "--json")
+    found = {t["name"]: t for t in json.loads(out)["targets"]} if rc == 0 else {}
+    check(sorted(found) == ["fixed_gpu_kernel", "target_name"],
+          f"names through a wrapper: {sorted(found)} {err}")
+    if sorted(found) == ["fixed_gpu_kernel", "target_name"]:
+        t = found["target_name"]
+        check(t["name_pattern"] == "numba_call_<...>" and t["platform"] == "cpu" and
+              t["api_version"] == 2 and (t["file"], t["line"]) == ("pkg/ops.py", 8) and
+              [c["line"] for c in t["call_sites"]] == [10], f"through a wrapper: {t}")
+        check(t["wrap"] == 'ccshim.jax.register_legacy(target_name, capsule, platform="cpu", '
+              'api_version=2)', t["wrap"])
+        check("named by register_custom_call (pkg/compat.py:8)" in t["note"], t["note"])
+        check(found["fixed_gpu_kernel"]["platform"] == "gpu", found["fixed_gpu_kernel"])
+
 if failures:
     print(f"{len(failures)} check(s) failed")
     sys.exit(1)

@@ -439,7 +439,13 @@ static void match_py(scan* s, const source* src, const char* word, size_t at, si
        * registration per call of that function, in place of this one. */
       size_t index = (size_t)(f - s->f);
       finding copy = *f;
-      if (scan_py_resolve_name(s, src, at, &copy) > 0) {
+      char platform_expr[TEXT_CAP] = "";
+      int pi = scan_positional(src, &a, 2);
+      if (scan_keyword(src, &a, "platform", &vb, &ve))
+        scan_text_of(src, vb, ve, platform_expr, sizeof platform_expr);
+      else if (pi >= 0 && !cpu_only)
+        scan_text_of(src, a.begin[pi], a.end[pi], platform_expr, sizeof platform_expr);
+      if (scan_py_resolve_name(s, src, at, &copy, platform_expr) > 0) {
         memmove(&s->f[index], &s->f[index + 1], (s->n - index - 1) * sizeof *s->f);
         s->n--;
       }

@@ -189,20 +189,32 @@ static int param_name(const char* expr, const char* param, char* suffix, size_t 
   return 1;
 }
 
-int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed) {
-  /* The enclosing def: the nearest line above at a smaller indentation
-   * that is a def header. */
+/* The def around offset `at`: the nearest def header above at a smaller
+ * indentation, through the blocks (if, try, with, for) between.  Its name
+ * into fn, its '(' into open and its line's start into header; 0 when `at`
+ * is in no def (at module level, or in a class's body). */
+static int enclosing_def(const source* src, size_t at, char* fn, size_t cap, size_t* open,
+                         size_t* header) {
   int ind = indent_of(src, at, NULL);
-  char fn[NAME_CAP];
-  size_t open = 0;
-  int found = 0;
-  for (int line = scan_line_of(src, at) - 2; line >= 0 && !found; line--) {
+  for (int line = scan_line_of(src, at) - 2; line >= 0; line--) {
     size_t text;
     int i = indent_of(src, src->line_at[line], &text);
     if (text >= src->len || src->skel[text] == '\n' || i >= ind) continue;
-    if (!def_header(src, text, fn, sizeof fn, &open)) return 0;
-    found = 1;
+    if (def_header(src, text, fn, cap, open)) {
+      *header = src->line_at[line];
+      return 1;
+    }
+    if (i == 0 || !strncmp(src->skel + text, "class ", 6)) return 0;
+    ind = i;
   }
+  return 0;
+}
+
+int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed,
+                         const char* platform_expr) {
+  char fn[NAME_CAP];
+  size_t open = 0, header;
+  int found = enclosing_def(src, at, fn, sizeof fn, &open, &header);
   /* A helper named as the registration it wraps (early jaxlib's Cython
    * register_cpu_custom_call_target): its calls are matched as that. */
   static const char* const registering[] = {"register_custom_call_target",
@@ -248,12 +260,14 @@ int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* c
     f->file = file;
     snprintf(f->name, sizeof f->name, "%s%s", name, suffix);
     snprintf(f->passed, sizeof f->passed, "%s", name);
-    f->name_expr[0] = '\0';
+    f->name_expr[0] = f->name_shape[0] = '\0';
     if (snprintf(f->via, sizeof f->via, "%s(\"%s\") at %s:%d, the name passed in as %s", fn, name,
                  src->path, scan_line_of(src, b), copy.name_expr) >= (int)sizeof f->via)
       memcpy(f->via + sizeof f->via - 4, "...", 4);
     made++;
   }
+  /* None here: its calls may be in other files (wrappers.c). */
+  if (made == 0) scan_wrapper_pending(s, src, fn, open, index, suffix, computed, platform_expr);
   return made;
 }
 
@@ -350,11 +364,17 @@ void scan_py_instance_name(const source* src, size_t at, const char* expr, char*
   pattern[0] = shape[0] = '\0';
   snprintf(rhs, sizeof rhs, "%s", expr);
   if (!strstr(rhs, "id(") && dotted_name(expr)) {
-    size_t n = strlen(expr), value = 0;
-    for (const char* p = src->skel; (p = strstr(p, expr)) != NULL && p < src->skel + at; p += n) {
-      size_t b = (size_t)(p - src->skel);
-      if (b > 0 && (scan_ident_char((unsigned char)src->skel[b - 1]) || src->skel[b - 1] == '.'))
-        continue;
+    /* A plain name is a local of the def around `at` (an attribute may be
+     * set in another method); an assignment starts its line, so that a
+     * keyword argument of a call (name=...) is none. */
+    size_t n = strlen(expr), value = 0, from = 0, open;
+    char fn[NAME_CAP];
+    if (!strchr(expr, '.') && !enclosing_def(src, at, fn, sizeof fn, &open, &from)) from = 0;
+    for (const char* p = src->skel + from; (p = strstr(p, expr)) != NULL && p < src->skel + at;
+         p += n) {
+      size_t b = (size_t)(p - src->skel), t = b;
+      while (t > 0 && (src->skel[t - 1] == ' ' || src->skel[t - 1] == '\t')) t--;
+      if (t > 0 && src->skel[t - 1] != '\n') continue;
       size_t eq = scan_skip_space(src->skel, b + n, src->len);
       if (eq + 1 < src->len && src->skel[eq] == '=' && src->skel[eq + 1] != '=') value = eq + 1;
     }

@@ -151,7 +151,7 @@ static void print_json(const scan* s, const inventory* inv) {
     printf(", \"name_pattern\": ");
     if (t->instance)
       json_str(t->instance->pattern);
-    else if (scan_name_shape(t)[0])
+    else if (t->computed && scan_name_shape(t)[0])
       json_str(scan_name_shape(t));
     else
       printf("null");
@@ -349,6 +349,7 @@ static int finish(scan* s) {
   for (size_t i = 0; i < inv.n; i++) free(inv.t[i].how);
   free(inv.t);
   free(s->f);
+  free(s->wraps);
   scan_free_artifacts(s);
   for (size_t i = 0; i < s->num_paths; i++) free(s->paths[i]);
   free(s->paths);
@@ -403,6 +404,7 @@ int ccshim_scan_main(int argc, char** argv) {
   int cython;
   if (S_ISDIR(st.st_mode)) {
     scan_walk(&s, dir);
+    scan_wrappers_resolve(&s, dir);
   } else if (scan_source_lang(dir, &l, &cython)) {
     scan_file(&s, dir, dir, l, cython);
   } else if (scan_maybe_artifact(&s, dir, dir), s.num_arts) {

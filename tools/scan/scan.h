@@ -12,6 +12,8 @@
  *              helpers, loops over a module's mapping, names passed in
  *   artifacts.c exported programs (jax.export, StableHLO) found by their
  *              bytes and read through ccshim.export
+ *   wrappers.c registrations through a function of the project's own, whose
+ *              calls are in other files: the second walk that finds them
  */
 #ifndef CCSHIM_TOOLS_SCAN_H
 #define CCSHIM_TOOLS_SCAN_H
@@ -102,6 +104,28 @@ typedef struct artifact {
   char* error; /* why it was not read (owned), or NULL */
 } artifact;
 
+/* A registration whose name is a parameter of the function around it
+ * (`def register_custom_call(target_name, capsule, backend)`), with no call
+ * in its own file passing that parameter a literal: each call of the
+ * function anywhere in the tree is a registration of its own, found by a
+ * second walk over the tree's Python files (wrappers.c). */
+typedef struct wrapper {
+  char fn[NAME_CAP];
+  char param[NAME_CAP];  /* the parameter that names the target */
+  int index;             /* its position */
+  char suffix[NAME_CAP]; /* what the registration adds to it */
+  /* The parameters the kernel and the platform come in by ("" when they
+   * do not), and their positions. */
+  char kernel_param[NAME_CAP], platform_param[NAME_CAP];
+  int kernel_index, platform_index;
+  finding reg; /* the registration, a template for each call's */
+  /* The registrations it stands for (one per branch of a version test),
+   * dropped when a call of the function is found. */
+  const char* files[4];
+  int lines[4];
+  int num, made;
+} wrapper;
+
 typedef struct scan {
   finding* f;
   size_t n, cap;
@@ -111,6 +135,9 @@ typedef struct scan {
   size_t num_paths, paths_cap;
   size_t files, lines, errors;
   int json;
+  wrapper* wraps; /* registrations through functions of the project's own */
+  size_t num_wraps, wraps_cap;
+  int second_walk; /* the walk that finds their calls (wrappers.c) */
 } scan;
 
 /* A call site read from an exported program (artifacts.c), which has no
@@ -214,11 +241,18 @@ void scan_py_maker_call(scan* s, const source* src, const maker* m, size_t at, s
                         size_t close);
 void scan_py_mapping_loop(const source* src, size_t at, char* module, size_t mcap, char* mapping,
                           size_t pcap);
-int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed);
+int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed,
+                         const char* platform_expr);
 void scan_py_getattr_module(const char* expr, char* module, size_t cap);
 void scan_py_instance_name(const source* src, size_t at, const char* expr, char* pattern,
                            char* shape, size_t cap);
 int scan_py_method_called(const char* expr, char* method, size_t cap);
+
+/* wrappers.c */
+void scan_wrapper_pending(scan* s, const source* src, const char* fn, size_t open, int index,
+                          const char* suffix, const finding* reg, const char* platform_expr);
+void scan_wrapper_calls(scan* s, const source* src);
+void scan_wrappers_resolve(scan* s, const char* dir);
 
 /* walk.c */
 void scan_walk(scan* s, const char* dir);

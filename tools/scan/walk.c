@@ -39,6 +39,7 @@ int scan_source_lang(const char* name, lang* l, int* cython) {
 }
 
 static void file_error(scan* s, const char* path, const char* fmt, ...) {
+  if (s->second_walk) return; /* said by the first */
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "ccshim scan: %s: ", path);
@@ -87,9 +88,13 @@ void scan_text(scan* s, const char* shown, lang l, int cython, char* code, size_
         scan_grow(src.externs, &src.externs_cap, sizeof *src.externs, src.num_externs + 1);
     src.externs[src.num_externs++] = (size_t)(m - src.code);
   }
-  scan_source(s, &src);
-  s->files++;
-  s->lines += lines;
+  if (s->second_walk) {
+    scan_wrapper_calls(s, &src);
+  } else {
+    scan_source(s, &src);
+    s->files++;
+    s->lines += lines;
+  }
 done:
   free(src.code);
   free(src.skel);
@@ -303,9 +308,9 @@ void scan_walk(scan* s, const char* dir) {
         level_free(lv);
       continue;
     }
-    if (en->is_file && scan_source_lang(en->name, &l, &cython))
+    if (en->is_file && scan_source_lang(en->name, &l, &cython) && (!s->second_walk || l == LANG_PY))
       scan_file(s, path, rel, l, cython);
-    else if (en->is_file)
+    else if (en->is_file && !s->second_walk)
       scan_maybe_artifact(s, path, rel);
     free(path);
     free(rel);
