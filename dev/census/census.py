@@ -16,6 +16,8 @@ path (dev/census/README.md).
                                       `ccshim scan` lists of its tree, and for a
                                       GPU-only project its GPU path lowered for
                                       cuda and rewritten: dev/census/results/
+    census.py scan [PROJECT...]       `ccshim scan` of each tree anew, into its
+                                      results (its suites' runs kept as they are)
     census.py doc                     docs/census.md and the README's table, from
                                       the results
     census.py all [--quick]           fetch, run, doc (make census)
@@ -385,7 +387,7 @@ def main(argv: list[str]) -> int:
         print(f"census: no project {', '.join(sorted(unknown))} in {manifest.PROJECTS}",
               file=sys.stderr)
         return 2
-    if verb not in ("fetch", "baseline", "run", "doc", "all"):
+    if verb not in ("fetch", "baseline", "run", "scan", "doc", "all"):
         print(f"census: unknown verb {verb!r}\n{__doc__}", file=sys.stderr)
         return 2
     failed = 0
@@ -408,6 +410,16 @@ def main(argv: list[str]) -> int:
             for line in unexplained(result):
                 say(f"  {p['key']}: {line}")
                 failed += 1
+    if verb == "scan":
+        for p in chosen:
+            path = RESULTS / f"{p['key']}.json"
+            if not path.exists():
+                say(f"{p['key']}: no results yet: census.py run {p['name']} makes them")
+                failed += 1
+                continue
+            result = json.loads(path.read_text())
+            result["scan"] = json.loads(scrub(json.dumps(scan(p))))
+            path.write_text(json.dumps(result, indent=1) + "\n")
     if verb in ("doc", "all"):
         import report
         report.write(everything, RESULTS)

@@ -102,7 +102,7 @@ def _section(p: dict, result: dict | None) -> list[str]:
            f"- legacy forms: {p['forms']}",
            f"- found by: {'; '.join(p['found_by'])}",
            f"- verdict: {verdict(p, result)}"]
-    if p["status"] != "runs" and p.get("why"):
+    if p["status"] != "runs" and p.get("why") and p["why"] not in verdict(p, result):
         out.append(f"- why the census does not run its suite here: {p['why']}")
     result = result or {}
     ref = result.get("reference")
