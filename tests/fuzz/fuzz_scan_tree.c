@@ -132,10 +132,17 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         strcat(name, extensions[take_below(&in, 6)]);
         int fd = openat(here, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, 0600);
         if (fd >= 0) {
-          static const char text[] =
+          /* Python: a registration through a function of its own, which
+           * the second walk resolves at each call (tools/scan/wrappers.c). */
+          static const char c_text[] =
               "void k(void* out, const void** in) {}\nXLA_CPU_REGISTER_CUSTOM_CALL_TARGET(k);\n";
-          size_t n = take_below(&in, sizeof text);
-          if (write(fd, text, n) < 0) abort();
+          static const char py_text[] =
+              "def reg(name, cap, backend):\n    if v:\n"
+              "        register_custom_call_target(name, cap, backend)\n"
+              "reg(f'k_{x}', c, 'cpu')\nreg('k', cap=c, backend=b)\n";
+          int py = strstr(name, ".py") != NULL;
+          size_t n = take_below(&in, py ? sizeof py_text : sizeof c_text);
+          if (write(fd, py ? py_text : c_text, n) < 0) abort();
           close(fd);
         }
         break;

@@ -361,6 +361,16 @@ with tempfile.TemporaryDirectory() as tmp:
               'api_version=2)', t["wrap"])
         check("named by register_custom_call (pkg/compat.py:8)" in t["note"], t["note"])
         check(found["fixed_gpu_kernel"]["platform"] == "gpu", found["fixed_gpu_kernel"])
+    # In the wrapper's own file, a call passing a literal and one passing a
+    # computed name: each a target, neither lost to the other.
+    with open(os.path.join(tmp, "pkg", "compat.py"), "a") as f:
+        f.write("register_custom_call('compat_kernel', capsule, 'cpu')\n"
+                "register_custom_call(f'compat_{kind}', capsule, 'cpu')\n")
+    rc, out, err = scan(tmp, "--json")
+    found = {t["name"]: t for t in json.loads(out)["targets"]} if rc == 0 else {}
+    check(sorted(found) == ["compat_kernel", "f'compat_{kind}'", "fixed_gpu_kernel",
+                            "target_name"], f"literal and computed in one file: {sorted(found)}")
+    check(found.get("f'compat_{kind}'", {}).get("name_pattern") == "compat_<...>", found)
 
 if failures:
     print(f"{len(failures)} check(s) failed")

@@ -238,7 +238,7 @@ int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* c
   if (index < 0) return 0;
   /* Every call of fn in the file with a literal in that place. */
   finding copy = *computed;
-  int made = 0;
+  int made = 0, computed_calls = 0;
   size_t fl = strlen(fn);
   for (const char* p = src->skel; (p = strstr(p, fn)) != NULL; p += fl) {
     size_t b = (size_t)(p - src->skel);
@@ -253,7 +253,11 @@ int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* c
     scan_split_args(src, o, c, &a);
     int i = scan_positional(src, &a, index);
     char name[NAME_CAP];
-    if (i < 0 || !scan_literal(src, a.begin[i], a.end[i], name, sizeof name)) continue;
+    if (i < 0) continue;
+    if (!scan_literal(src, a.begin[i], a.end[i], name, sizeof name)) {
+      computed_calls++; /* wrappers.c's */
+      continue;
+    }
     finding* f = scan_add(s, REGISTRATION, src, copy.line, copy.what);
     const char* file = f->file;
     *f = copy;
@@ -266,8 +270,11 @@ int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* c
       memcpy(f->via + sizeof f->via - 4, "...", 4);
     made++;
   }
-  /* None here: its calls may be in other files (wrappers.c). */
-  if (made == 0) scan_wrapper_pending(s, src, fn, open, index, suffix, computed, platform_expr);
+  /* Its other calls, here with a computed name or in other files: the
+   * second walk's (wrappers.c), which leaves this file's literals alone. */
+  if (made == 0 || computed_calls > 0)
+    scan_wrapper_pending(s, src, fn, open, index, suffix, computed, platform_expr,
+                         made ? src->path : NULL);
   return made;
 }
 

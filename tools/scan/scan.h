@@ -124,6 +124,8 @@ typedef struct wrapper {
   const char* files[4];
   int lines[4];
   int num, made;
+  /* The file whose calls passing a literal the first walk resolved, or NULL. */
+  const char* literals_in;
 } wrapper;
 
 typedef struct scan {
@@ -250,7 +252,8 @@ int scan_py_method_called(const char* expr, char* method, size_t cap);
 
 /* wrappers.c */
 void scan_wrapper_pending(scan* s, const source* src, const char* fn, size_t open, int index,
-                          const char* suffix, const finding* reg, const char* platform_expr);
+                          const char* suffix, const finding* reg, const char* platform_expr,
+                          const char* literals_in);
 void scan_wrapper_calls(scan* s, const source* src);
 void scan_wrappers_resolve(scan* s, const char* dir);
 

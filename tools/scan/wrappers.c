@@ -42,10 +42,12 @@ static int index_of(char names[][NAME_CAP], int n, const char* expr) {
 }
 
 void scan_wrapper_pending(scan* s, const source* src, const char* fn, size_t open, int index,
-                          const char* suffix, const finding* reg, const char* platform_expr) {
+                          const char* suffix, const finding* reg, const char* platform_expr,
+                          const char* literals_in) {
   for (size_t i = 0; i < s->num_wraps; i++) {
     wrapper* w = &s->wraps[i];
     if (strcmp(w->fn, fn) != 0 || w->index != index) continue;
+    if (literals_in) w->literals_in = literals_in;
     /* Another branch of the same function (one per JAX release). */
     if (w->num < 4) {
       w->files[w->num] = reg->file;
@@ -73,6 +75,7 @@ void scan_wrapper_pending(scan* s, const source* src, const char* fn, size_t ope
   w->files[0] = reg->file;
   w->lines[0] = reg->line;
   w->num = 1;
+  w->literals_in = literals_in;
 }
 
 /* The argument a call passes for a parameter: by keyword or by position. */
@@ -101,7 +104,10 @@ static void wrapper_call(scan* s, const source* src, wrapper* w, size_t at, size
   args a;
   scan_split_args(src, open, close, &a);
   size_t b, e;
+  char literal[NAME_CAP];
   if (!argument(src, &a, w->param, w->index, &b, &e)) return;
+  int is_literal = scan_literal(src, b, e, literal, sizeof literal);
+  if (is_literal && w->literals_in && !strcmp(w->literals_in, src->path)) return; /* made */
   finding* f = scan_add(s, REGISTRATION, src, scan_line_of(src, at), w->fn);
   finding at_call = *f;
   *f = w->reg;
@@ -111,8 +117,7 @@ static void wrapper_call(scan* s, const source* src, wrapper* w, size_t at, size
   f->cython = at_call.cython;
   snprintf(f->what, sizeof f->what, "%s", w->fn);
   f->name[0] = f->name_expr[0] = f->pattern[0] = f->name_shape[0] = f->passed[0] = '\0';
-  char literal[NAME_CAP];
-  if (scan_literal(src, b, e, literal, sizeof literal)) {
+  if (is_literal) {
     if (snprintf(f->name, sizeof f->name, "%s%s", literal, w->suffix) >= (int)sizeof f->name)
       return; /* no target has a name that long */
     snprintf(f->passed, sizeof f->passed, "%s", literal);
