@@ -210,6 +210,44 @@ static int enclosing_def(const source* src, size_t at, char* fn, size_t cap, siz
   return 0;
 }
 
+/* The name of each parameter of the def whose '(' is at `open` (its
+ * annotation and default dropped); how many. */
+int scan_py_params(const source* src, size_t open, char names[][NAME_CAP], int max) {
+  size_t close = scan_closing(src, open);
+  if (close >= src->len) return 0;
+  args params;
+  scan_split_args(src, open, close, &params);
+  int n = 0;
+  for (int p = 0; p < params.n && n < max; p++, n++) {
+    scan_text_of(src, params.begin[p], params.end[p], names[n], NAME_CAP);
+    names[n][strcspn(names[n], ":= ")] = '\0';
+  }
+  return n;
+}
+
+/* The next call of `fn` at or after `from`: the offset of its '(' (src->len
+ * when none), the name's into *at.  Not another name ending in fn, nor a
+ * def of fn; module.fn( only when `dotted`. */
+size_t scan_py_next_call(const source* src, const char* fn, size_t from, int dotted, size_t* at) {
+  const char* k = src->skel;
+  size_t fl = strlen(fn);
+  for (const char* p = k + from; (p = strstr(p, fn)) != NULL; p += fl) {
+    size_t b = (size_t)(p - k);
+    if ((b > 0 && (scan_ident_char((unsigned char)p[-1]) || (!dotted && p[-1] == '.'))) ||
+        scan_ident_char((unsigned char)p[fl]))
+      continue;
+    size_t d = b;
+    while (d > 0 && (k[d - 1] == ' ' || k[d - 1] == '\t')) d--;
+    if (d >= 3 && !strncmp(k + d - 3, "def", 3)) continue;
+    size_t open = scan_skip_space(k, b + fl, src->len);
+    if (open < src->len && k[open] == '(') {
+      *at = b;
+      return open;
+    }
+  }
+  return src->len;
+}
+
 int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed,
                          const char* platform_expr) {
   char fn[NAME_CAP];
@@ -223,30 +261,17 @@ int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* c
   for (int r = 0; found && registering[r]; r++)
     if (!strcmp(fn, registering[r])) return 0;
   if (!found) return 0;
-  size_t close = scan_closing(src, open);
-  if (close >= src->len) return 0;
-  args params;
-  scan_split_args(src, open, close, &params);
-  int index = -1;
+  char names[32][NAME_CAP];
+  int n = scan_py_params(src, open, names, 32), index = -1;
   char suffix[NAME_CAP];
-  for (int p = 0; p < params.n && index < 0; p++) {
-    char param[NAME_CAP];
-    scan_text_of(src, params.begin[p], params.end[p], param, sizeof param);
-    param[strcspn(param, ":= ")] = '\0';
-    if (param[0] && param_name(computed->name_expr, param, suffix, sizeof suffix)) index = p;
-  }
+  for (int p = 0; p < n && index < 0; p++)
+    if (names[p][0] && param_name(computed->name_expr, names[p], suffix, sizeof suffix)) index = p;
   if (index < 0) return 0;
   /* Every call of fn in the file with a literal in that place. */
   finding copy = *computed;
   int made = 0, computed_calls = 0;
-  size_t fl = strlen(fn);
-  for (const char* p = src->skel; (p = strstr(p, fn)) != NULL; p += fl) {
-    size_t b = (size_t)(p - src->skel);
-    if ((b > 0 && (scan_ident_char((unsigned char)p[-1]) || p[-1] == '.')) ||
-        scan_ident_char((unsigned char)p[fl]))
-      continue;
-    size_t o = scan_skip_space(src->skel, b + fl, src->len);
-    if (o >= src->len || src->skel[o] != '(' || o == open) continue;
+  size_t b, o;
+  for (size_t from = 0; (o = scan_py_next_call(src, fn, from, 0, &b)) < src->len; from = o) {
     size_t c = scan_closing(src, o);
     if (c >= src->len) continue;
     args a;
@@ -273,7 +298,7 @@ int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* c
   /* Its other calls, here with a computed name or in other files: the
    * second walk's (wrappers.c), which leaves this file's literals alone. */
   if (made == 0 || computed_calls > 0)
-    scan_wrapper_pending(s, src, fn, open, index, suffix, computed, platform_expr,
+    scan_wrapper_pending(s, fn, names, n, index, suffix, computed, platform_expr,
                          made ? src->path : NULL);
   return made;
 }

@@ -243,6 +243,8 @@ void scan_py_maker_call(scan* s, const source* src, const maker* m, size_t at, s
                         size_t close);
 void scan_py_mapping_loop(const source* src, size_t at, char* module, size_t mcap, char* mapping,
                           size_t pcap);
+int scan_py_params(const source* src, size_t open, char names[][NAME_CAP], int max);
+size_t scan_py_next_call(const source* src, const char* fn, size_t from, int dotted, size_t* at);
 int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed,
                          const char* platform_expr);
 void scan_py_getattr_module(const char* expr, char* module, size_t cap);
@@ -251,7 +253,7 @@ void scan_py_instance_name(const source* src, size_t at, const char* expr, char*
 int scan_py_method_called(const char* expr, char* method, size_t cap);
 
 /* wrappers.c */
-void scan_wrapper_pending(scan* s, const source* src, const char* fn, size_t open, int index,
+void scan_wrapper_pending(scan* s, const char* fn, char names[][NAME_CAP], int n, int index,
                           const char* suffix, const finding* reg, const char* platform_expr,
                           const char* literals_in);
 void scan_wrapper_calls(scan* s, const source* src);

@@ -21,27 +21,13 @@
 
 #include "scan.h"
 
-/* The name of each parameter of the def whose '(' is at `open`. */
-static int param_names(const source* src, size_t open, char names[][NAME_CAP], int max) {
-  size_t close = scan_closing(src, open);
-  if (close >= src->len) return 0;
-  args params;
-  scan_split_args(src, open, close, &params);
-  int n = 0;
-  for (int p = 0; p < params.n && n < max; p++, n++) {
-    scan_text_of(src, params.begin[p], params.end[p], names[n], NAME_CAP);
-    names[n][strcspn(names[n], ":= ")] = '\0';
-  }
-  return n;
-}
-
 static int index_of(char names[][NAME_CAP], int n, const char* expr) {
   for (int i = 0; i < n; i++)
     if (names[i][0] && !strcmp(names[i], expr)) return i;
   return -1;
 }
 
-void scan_wrapper_pending(scan* s, const source* src, const char* fn, size_t open, int index,
+void scan_wrapper_pending(scan* s, const char* fn, char names[][NAME_CAP], int n, int index,
                           const char* suffix, const finding* reg, const char* platform_expr,
                           const char* literals_in) {
   for (size_t i = 0; i < s->num_wraps; i++) {
@@ -55,9 +41,6 @@ void scan_wrapper_pending(scan* s, const source* src, const char* fn, size_t ope
     }
     return;
   }
-  char names[32][NAME_CAP];
-  int n = param_names(src, open, names, 32);
-  if (index >= n) return;
   s->wraps = scan_grow(s->wraps, &s->wraps_cap, sizeof *s->wraps, s->num_wraps + 1);
   wrapper* w = &s->wraps[s->num_wraps++];
   memset(w, 0, sizeof *w);
@@ -143,21 +126,11 @@ static void wrapper_call(scan* s, const source* src, wrapper* w, size_t at, size
 
 void scan_wrapper_calls(scan* s, const source* src) {
   if (src->lang != LANG_PY) return;
-  const char* k = src->skel;
   for (size_t i = 0; i < s->num_wraps; i++) {
-    wrapper* w = &s->wraps[i];
-    size_t fl = strlen(w->fn);
-    for (const char* p = k; (p = strstr(p, w->fn)) != NULL; p += fl) {
-      size_t b = (size_t)(p - k);
-      /* module.fn( and fn( are calls; other_fn( and def fn( are not. */
-      if ((b > 0 && scan_ident_char((unsigned char)p[-1])) || scan_ident_char((unsigned char)p[fl]))
-        continue;
-      size_t d = b;
-      while (d > 0 && (k[d - 1] == ' ' || k[d - 1] == '\t')) d--;
-      if (d >= 3 && !strncmp(k + d - 3, "def", 3)) continue;
-      size_t open = scan_skip_space(k, b + fl, src->len);
-      if (open < src->len && k[open] == '(') wrapper_call(s, src, w, b, open);
-    }
+    size_t at, open; /* module.fn( too: another module's function */
+    for (size_t from = 0; (open = scan_py_next_call(src, s->wraps[i].fn, from, 1, &at)) < src->len;
+         from = open)
+      wrapper_call(s, src, &s->wraps[i], at, open);
   }
 }
 
