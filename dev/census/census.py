@@ -32,7 +32,6 @@ from __future__ import annotations
 import datetime
 import fcntl
 import hashlib
-import importlib.util
 import json
 import os
 import pathlib
@@ -48,22 +47,13 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 import manifest  # noqa: E402
 import project_suites  # noqa: E402
+from project_modules import CACHE, fetch as fetcher  # noqa: E402
 
 RESULTS = HERE / "results"
 BASELINES = ROOT / "tests" / "fixtures" / "projects"
 BUILD = pathlib.Path(os.environ.get("CCSHIM_BUILD_DIR", ROOT / "build")).resolve()
 MAKE_TEST_VENVS = {"pinned": ROOT / ".venv", "newest": ROOT / ".venv-newest"}
 
-
-def _module(path: pathlib.Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fetcher = _module(ROOT / "tests" / "fixtures" / "fetch.py", "ccshim_census_fetch")
-CACHE = fetcher.cache_dir()
 
 
 def scrub(text: str) -> str:
@@ -189,12 +179,6 @@ def build(p: dict, abi: str, python: pathlib.Path) -> None:
 
 # --- running ----------------------------------------------------------------
 
-def _ccshim_env(python: pathlib.Path) -> dict:
-    return {**os.environ, "CCSHIM_PYTHON": str(python), "PYTHONPATH": os.pathsep.join(
-        [str(ROOT / "python"), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        "CCSHIM_LIBRARY": str(BUILD / "libccshim.so")}
-
-
 def _report(path: pathlib.Path) -> dict:
     from_lines = {}
     fields = ("pid", "platform", "typed", "target", "api_version")
@@ -223,11 +207,9 @@ def run_suite(p: dict, run: dict, baseline: dict) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             report = pathlib.Path(tmp) / "report.tsv"
             why = {}
-            prefix = [str(BUILD / "tools" / "ccshim"), "legacy", "--strict", "--report",
-                      str(report), "--"]
-            found, tail = project_suites.run(p["key"], prefix=prefix, env=_ccshim_env(python),
-                                             ranks=ranks, why=why, python=python,
-                                             timeout=p["suite"].get("timeout", 1800))
+            found, tail = project_suites.run(
+                p["key"], **project_suites.through_ccshim(report, python, BUILD), ranks=ranks,
+                why=why, timeout=p["suite"].get("timeout", 1800))
             kernels = _report(report)
         there = baseline["runs"][str(ranks)]["tests"]
         lost = {}
@@ -239,10 +221,8 @@ def run_suite(p: dict, run: dict, baseline: dict) -> dict:
                 lost[test] = {"outcome": found.get(test, "not run"), "message": message,
                               "cause": rule["cause"] if rule else None,
                               "since": rule["since"] if rule else None}
-        counts = {k: sum(1 for v in found.values() if v == k)
-                  for k in ("passed", "failed", "error", "skipped")}
         out["ranks"][str(ranks)] = {
-            "counts": counts, "lost": lost, "kernels": kernels,
+            "counts": project_suites.counts(found), "lost": lost, "kernels": kernels,
             "new_tests": sorted(set(found) - set(there)),
             "missing_targets": sorted(set(p.get("targets", [])) - set(kernels)),
             "tail": tail[-1500:] if lost or not found else ""}
@@ -300,7 +280,7 @@ def gpu_checks(p: dict) -> dict | None:
     abi = project_suites.abi(python)
     build(p, abi, python)
     package = project_suites.cached(p["package"][abi]) if abi in p.get("package", {}) else None
-    env = _ccshim_env(python)
+    env = project_suites.through_ccshim(None, python, BUILD)["env"]
     if package is not None:
         env["PYTHONPATH"] += os.pathsep + str(package)
     done = subprocess.run([str(python), "-m", "ccshim.legacy", "--strict",

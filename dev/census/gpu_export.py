@@ -17,7 +17,7 @@ import sys
 import manifest
 
 key = sys.argv[1]
-project = next(p for p in manifest.projects().values() if p["key"] == key)
+project = manifest.projects()[key]
 scope: dict = {}
 exec(compile(project["gpu"]["program"], f"{key}'s [gpu] program", "exec"), scope)
 

@@ -59,14 +59,16 @@ def verdict(p: dict, result: dict | None) -> str:
 
 def _group(p: dict, result: dict | None) -> str:
     """Which line of the README's table a project is on (docs/census.md has the rest)."""
-    full = verdict(p, result)
     if p["status"] == "gpu-only":
         return "GPU only: on CPU, its GPU path lowered for cuda and rewritten, or why not"
     if p["status"] == "not-run":
         return "not run here (why: `docs/census.md`)"
+    full = verdict(p, result)
     if full == "passes":
         return "its own suite passes, every test as on its reference"
-    if full.startswith("no run") and _run_of(result or {}, PINNED):
+    pinned = _run_of(result or {}, PINNED)
+    if full.startswith("no run") and pinned and not pinned.get("error") and \
+            not any(r["lost"] for r in pinned["ranks"].values()):
         return f"not installable with JAX {NEWEST}; its suite passes on {PINNED}"
     if "lost:" in full and "unexplained" not in full:
         return "loses tests to what JAX itself changed (each test and cause in `docs/census.md`)"
@@ -101,8 +103,8 @@ def _section(p: dict, result: dict | None) -> list[str]:
            f"{p.get('repository', '')}", "",
            f"- legacy forms: {p['forms']}",
            f"- found by: {'; '.join(p['found_by'])}",
-           f"- verdict: {verdict(p, result)}"]
-    if p["status"] != "runs" and p.get("why") and p["why"] not in verdict(p, result):
+           f"- verdict: {(said := verdict(p, result))}"]
+    if p["status"] != "runs" and p.get("why") and p["why"] not in said:
         out.append(f"- why the census does not run its suite here: {p['why']}")
     result = result or {}
     ref = result.get("reference")

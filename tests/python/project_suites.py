@@ -24,6 +24,7 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from project_modules import cached  # noqa: E402
 
@@ -32,7 +33,7 @@ from project_modules import cached  # noqa: E402
 # and what pytest is given, the MPI ranks it runs on, the legacy targets its
 # suite runs, which of its tests reach its kernels and from which JAX they
 # do not pass without ccshim, and what of its own code later JAX removed.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "dev" / "census"))
+sys.path.insert(0, str(ROOT / "dev" / "census"))
 import manifest  # noqa: E402
 
 PROJECTS = {key: p for key, p in manifest.projects().items() if p["status"] == "runs"}
@@ -53,7 +54,6 @@ def _suite(p: dict) -> dict:
         "removed": [(manifest.jax_version(rule["since"]), rule["message"])
                     for rule in p.get("lost", []) if rule.get("excused")],
         "quick": p.get("quick", False),
-        "timeout": p["suite"].get("timeout", 1200),
     }
 
 
@@ -98,6 +98,24 @@ def excused(project: str, jax_version: tuple, message: str) -> bool:
     project's own code uses that JAX removed (SUITES' "removed")."""
     return any(jax_version >= since and text in message
                for since, text in SUITES[project].get("removed", ()))
+
+
+def through_ccshim(report, python: pathlib.Path, build: pathlib.Path) -> dict:
+    """run()'s prefix, env and Python for a run through `ccshim legacy
+    --strict` (with --report REPORT unless None): the ccshim of this tree
+    and its build, also from a venv of the cache's shared by clones."""
+    env = {**os.environ, "CCSHIM_PYTHON": str(python), "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "python"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env.setdefault("CCSHIM_LIBRARY", str(build / "libccshim.so"))
+    report_args = ["--report", str(report)] if report is not None else []
+    return {"prefix": [str(build / "tools" / "ccshim"), "legacy", "--strict", *report_args,
+                       "--"], "env": env, "python": python}
+
+
+def counts(found: dict) -> dict:
+    """A run's {test: outcome} counted by outcome."""
+    return {k: sum(1 for v in found.values() if v == k)
+            for k in ("passed", "failed", "error", "skipped")}
 
 
 def run(project: str, prefix=(), env=None, ranks=1, timeout=1200, why=None, python=None):
@@ -164,11 +182,10 @@ def main(argv):
         why = {}
         found, tail = run(project, ranks=ranks, why=why,
                           timeout=int(os.environ.get("CCSHIM_SUITE_TIMEOUT", 1200)))
-        counts = {k: sum(1 for v in found.values() if v == k)
-                  for k in ("passed", "failed", "error", "skipped")}
-        runs[str(ranks)] = {"counts": counts, "tests": dict(sorted(found.items())),
+        counted = counts(found)
+        runs[str(ranks)] = {"counts": counted, "tests": dict(sorted(found.items())),
                             "why": dict(sorted(why.items()))}
-        print(f"{project} on JAX {jax.__version__}, {ranks} rank(s): {counts}")
+        print(f"{project} on JAX {jax.__version__}, {ranks} rank(s): {counted}")
     out.write_text(json.dumps({
         "project": project, "path": "XLA's legacy path (no ccshim)",
         "jax": jax.__version__, "jaxlib": jaxlib.__version__,

@@ -24,7 +24,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import BUILD, ROOT, fixture_missing
+from conftest import BUILD, ROOT, fixture_missing, left_to_test_projects
 from project_modules import CACHE, veros_build
 
 HERE = ROOT / "tests" / "python"
@@ -113,8 +113,7 @@ def test_a_short_veros_model_run_unchanged_in_strict_mode(python, build, tmp_pat
     # from the pinned venv on JAX 0.11.2 (the newest its requirements
     # allow): the whole state after the run is the same as on XLA's legacy
     # path, and strict mode proves no legacy call reached XLA.
-    if (os.environ.get("CCSHIM_SUITE") == "pinned" and python == pathlib.Path(sys.executable)
-            and not os.environ.get("CCSHIM_TEST_PROJECTS")):
+    if left_to_test_projects() and python == pathlib.Path(sys.executable):
         pytest.skip("make test runs the model on the newest JAX and on 0.11.2; "
                     "make test-projects on this one too")
     if not (build / ".complete").exists():

@@ -22,34 +22,21 @@ import sys
 
 import pytest
 
-from conftest import BUILD, CACHE, FIXTURES, ROOT, fixture_missing
+from conftest import BUILD, CACHE, FIXTURES, fixture_missing, left_to_test_projects
 import project_suites
-
-
-def _through_ccshim_args(report, python):
-    """run()'s prefix and env for a run through `ccshim legacy --strict
-    --report REPORT`: ccshim from this tree, also in a venv of the cache's
-    shared by clones."""
-    env = {**os.environ, "CCSHIM_PYTHON": str(python), "PYTHONPATH": os.pathsep.join(
-        [str(ROOT / "python"), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return {"prefix": [str(BUILD / "tools" / "ccshim"), "legacy", "--strict", "--report",
-                       str(report), "--"], "env": env, "python": python}
 
 
 def _places():
     """(project, ranks, Python, its JAX release) for each run: every suite
-    on the running JAX; from the newest venv's run (the shorter of make
-    test's two), a suite's "also_on" JAX too."""
+    on the running JAX."""
     import jax
     running = tuple(map(int, jax.__version__.split(".")[:3]))
-    newest = pathlib.Path(sys.prefix).resolve() == (ROOT / ".venv-newest").resolve()
     # make test runs them on the newest JAX, the one they are for; on the
     # pinned one, make test-projects and make census do (their time would
     # take make test past its budget).
     marks = [pytest.mark.skip(reason="make test runs the projects' suites on the newest JAX; "
                                      "make test-projects and make census on this one")] \
-        if os.environ.get("CCSHIM_SUITE") == "pinned" and \
-        not os.environ.get("CCSHIM_TEST_PROJECTS") else []
+        if left_to_test_projects() else []
     for project, suite in sorted(project_suites.SUITES.items()):
         # make test's rows of the census (the rest: make census), and veros's
         # (make test-projects)
@@ -59,10 +46,6 @@ def _places():
             name = f"{project}-{ranks}rank{'s' if ranks > 1 else ''}"
             yield pytest.param(project, ranks, pathlib.Path(sys.executable), running, id=name,
                                marks=marks)
-            if newest and "also_on" in suite:
-                version, venv = suite["also_on"]
-                yield pytest.param(project, ranks, CACHE / venv / "bin" / "python",
-                                   tuple(map(int, version.split("."))), id=f"{name}-{version}")
 
 
 def _present(project, python):
@@ -109,7 +92,8 @@ def test_a_projects_own_suite_passes_through_ccshim_as_on_xlas_legacy_path(
     there = baseline["runs"][str(ranks)]
     report = tmp_path / "report.tsv"
     why = {}
-    found, tail = project_suites.run(project, **_through_ccshim_args(report, python),
+    found, tail = project_suites.run(project,
+                                     **project_suites.through_ccshim(report, python, BUILD),
                                      ranks=ranks, why=why)
     passed_there = sorted(t for t, o in there["tests"].items() if o == "passed")
     assert passed_there, there["counts"]
