@@ -13,6 +13,11 @@
 #                               ccshim configured with CUDA for that
 #                               architecture and jaxlib's FFI headers (of
 #                               PYTHON's JAX), and TARGETs built
+#   build_examples BUILD PYTHON [TARGET...]
+#                               build_gpu of the library, the CUDA examples
+#                               and the ported example, and TARGETs
+#   carried_mpi4jax             0 when .carry/ holds mpi4jax's sdist and
+#                               the mpich wheel (tests/gpu/prepare.sh)
 
 gpu_here() {
   command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1
@@ -60,4 +65,12 @@ build_gpu() {
     { tail -n 20 "$build/configure.log"; return 1; }
   cmake --build "$build" -j "$(nproc)" --target "$@" >"$build/build.log" 2>&1 ||
     { tail -n 30 "$build/build.log"; return 1; }
+}
+
+build_examples() {
+  build_gpu "$1" "$2" ccshim add_gpu_cuda ccshim_example_gpu_cuda migration_ported_gpu "${@:3}"
+}
+
+carried_mpi4jax() {
+  [ -d .carry/mpi4jax-0.8.1.post2 ] && compgen -G ".carry/wheels/mpich-*.whl" >/dev/null
 }

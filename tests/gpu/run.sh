@@ -28,7 +28,7 @@ if ! gpu_here; then
 fi
 nvidia-smi -L
 libffi_or_carried
-build_gpu "$build" "$python" ccshim add_gpu_cuda ccshim_example_gpu_cuda migration_ported_gpu
+build_examples "$build" "$python"
 
 echo "== (c) the embedded runtime, a real stream and device memory"
 "$build/examples/add_gpu_cuda"

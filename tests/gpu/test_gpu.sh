@@ -52,7 +52,7 @@ fi
 mkdir -p "$logs" "$build"
 logs=$(cd "$logs" && pwd)
 # A GPU machine that can fetch makes .carry/ itself.
-if [ ! -d .carry/mpi4jax-0.8.1.post2 ] || ! compgen -G ".carry/wheels/mpich-*.whl" >/dev/null; then
+if ! carried_mpi4jax; then
   bash tests/gpu/prepare.sh >"$logs/prepare.log" 2>&1 ||
     echo "tests/gpu/prepare.sh could not fetch what .carry/ lacks ($logs/prepare.log)"
 fi
@@ -102,11 +102,9 @@ step() {
 }
 
 build_all() {
-  libffi_or_carried &&
-    build_gpu "$build" "$python" ccshim add_gpu_cuda ccshim_example_gpu_cuda \
-      migration_ported_gpu ccshim_bench_gpu
+  libffi_or_carried && build_examples "$build" "$python" ccshim_bench_gpu
 }
-export -f gpu_here libffi_or_carried cuda_architecture build_gpu build_all
+export -f libffi_or_carried cuda_architecture build_gpu build_examples carried_mpi4jax build_all
 if ! step build 300 "grep -E '^libffi from' || echo 'arch $(cuda_architecture)'" -- build_all; then
   echo "the build failed: nothing else can run" | tee -a "$table"
   cat "$table"
@@ -130,7 +128,7 @@ step jax 180 "grep -E 'byte|alike|fori_loop'" -- "${with_ccshim[@]}" "$python" \
 # bridge), its suite run as published from a copy of its tests.
 mpi4jax_suite() {
   local venv=$root/$build/venv-mpi src=$root/$build/mpi4jax suite libmpi site
-  [ -d .carry/mpi4jax-0.8.1.post2 ] && compgen -G ".carry/wheels/mpich-*.whl" >/dev/null ||
+  carried_mpi4jax ||
     { echo "no .carry/mpi4jax-0.8.1.post2 or .carry/wheels (tests/gpu/prepare.sh)"; return 1; }
   rm -rf "$venv"
   "$python" -m venv --without-pip "$venv" || return 1

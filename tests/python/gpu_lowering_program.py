@@ -59,10 +59,10 @@ def _opaque(op, typed):
     config = op.attributes["backend_config"]
     if not typed:
         return _hlo.string(config).hex()
-    blob = ir.DictAttr(config)["opaque"] if "opaque" in ir.DictAttr(config) else None
-    if blob is None:
+    attrs = ir.DictAttr(config)
+    if "opaque" not in attrs:
         return ""
-    return bytes(np.asarray(ir.DenseIntElementsAttr(blob), dtype=np.uint8)).hex()
+    return bytes(np.asarray(ir.DenseIntElementsAttr(attrs["opaque"]), dtype=np.uint8)).hex()
 
 
 def _calls(data, typed):

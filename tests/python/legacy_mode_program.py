@@ -80,10 +80,9 @@ try:
 except Exception as e:  # noqa: BLE001 - the message is the result
     report["capsule_after"] = f"{type(e).__name__}: {e}"
 report["pythonapi"] = {
-    name: [getattr(getattr(ctypes.pythonapi, name), "argtypes", None) is None and "unset"
-           or [t.__name__ for t in getattr(ctypes.pythonapi, name).argtypes]][0]
+    name: "unset" if f.argtypes is None else [t.__name__ for t in f.argtypes]
     for name in ("PyCapsule_New", "PyCapsule_GetName", "PyCapsule_GetPointer",
-                 "PyCapsule_IsValid")}
+                 "PyCapsule_IsValid") for f in [getattr(ctypes.pythonapi, name)]}
 if mode == "strict":  # a target registered before ccshim.legacy: its call is refused
     import ccshim.legacy as cl
     cl.disable()

@@ -22,10 +22,18 @@ export = pytest.importorskip("jax.export", reason="jax.export does not import in
                              "(JAX 0.5 needs absl-py for it, which it does not install)")
 
 import ccshim.export as ce
-from conftest import BUILD, FIXTURES
+from conftest import BUILD, FIXTURES, ROOT
 
 S = jax.ShapeDtypeStruct
 CASES_2023 = FIXTURES / "jax-2023"
+KERNELS = BUILD / "tests" / "libccshim_pytest_kernels.so"
+
+
+def _ccshim(*args, cwd=None):
+    """The ccshim command of this build, its Python this one."""
+    return subprocess.run([str(BUILD / "tools" / "ccshim"), *map(str, args)], capture_output=True,
+                          text=True, timeout=300, cwd=cwd,
+                          env={**os.environ, "CCSHIM_PYTHON": sys.executable})
 
 
 def _readable_2023(name):
@@ -135,13 +143,10 @@ def test_check_runs_the_cpu_branch_with_the_cpu_kernels_alone(per_branch, kernel
     module = tmp_path / "cpu_kernels.py"
     module.write_text(
         "import ccshim\n"
-        f"_lib = ccshim.load_legacy_library({str(BUILD / 'tests' / 'libccshim_pytest_kernels.so')!r})\n"
+        f"_lib = ccshim.load_legacy_library({str(KERNELS)!r})\n"
         "KERNELS = {'bp_scale_v2': _lib.scale_v2, 'bp_scale_v1': _lib.scale_v1}\n")
-    p = subprocess.run([str(BUILD / "tools" / "ccshim"), "rewrite", str(per_branch),
-                        str(tmp_path / "cli.jax"), "--platform", "cpu", "--check", "--kernels",
-                        f"{module}:KERNELS", "--json"], capture_output=True, text=True,
-                       timeout=300, cwd=tmp_path,
-                       env={**os.environ, "CCSHIM_PYTHON": sys.executable})
+    p = _ccshim("rewrite", per_branch, tmp_path / "cli.jax", "--platform", "cpu", "--check",
+                "--kernels", f"{module}:KERNELS", "--json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     said = json.loads(p.stdout)
     assert said["check"]["equal"] and said["check"]["legacy_targets"] == [
@@ -151,9 +156,7 @@ def test_check_runs_the_cpu_branch_with_the_cpu_kernels_alone(per_branch, kernel
 
 
 def test_the_list_says_which_platforms_reach_each_call(per_branch):
-    p = subprocess.run([str(BUILD / "tools" / "ccshim"), "rewrite", "--list", "--json",
-                        str(per_branch)], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "CCSHIM_PYTHON": sys.executable})
+    p = _ccshim("rewrite", "--list", "--json", per_branch)
     assert p.returncode == 0, p.stderr
     (entry,) = json.loads(p.stdout)
     assert {c["target"]: c["platforms"] for c in entry["calls"]} == {
@@ -170,7 +173,7 @@ def test_zero_change_mode_is_not_strict_about_another_platforms_branch(per_branc
 import json, sys
 import jax, numpy as np, ccshim
 import ccshim.legacy as cl
-lib = ccshim.load_legacy_library({str(BUILD / 'tests' / 'libccshim_pytest_kernels.so')!r})
+lib = ccshim.load_legacy_library({str(KERNELS)!r})
 for name in ("scale_v2", "scale_v1"):
     jax.ffi.register_ffi_target("bp_" + name, jax.ffi.pycapsule(getattr(lib, name)),
                                 platform="cpu", api_version=0)
@@ -179,7 +182,7 @@ x = np.arange(256, dtype=np.float32)
 got = np.asarray(jax.jit(exp.call)(x))
 print(json.dumps({{"equal": bool((got == 4 * x).all()), "wrapped": cl.wrapped()}}))
 """
-    env = {**os.environ, "PYTHONPATH": str(FIXTURES.parents[1] / "python")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     env.pop("CCSHIM_LEGACY", None)
     p = subprocess.run([sys.executable, "-m", "ccshim.legacy", "--strict", "-c", code],
                        capture_output=True, text=True, timeout=300, env=env)

@@ -330,6 +330,22 @@ def test_a_program_runs_in_zero_change_mode_with_nothing_of_it_edited(how):
     assert got["targets"] == STRICT_TARGETS
 
 
+def _strict_runner(how: str, report) -> list[str]:
+    """The command line before a Python's arguments, for a run in strict
+    mode with --report REPORT, as `how` says: the command or the module."""
+    if how == "ccshim legacy":
+        return [str(BUILD / "tools" / "ccshim"), "legacy", "--strict", "--report", str(report),
+                "--", sys.executable]
+    return [sys.executable, "-m", "ccshim.legacy", "--strict", f"--report={report}"]
+
+
+def _report_lines(report) -> list[dict]:
+    """--report's file, a dict per line."""
+    from ccshim._legacy_cmd import REPORT_FIELDS  # ccshim.legacy's import would turn it on
+    return [dict(zip(REPORT_FIELDS, line.split("\t")))
+            for line in report.read_text().splitlines()]
+
+
 @pytest.mark.parametrize("how", ["ccshim legacy", "python -m ccshim.legacy"])
 def test_the_runner_reaches_the_pythons_a_program_starts_and_reports_them(how, tmp_path):
     """A program's own subprocesses (pytest's, MPI ranks) run in the mode
@@ -339,14 +355,10 @@ def test_the_runner_reaches_the_pythons_a_program_starts_and_reports_them(how, t
             f"{str(PROGRAM)!r}, 'xla', {str(KERNELS)!r}]) or subprocess.call([sys.executable, "
             f"{str(PROGRAM)!r}, 'xla', {str(KERNELS)!r}]))")
     report = tmp_path / "report.tsv"
-    prefix = ([str(BUILD / "tools" / "ccshim"), "legacy", "--strict", "--report", str(report),
-               "--", sys.executable] if how == "ccshim legacy" else
-              [sys.executable, "-m", "ccshim.legacy", "--strict", f"--report={report}"])
+    prefix = _strict_runner(how, report)
     got = _run([*prefix, "-c", code], {"PYTHONPATH": str(ROOT / "python")})
     assert got["targets"] == STRICT_TARGETS
-    from ccshim._legacy_cmd import REPORT_FIELDS  # ccshim.legacy's import would turn it on
-    lines = [dict(zip(REPORT_FIELDS, line.split("\t")))
-             for line in report.read_text().splitlines()]
+    lines = _report_lines(report)
     assert len({line["pid"] for line in lines}) == 2  # both children, none of the parent
     assert sorted((line["typed"], line["target"], line["api_version"]) for line in lines) == \
         sorted([(f"ccshim.v{v}.ext_scale_v{v}", f"ext_scale_v{v}", str(v)) for v in (1, 2, 3)] * 2)
@@ -377,9 +389,7 @@ def test_a_child_with_nothing_but_pythonpath_keeps_this_ccshim_and_its_library(h
               f"sys.exit(subprocess.call([sys.executable, '-c', {child!r}], "
               "env={'PYTHONPATH': os.environ['PYTHONPATH']}))\n")
     report = tmp_path / "report.tsv"
-    prefix = ([str(BUILD / "tools" / "ccshim"), "legacy", "--strict", "--report", str(report),
-               "--", sys.executable] if how == "ccshim legacy" else
-              [sys.executable, "-m", "ccshim.legacy", "--strict", f"--report={report}"])
+    prefix = _strict_runner(how, report)
     env = {**os.environ, "CCSHIM_PYTHON": sys.executable, "CCSHIM_LIBRARY": str(library),
            "PYTHONPATH": str(site)}
     env.pop("CCSHIM_LEGACY", None)
@@ -389,9 +399,7 @@ def test_a_child_with_nothing_but_pythonpath_keeps_this_ccshim_and_its_library(h
     ran, where = (json.loads(line) for line in p.stdout.strip().splitlines()[-2:])
     assert ran["targets"] == STRICT_TARGETS
     assert where == {"library": str(library), "package": str(site / "ccshim" / "__init__.py")}
-    from ccshim._legacy_cmd import REPORT_FIELDS  # ccshim.legacy's import would turn it on
-    lines = [dict(zip(REPORT_FIELDS, line.split("\t")))
-             for line in report.read_text().splitlines()]
+    lines = _report_lines(report)
     assert sorted(line["typed"] for line in lines) == sorted(
         t for targets in STRICT_TARGETS.values() for t in targets)
 
