@@ -84,9 +84,6 @@ class Artifact:
         except ArtifactError as e:
             said = native.first()
             raise ArtifactError(f"{e} [{said}]" if said else str(e)) from None
-        # the platforms in the order of the module's platform index, if any
-        self.indexed_platforms: tuple[str, ...] | None = (
-            self.platforms if self.kind == "export" else None)
         if platform is not None:
             from .._core import export_platform_name
             canonical = export_platform_name(platform)
@@ -186,9 +183,12 @@ class Artifact:
         with self.context:
             reach = None
             if self.platforms:
-                ordered = self.indexed_platforms is not None
-                reach = _branches.reaching(self.module, self.indexed_platforms or self.platforms,
-                                           ordered=ordered)
+                # a jax.export artifact's platforms, all of them, in the order of
+                # its module's platform index; else those it was read for
+                ordered = self.exported is not None
+                reach = _branches.reaching(
+                    self.module, tuple(self.exported.platforms) if ordered else self.platforms,
+                    ordered=ordered)
             for op in walk(self.module.operation):
                 if op.name == "stablehlo.custom_call":
                     call = describe_call(op, prefix)

@@ -18,12 +18,8 @@ def needed(src: Any, *, prefix: str = DEFAULT_PREFIX, platform: str | None = Non
     (ccshim._branches), as JAX and XLA specialize it for the platform that
     runs it.  ``platform``: only what that platform runs."""
     art = read(src, platform=platform)
-    return _targets(art, art.calls(prefix), prefix)
-
-
-def _targets(art, calls, prefix: str) -> list[dict]:
     out: dict[str, dict] = {}
-    for call in calls:
+    for call in art.calls(prefix):
         if call.kind != "ccshim":
             continue
         legacy, form = legacy_of(call.target, prefix)

@@ -330,8 +330,9 @@ def _module(fullname: str, only: str, removed: str) -> types.ModuleType | None:
 
 
 def _xla_client_module(register: Callable[..., Any]) -> None:
-    """jax.lib.xla_client with register_custom_call_target (and ops refused),
-    where the running JAX has no module or a module without it."""
+    """jax.lib.xla_client with register_custom_call_target, and the emulated
+    XlaBuilder's ops and Shape where it lacks them, where the running JAX has
+    no module or a module without register_custom_call_target."""
     client = _module("jax.lib.xla_client", "register_custom_call_target", "0.9.0")
     if client is None:
         from jax.lib import xla_client as client
