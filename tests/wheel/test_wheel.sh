@@ -46,6 +46,6 @@ if ! readelf -d "$lib" | grep -q 'NEEDED.*\[libffi\.so'; then
   exit 1
 fi
 cd "$work" || exit 1
-(for v in $(compgen -e | grep '^CCSHIM_'); do unset "$v"; done
- env -u PYTHONPATH "$work/venv/bin/python" "$root/tests/wheel/use_wheel.py" "$root" \
-   where compile closure command consumer)
+. "$root/tests/wheel/common.sh"
+as_a_user "$work/venv/bin/python" "$root/tests/wheel/use_wheel.py" "$root" \
+  where compile closure command consumer

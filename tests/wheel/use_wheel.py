@@ -51,6 +51,9 @@ WANT = B[np.arange(2048) % 128] + C
 
 import ccshim  # noqa: E402
 
+KERNELS = work / "libmy_kernels.so"  # examples/legacy/add_cpu.cc, compiled here
+INCLUDE_FLAGS = [f"-I{d}" for d in ccshim.include_dirs()]
+
 
 def run(cmd, **kw):
     """cmd's CompletedProcess (text); a failure shows both streams."""
@@ -73,15 +76,20 @@ def step_where():
 
 
 def step_compile():
-    flags = [f"-I{d}" for d in ccshim.include_dirs()]
-    run(["c++", "-std=c++17", "-O2", "-shared", "-fPIC", *flags,
-         root / "examples" / "legacy" / "add_cpu.cc", "-o", work / "libmy_kernels.so"])
+    run(["c++", "-std=c++17", "-O2", "-shared", "-fPIC", *INCLUDE_FLAGS,
+         root / "examples" / "legacy" / "add_cpu.cc", "-o", KERNELS])
     return "a legacy kernel compiled against ccshim.include_dirs()"
 
 
-def step_readme():
-    if not (work / "libmy_kernels.so").exists():
+def kernels_so() -> pathlib.Path:
+    """KERNELS, compiled first by a step that needs it when compile has not run."""
+    if not KERNELS.exists():
         step_compile()
+    return KERNELS
+
+
+def step_readme():
+    kernels_so()
     readme = (root / "README.md").read_text()
     block = re.search(r"### 1\. A call site.*?```python\n(.*?)```", readme, re.S).group(1)
     scope = {"b": B, "c": C}
@@ -96,9 +104,7 @@ def step_closure():
     import ctypes
 
     from ccshim import _native, runtime
-    if not (work / "libmy_kernels.so").exists():
-        step_compile()
-    kernels = ccshim.load_legacy_library(str(work / "libmy_kernels.so"))
+    kernels = ccshim.load_legacy_library(str(kernels_so()))
     opts = _native.WrapOptions()
     opts.entry = 2  # CCSHIM_ENTRY_CLOSURE
     adapter = ctypes.c_void_p()
@@ -119,15 +125,13 @@ def step_closure():
 
 
 def step_command():
-    if not (work / "libmy_kernels.so").exists():
-        step_compile()
     out = run([script, "version"])
     assert out.stdout.strip() == f"ccshim {ccshim.version()}", out.stdout
     run([script, "scan", "--help"])
     # rewrite runs in this Python, without the C command.
     out = run([script, "rewrite", "--help"])
     assert "ccshim rewrite IN OUT" in out.stdout, out.stdout
-    out = run([script, "conform", work / "libmy_kernels.so", "add_v2", "--api", "2",
+    out = run([script, "conform", kernels_so(), "add_v2", "--api", "2",
                "--signature", SIGNATURE, "--runs", "2"])
     assert "1 of 1 targets equal" in out.stdout, out.stdout
     return (f"the console script: ccshim {ccshim.version()}; rewrite runs in this Python; the "
@@ -137,9 +141,7 @@ def step_command():
 def step_xla():
     """conform with XLA as the reference: the command starts this Python for
     the legacy side (docs/contracts.md)."""
-    if not (work / "libmy_kernels.so").exists():
-        step_compile()
-    out = run([script, "conform", work / "libmy_kernels.so", "add_v2", "--api", "2",
+    out = run([script, "conform", kernels_so(), "add_v2", "--api", "2",
                "--signature", SIGNATURE, "--reference", "xla", "--runs", "2"])
     assert "reference: XLA's legacy custom-call path" in out.stdout, out.stdout
     return "conform --reference xla started this Python for XLA's legacy side"
@@ -149,8 +151,7 @@ def step_legacy():
     ext = work / "legacy_ext"
     shutil.rmtree(ext, ignore_errors=True)
     shutil.copytree(root / "tests" / "wheel" / "legacy_ext", ext)
-    flags = [f"-I{d}" for d in ccshim.include_dirs()]
-    run(["cc", "-std=c11", "-O2", "-shared", "-fPIC", *flags, ext / "my_legacy_ext" / "kernels.c",
+    run(["cc", "-std=c11", "-O2", "-shared", "-fPIC", *INCLUDE_FLAGS, ext / "my_legacy_ext" / "kernels.c",
          "-o", ext / "my_legacy_ext" / "libmy_legacy_kernels.so"])
     report = work / "legacy-report.tsv"
     report.unlink(missing_ok=True)
@@ -170,8 +171,6 @@ def step_rewrite():
     from jax import export
 
     import ccshim.export as ce
-    if not (work / "libmy_kernels.so").exists():
-        step_compile()
     f32 = jax.ShapeDtypeStruct
     call = jax.ffi.ffi_call("my_add", f32((2048,), np.float32), custom_call_api_version=2)
     exported = export.export(jax.jit(call), disabled_checks=[
@@ -183,7 +182,7 @@ def step_rewrite():
     run([script, "rewrite", legacy, typed])
     calls = [(c.kind, c.legacy_target) for c in ce.read(typed).calls()]
     assert calls == [("ccshim", "my_add")], calls
-    kernels = ccshim.load_legacy_library(str(work / "libmy_kernels.so"))
+    kernels = ccshim.load_legacy_library(str(kernels_so()))
     ce.register(typed, {"my_add": (kernels, "add_v2")})
     y = ce.load(typed).call(B, C)
     assert np.array_equal(np.asarray(y), WANT), "the rewritten program gave a wrong result"
