@@ -27,6 +27,20 @@ set(CMAKE_RANLIB ${ccshim_zig_dir}/ranlib CACHE FILEPATH "zig's ranlib")
 set(CMAKE_C_COMPILER_TARGET ${CCSHIM_ZIG_TARGET})
 set(CMAKE_CXX_COMPILER_TARGET ${CCSHIM_ZIG_TARGET})
 
+# ccache (where the Makefile set it as the launcher) keys objects on zig's
+# version, not on the date of the wrapper it runs (dev/zig/cc): a new zig
+# compiles anew.
+foreach(lang C CXX)
+  if(DEFINED ENV{CMAKE_${lang}_COMPILER_LAUNCHER})
+    if(NOT ccshim_zig_version)
+      execute_process(COMMAND ${ccshim_zig_dir}/zig version OUTPUT_VARIABLE ccshim_zig_version
+                      OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+    endif()
+    set(CMAKE_${lang}_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env
+        CCACHE_COMPILERCHECK=string:zig-${ccshim_zig_version} $ENV{CMAKE_${lang}_COMPILER_LAUNCHER})
+  endif()
+endforeach()
+
 cmake_host_system_information(RESULT ccshim_host_arch QUERY OS_PLATFORM)
 if(NOT ccshim_zig_arch STREQUAL ccshim_host_arch)
   set(CMAKE_SYSTEM_NAME Linux)

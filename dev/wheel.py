@@ -68,14 +68,6 @@ def missing_inputs(arch: str) -> str | None:
 def build(arch: str, build_dir: pathlib.Path, jobs: int) -> pathlib.Path:
     """Configures, builds and installs ARCH's C parts; returns the staging
     folder whose ccshim/ is the package's folder in the wheel."""
-    # ccache (where the Makefile found it) keys objects on zig's version,
-    # not on the date of the wrapper it runs (dev/zig/cc): a new zig
-    # compiles anew.
-    env = dict(os.environ)
-    if env.get("CMAKE_C_COMPILER_LAUNCHER"):
-        zig = subprocess.run([str(ROOT / "dev" / "zig" / "zig"), "version"], check=True,
-                             capture_output=True, text=True).stdout.strip()
-        env["CCACHE_COMPILERCHECK"] = f"string:zig-{zig}"
     strip = "-Wl,--strip-debug"
     configure = [
         "cmake", "-S", str(ROOT), "-B", str(build_dir),
@@ -99,7 +91,7 @@ def build(arch: str, build_dir: pathlib.Path, jobs: int) -> pathlib.Path:
     for cmd in (configure, ["cmake", "--build", str(build_dir), "-j", str(jobs)],
                 ["cmake", "--install", str(build_dir), "--prefix", str(stage / "ccshim")]):
         with open(log, "a") as out:
-            if subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode:
+            if subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT).returncode:
                 tail = log.read_text(errors="replace").splitlines()[-25:]
                 raise SystemExit(f"wheel: {' '.join(cmd[:3])} failed for {arch}; the end of "
                                  f"{log}:\n" + "\n".join(tail))
