@@ -45,6 +45,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "python"))
+sys.path.insert(0, str(ROOT / "python"))  # ccshim of this tree (its report's fields)
 import manifest  # noqa: E402
 import project_suites  # noqa: E402
 from project_modules import CACHE, fetch as fetcher  # noqa: E402
@@ -180,13 +181,8 @@ def build(p: dict, abi: str, python: pathlib.Path) -> None:
 # --- running ----------------------------------------------------------------
 
 def _report(path: pathlib.Path) -> dict:
-    from_lines = {}
-    fields = ("pid", "platform", "typed", "target", "api_version")
-    if path.exists():
-        for line in path.read_text().splitlines():
-            f = dict(zip(fields, line.split("\t")))
-            from_lines[f["target"]] = {"typed": f["typed"], "platform": f["platform"]}
-    return from_lines
+    return {f["target"]: {"typed": f["typed"], "platform": f["platform"]}
+            for f in project_suites.report_lines(path)}
 
 
 def _cause(p: dict, jax: str, message: str) -> dict | None:

@@ -112,6 +112,14 @@ def through_ccshim(report, python: pathlib.Path, build: pathlib.Path) -> dict:
                        "--"], "env": env, "python": python}
 
 
+def report_lines(path: pathlib.Path) -> list[dict]:
+    """The file of `ccshim legacy --report`, a dict a line (none when the
+    file was not made); its fields are ccshim's REPORT_FIELDS."""
+    from ccshim._legacy_cmd import REPORT_FIELDS  # ccshim.legacy's import would turn the mode on
+    return [dict(zip(REPORT_FIELDS, line.split("\t")))
+            for line in path.read_text().splitlines()] if path.exists() else []
+
+
 def counts(found: dict) -> dict:
     """A run's {test: outcome} counted by outcome."""
     return {k: sum(1 for v in found.values() if v == k)

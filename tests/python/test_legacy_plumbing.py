@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from conftest import BUILD, ROOT
+from project_suites import report_lines
 
 HERE = ROOT / "tests" / "python"
 KERNELS = BUILD / "tests" / "libccshim_pytest_kernels.so"
@@ -339,13 +340,6 @@ def _strict_runner(how: str, report) -> list[str]:
     return [sys.executable, "-m", "ccshim.legacy", "--strict", f"--report={report}"]
 
 
-def _report_lines(report) -> list[dict]:
-    """--report's file, a dict per line."""
-    from ccshim._legacy_cmd import REPORT_FIELDS  # ccshim.legacy's import would turn it on
-    return [dict(zip(REPORT_FIELDS, line.split("\t")))
-            for line in report.read_text().splitlines()]
-
-
 @pytest.mark.parametrize("how", ["ccshim legacy", "python -m ccshim.legacy"])
 def test_the_runner_reaches_the_pythons_a_program_starts_and_reports_them(how, tmp_path):
     """A program's own subprocesses (pytest's, MPI ranks) run in the mode
@@ -358,7 +352,7 @@ def test_the_runner_reaches_the_pythons_a_program_starts_and_reports_them(how, t
     prefix = _strict_runner(how, report)
     got = _run([*prefix, "-c", code], {"PYTHONPATH": str(ROOT / "python")})
     assert got["targets"] == STRICT_TARGETS
-    lines = _report_lines(report)
+    lines = report_lines(report)
     assert len({line["pid"] for line in lines}) == 2  # both children, none of the parent
     assert sorted((line["typed"], line["target"], line["api_version"]) for line in lines) == \
         sorted([(f"ccshim.v{v}.ext_scale_v{v}", f"ext_scale_v{v}", str(v)) for v in (1, 2, 3)] * 2)
@@ -399,7 +393,7 @@ def test_a_child_with_nothing_but_pythonpath_keeps_this_ccshim_and_its_library(h
     ran, where = (json.loads(line) for line in p.stdout.strip().splitlines()[-2:])
     assert ran["targets"] == STRICT_TARGETS
     assert where == {"library": str(library), "package": str(site / "ccshim" / "__init__.py")}
-    lines = _report_lines(report)
+    lines = report_lines(report)
     assert sorted(line["typed"] for line in lines) == sorted(
         t for targets in STRICT_TARGETS.values() for t in targets)
 

@@ -76,9 +76,7 @@ def _present(project, python):
 def _kernels_reached(report):
     """The report's lines -> {legacy target: typed target}; every typed
     target one of ccshim's."""
-    from ccshim._legacy_cmd import REPORT_FIELDS
-    lines = [dict(zip(REPORT_FIELDS, line.split("\t")))
-             for line in report.read_text().splitlines()] if report.exists() else []
+    lines = project_suites.report_lines(report)
     assert all(f["typed"] == f"ccshim.v{f['api_version']}.{f['target']}" for f in lines), lines
     return {f["target"]: f["typed"] for f in lines}
 
