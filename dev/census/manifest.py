@@ -20,6 +20,7 @@ STATUSES = ("runs", "gpu-only", "not-run")
 _KEYS = {
     "name": str, "version": str, "released": str, "repository": str, "platforms": list,
     "forms": str, "found_by": list, "status": str, "why": str, "quick": bool,
+    "quick_ranks": list,
     "requires": list, "ranks": list, "targets": list, "reaching": str, "stopped_from": str,
     "package": dict, "suite": dict, "reference": dict, "runs": list, "files": list,
     "build": dict, "lost": list, "gpu": dict, "pypi": str, "scan": str, "license": str,

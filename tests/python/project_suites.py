@@ -54,6 +54,10 @@ def _suite(p: dict) -> dict:
         "removed": [(manifest.jax_version(rule["since"]), rule["message"])
                     for rule in p.get("lost", []) if rule.get("excused")],
         "quick": p.get("quick", False),
+        "quick_ranks": tuple(p.get("quick_ranks", p.get("ranks", [1]))),
+        # its runs are in make test's own venvs (pinned, newest): make
+        # test-projects runs it there
+        "in_test_venvs": any("venv" in run for run in p["runs"]),
     }
 
 

@@ -9,8 +9,9 @@ kernels do not pass on a JAX that removed what the project uses (where one
 does: veros's own code runs unchanged on every JAX here).
 
 The projects are the census's (dev/census/projects/*.toml) that run in
-make test's own venvs (quick); the census runs the rest (make census,
-docs/census.md).  A project whose own code uses general JAX API removed
+make test's own venvs: make test runs the quick ones (quick = true, on
+their quick_ranks), make test-projects all of them on all their ranks; the
+census runs every project (make census, docs/census.md).  A project whose own code uses general JAX API removed
 since, which ccshim.legacy does not restore, may have tests excused here,
 only when they fail with JAX's message for that removal (the manifest's
 [[lost]] rules marked excused); none is today."""
@@ -37,12 +38,20 @@ def _places():
     marks = [pytest.mark.skip(reason="make test runs the projects' suites on the newest JAX; "
                                      "make test-projects and make census on this one")] \
         if left_to_test_projects() else []
+    every = bool(os.environ.get("CCSHIM_TEST_PROJECTS"))
     for project, suite in sorted(project_suites.SUITES.items()):
-        # make test's rows of the census (the rest: make census), and veros's
-        # (make test-projects)
-        if not suite["quick"] and project not in project_suites.REPOSITORY_ONLY:
+        # make test: its quick rows of the census on their quick ranks, and
+        # veros's, which skips there; make test-projects: every row whose
+        # runs are in make test's venvs, on all its ranks (make census: all)
+        if every:
+            if not suite["in_test_venvs"]:
+                continue
+            ranks_run = suite["ranks"]
+        elif suite["quick"] or project in project_suites.REPOSITORY_ONLY:
+            ranks_run = suite["quick_ranks"]
+        else:
             continue
-        for ranks in suite["ranks"]:
+        for ranks in ranks_run:
             name = f"{project}-{ranks}rank{'s' if ranks > 1 else ''}"
             yield pytest.param(project, ranks, pathlib.Path(sys.executable), running, id=name,
                                marks=marks)
