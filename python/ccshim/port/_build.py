@@ -45,7 +45,8 @@ def _cmake(text: str, rel_sources: list[str], where: str,
         else:
             block = _XLA_DIR.format(python=python)
         at = found.end() if found else 0
-        text = text[:at] + "\n" + block + text[at:]
+        after = "" if text[at:].startswith("\n") else "\n"
+        text = text[:at] + "\n" + block + after + text[at:]
     for target in dict.fromkeys(targets):
         feature = re.compile(r"target_compile_features\s*\(\s*" + target +
                              r"\s+(PUBLIC|PRIVATE|INTERFACE)\s+cxx_std_(\d+)\s*\)")

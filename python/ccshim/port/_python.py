@@ -184,28 +184,42 @@ class _Port(cst.CSTTransformer):
                 if inner.endswith(".registrations") and loop.iter.func.attr.value == "items":
                     module = inner.split(".")[-2]
         literal = _string(name.value) if name else None
+        where = self.where(node)
+        version = None       # the api_version to register with: None for typed (1)
         if module is not None and module in self.modules:
             ported, legacy = self.modules[module]
-            typed = bool(ported) and not legacy
+            if legacy and ported:
+                # Each entry as it now is: the ported ones' capsules are
+                # typed handlers, the rest legacy kernels.
+                names = ", ".join(f'"{t}"' for t in sorted(legacy))
+                names += "," if len(legacy) == 1 else ""
+                version = f"0 if {_dotted(name.value)} in ({names}) else 1"
+                self.problems.append(Problem(where, f"registers the targets of {module}, "
+                                             f"{', '.join(sorted(legacy))} not ported (said "
+                                             "above): those kept legacy (api_version=0)"))
+            elif legacy:
+                version = "0"
+                self.problems.append(Problem(where, f"registers the legacy targets of {module}, "
+                                             "not ported (said above): kept as "
+                                             "jax.ffi.register_ffi_target(..., api_version=0)"))
         elif literal is not None and (literal in self.ported or literal in self.legacy):
-            typed = literal in self.ported
+            if literal in self.legacy:
+                version = "0"
+                self.problems.append(Problem(where, f"registers '{literal}', not ported (said "
+                                             "above): kept as jax.ffi.register_ffi_target(..., "
+                                             "api_version=0)"))
         else:
-            what = module or (literal and f"'{literal}'") or "a name it cannot follow"
-            self.problems.append(Problem(self.where(node), f"registers {what}, whose kernels "
-                                         "it found no ported or legacy source for; kept as "
-                                         "jax.ffi.register_ffi_target(..., api_version=0)"))
-            typed = False
-        if not typed and module in self.modules and self.modules[module][0]:
-            self.problems.append(Problem(self.where(node), f"registers {module}'s targets, "
-                                         "some ported and some not: kept legacy (api_version=0)"))
-        elif not typed:
-            self.problems.append(Problem(self.where(node), f"registers legacy targets of "
-                                         f"{module or literal}, not ported (said above): kept as "
-                                         "jax.ffi.register_ffi_target(..., api_version=0)"))
+            what = f"the targets of {module}" if module else (
+                f"'{literal}'" if literal else "a name it cannot follow")
+            version = "0"
+            self.problems.append(Problem(where, f"registers {what}, whose kernels it found no "
+                                         "source for: kept as jax.ffi.register_ffi_target(..., "
+                                         "api_version=0)"))
         args = [a for a in updated.args if not (a.keyword and a.keyword.value == "api_version")]
-        if not typed:
-            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(cst.Arg(cst.Integer("0"), keyword=cst.Name("api_version"),
+        if version is not None:
+            args[-1] = args[-1].with_changes(comma=cst.Comma(
+                whitespace_after=cst.SimpleWhitespace(" ")))
+            args.append(cst.Arg(cst.parse_expression(version), keyword=cst.Name("api_version"),
                                 equal=cst.AssignEqual(cst.SimpleWhitespace(""),
                                                       cst.SimpleWhitespace(""))))
         self.changed = True
