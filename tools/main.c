@@ -67,8 +67,7 @@ int main(int argc, char** argv) {
     return ccshim_python_main("rewrite", "ccshim.export", argc - 2, argv + 2);
   if (!strcmp(cmd, "legacy"))
     return ccshim_python_main("legacy", "ccshim._legacy_cmd", argc - 2, argv + 2);
-  if (!strcmp(cmd, "port"))
-    return ccshim_python_main("port", "ccshim.port", argc - 2, argv + 2);
+  if (!strcmp(cmd, "port")) return ccshim_python_main("port", "ccshim.port", argc - 2, argv + 2);
   fprintf(stderr, "ccshim: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return 2;

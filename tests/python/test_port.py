@@ -172,8 +172,9 @@ def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
     assert done.returncode == 0, done.stderr
     said = done.stderr.splitlines()
     assert "ccshim port: pkg/kernels.cpp:10: not ported: 'with_status': with_status " \
-           "(pkg/kernels.cpp:5) is a kernel that reports through XlaCustomCallStatus: " \
-           "not ported yet" in said, said
+           "(pkg/kernels.cpp:5) is a kernel that reports through XlaCustomCallStatus " \
+           "without including xla/service/custom_call_status.h with quotes: not ported yet" \
+           in said, said
     assert "ccshim port: pkg/kernels.cpp:11: not ported: 'elsewhere': nowhere_defined has " \
            "no source in the tree" in said, said
     assert "ccshim port: pkg/ops.py:7: not ported: registers the targets of kernels, " \
@@ -250,3 +251,58 @@ def test_the_ported_project_builds_and_passes_its_suite_without_ccshim(tmp_path)
     assert TARGETS <= seen, seen
     legacy = [line for line in calls if "api_version=API_VERSION_TYPED_FFI" not in line]
     assert not legacy, legacy[:5]
+
+
+STATUS_RUN = """\
+import numpy as np
+import jax
+import status_ext
+
+x = np.array([1.5, 2.25, 3.0], np.float32)
+print("twice", jax.jit(status_ext.twice)(x)[0].tolist())
+whole, frac = jax.jit(status_ext.checked_split)(x)
+print("split", whole.tolist(), frac.tolist())
+try:
+    jax.block_until_ready(jax.jit(status_ext.checked_split)(-x))
+except Exception as e:
+    print("error", str(e).splitlines()[0])
+"""
+
+
+@pytest.mark.skipif(os.environ.get("CCSHIM_SUITE") == "pinned",
+                    reason="it builds and runs on the newest JAX: make test runs it there")
+def test_a_ported_status_kernel_fails_as_an_ffi_error_with_its_message(tmp_path):
+    """A fixture of the same form with a single-result kernel and a
+    status-returning (API version 2) tuple-result kernel: ported, built by
+    its own build, run without ccshim."""
+    if not NEWEST.exists():
+        pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "port" / "status_ext", tree)
+    done = _port(tree, "--apply")
+    assert done.returncode == 0 and done.stderr == "ccshim port: 6 files written\n", done.stderr
+    assert _port(tree).stdout == ""
+    site = tmp_path / "site"
+    built = subprocess.run([str(NEWEST), "-m", "pip", "install", "-q", "--no-deps",
+                            "--no-build-isolation", "--target", str(site), str(tree)],
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    dump = tmp_path / "hlo"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CCSHIM_", "PYTHON", "XLA_", "JAX_"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(site), _site_packages(NEWEST)]),
+               XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_text")
+    ran = subprocess.run([str(NEWEST), "-S", "-c", "import sys\ntry:\n import ccshim\n"
+                          " sys.exit('ccshim imported')\nexcept ImportError:\n pass\n" +
+                          STATUS_RUN], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.splitlines() == [
+        "twice [3.0, 4.5, 6.0]",
+        "split [1.0, 2.0, 3.0] [0.5, 0.25, 0.0]",
+        "error INTERNAL: checked_split: negative input"], ran.stdout
+    calls = [line for text in map(pathlib.Path.read_text, sorted(dump.glob("*.txt")))
+             for line in text.splitlines() if " custom-call(" in line]
+    assert {"status_ext_twice", "status_ext_checked_split"} <= set(
+        re.findall(r'custom_call_target="([^"]+)"', "\n".join(calls)))
+    assert all("api_version=API_VERSION_TYPED_FFI" in line for line in calls), calls

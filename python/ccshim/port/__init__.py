@@ -58,6 +58,11 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
             edits[e.path] = (e.path.read_text(), e.text)
             header = e.path.parent / _native.HEADER
             edits[header] = (None, (Path(__file__).parent / "legacy_call.h").read_text())
+            if e.status_header:
+                status = e.path.parent / e.status_header
+                if not status.exists():
+                    edits[status] = (None, (Path(__file__).parent /
+                                            "custom_call_status.h").read_text())
         if done:
             for path, text in _build.port(root, [e.path for e in done], problems).items():
                 edits[path] = (path.read_text(), text)
@@ -119,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ccshim port: {p}", file=sys.stderr)
     if args.apply:
         for path, (_old, new) in edits.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(new)
         print(f"ccshim port: {len(edits)} files written", file=sys.stderr)
     else:

@@ -25,6 +25,8 @@ _ENTRY = re.compile(r'(\w+)\s*\[\s*"([^"]+)"\s*\]\s*=\s*(\w+)\s*\(\s*([A-Za-z_][
 _MODULE = re.compile(r"(?:PYBIND11_MODULE|NB_MODULE)\s*\(\s*(\w+)\s*,")
 _DICT_FN = re.compile(r"^[ \t]*(?:pybind11::|py::|nb::|nanobind::)?dict\s+\w+\s*\([^)]*\)\s*\{",
                       re.M)
+_STATUS_INCLUDE = re.compile(
+    r'^#include\s*([<"])((?:tensorflow/compiler/)?xla/service/custom_call_status\.h)[>"]', re.M)
 _TYPED = re.compile(r"XLA_FFI_DEFINE_HANDLER(?:_SYMBOL)?\s*\(\s*(\w+)\s*,")
 
 
@@ -34,6 +36,7 @@ class Kernel:
     function: str        # the C++ function the dict exports
     params: list[str]    # its parameters, as written
     where: str           # path:line of its definition
+    status: bool = False  # it reports through an XlaCustomCallStatus
 
 
 @dataclass
@@ -45,6 +48,7 @@ class Extension:
     legacy: list[str] = field(default_factory=list)   # targets left legacy
     typed: list[str] = field(default_factory=list)    # targets already typed
     text: str | None = None                  # the new text, when ported
+    status_header: str | None = None         # the status header it includes, to add
 
 
 def _line(text: str, pos: int) -> int:
@@ -113,7 +117,8 @@ def _edit(text: str, kernels: list[Kernel]) -> str:
         block.append(
             f"// {k.target}, as a typed XLA FFI handler.\n"
             f"XLA_FFI_DEFINE_HANDLER({_handler_name(k.function)},\n"
-            f"                       xla_legacy_call::CpuHandler<{k.function}>,\n"
+            f"                       xla_legacy_call::"
+            f"{'CpuStatusHandler' if k.status else 'CpuHandler'}<{k.function}>,\n"
             f"                       xla::ffi::Ffi::Bind().RemainingArgs().RemainingRets());\n")
     text = text[:at] + "\n".join(block) + "\n" + text[at:]
     text = _ENTRY.sub(entry, text)
@@ -148,13 +153,25 @@ def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extensi
                 continue
             params, defined = kernel
             kind = _kind(params)
-            if kind == "cpu" and Path(defined.split(":")[0]) == rel:
+            here = Path(defined.split(":")[0]) == rel
+            if kind == "cpu" and here:
                 ext.ported.append(Kernel(target, function, params, defined))
                 continue
+            include = _STATUS_INCLUDE.search(text)
+            if kind == "cpu-status" and here and include and include.group(1) == '"':
+                ext.ported.append(Kernel(target, function, params, defined, status=True))
+                ext.status_header = include.group(2)
+                continue
+            if kind == "cpu-status" and here:
+                kind = "cpu-status-include"
             why = {
                 "gpu": "a GPU kernel (CUDA/HIP stream first): typed GPU handlers are not "
                        "generated yet",
-                "cpu-status": "a kernel that reports through XlaCustomCallStatus: not ported yet",
+                "cpu-status": "a kernel that reports through XlaCustomCallStatus, defined in "
+                              "another file: not ported yet",
+                "cpu-status-include": "a kernel that reports through XlaCustomCallStatus "
+                                      "without including xla/service/custom_call_status.h "
+                                      "with quotes: not ported yet",
                 "cpu-v3": "an API version 3 kernel (opaque on CPU): not ported yet",
                 "other": f"a signature it does not know ({', '.join(params)})",
                 "cpu": f"its kernel is defined in another file ({defined}): not ported yet",

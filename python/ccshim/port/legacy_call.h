@@ -3,7 +3,9 @@
 // legacy runtime passed it: `in` holds the operands' data in order; `out` is
 // the result's buffer when the call has one (non-tuple) result, else a table
 // of the results' buffers in order.  Added by `ccshim port`; it needs nothing
-// but XLA's FFI headers (jax.ffi.include_dir()).
+// but XLA's FFI headers (jax.ffi.include_dir()); a kernel that reports
+// through XlaCustomCallStatus includes the status header added beside it
+// (custom_call_status.h, at the path the kernel names), before this one.
 #ifndef XLA_LEGACY_CALL_H_
 #define XLA_LEGACY_CALL_H_
 
@@ -24,10 +26,10 @@ constexpr std::size_t kMaxBuffers = 256;
 template <typename Call>
 ffi::Error CallCpu(ffi::RemainingArgs args, ffi::RemainingRets rets, Call call) {
   if (args.size() > kMaxBuffers || rets.size() > kMaxBuffers) {
-    return ffi::Error::InvalidArgument(
-        "legacy custom call: expected at most " + std::to_string(kMaxBuffers) +
-        " operands and results, got " + std::to_string(args.size()) + " and " +
-        std::to_string(rets.size()));
+    return ffi::Error::InvalidArgument("legacy custom call: expected at most " +
+                                       std::to_string(kMaxBuffers) + " operands and results, got " +
+                                       std::to_string(args.size()) + " and " +
+                                       std::to_string(rets.size()));
   }
   const void* in[kMaxBuffers + 1];
   void* results[kMaxBuffers + 1];
@@ -54,6 +56,22 @@ ffi::Error CpuHandler(ffi::RemainingArgs args, ffi::RemainingRets rets) {
     return ffi::Error::Success();
   });
 }
+
+#ifdef XLA_LEGACY_CUSTOM_CALL_STATUS_H_
+// A kernel `void f(void* out, const void** in, XlaCustomCallStatus* status)`
+// (API version 2): a failure it reports is an INTERNAL error with its
+// message, as XLA's legacy CPU runtime made it.
+template <void (*Kernel)(void*, const void**, XlaCustomCallStatus*)>
+ffi::Error CpuStatusHandler(ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return CallCpu(args, rets, [](void* out, const void** in) {
+    XlaCustomCallStatus status;
+    XlaCustomCallStatusSetSuccess(&status);
+    Kernel(out, in, &status);
+    if (status.failed) return ffi::Error::Internal(std::string(status.message, status.length));
+    return ffi::Error::Success();
+  });
+}
+#endif
 
 }  // namespace xla_legacy_call
 
