@@ -306,3 +306,22 @@ def test_a_ported_status_kernel_fails_as_an_ffi_error_with_its_message(tmp_path)
     assert {"status_ext_twice", "status_ext_checked_split"} <= set(
         re.findall(r'custom_call_target="([^"]+)"', "\n".join(calls)))
     assert all("api_version=API_VERSION_TYPED_FFI" in line for line in calls), calls
+
+
+def test_the_forms_it_does_not_port_yet_are_said_with_where(tmp_path):
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "port" / "other_forms", tree)
+    done = _port(tree)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert done.stderr.splitlines() == [
+        "ccshim port: k.pyx:5: not ported: a Cython capsule export of a legacy kernel: "
+        "not ported yet",
+        "ccshim port: m.cc:3: not ported: a kernel registered with XLA's registration macro: "
+        "not ported yet",
+        "ccshim port: rules.py:11: not ported: registers a kernel made at run time by numba "
+        "(no source in the tree to port): kept as it is",
+        "ccshim port: rules.py:15: not ported: an XlaBuilder translation rule's CustomCall: "
+        "not ported yet",
+        "ccshim port: rules.py:19: not ported: a CustomCallOp built by hand: not ported yet",
+        "ccshim port: rules.py:23: not ported: an ffi_call with custom_call_api_version or "
+        "legacy_backend_config (a legacy call): not ported yet"]

@@ -19,13 +19,21 @@ Removed plumbing the module imports is replaced by today's API.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from ._report import Problem
 
-_XLA_CLIENT = {"jax.lib.xla_client", "jaxlib.xla_client"}
+_XLA_CLIENT = {"jax.lib.xla_client", "jaxlib.xla_client", "jax._src.lib.xla_client"}
+# The other legacy forms the census met, said and left as they are (docs/port.md).
+_NOT_YET = (
+    (re.compile(r"(^|\.)ops\.CustomCall\w*$"), "an XlaBuilder translation rule's CustomCall: "
+     "not ported yet"),
+    (re.compile(r"(^|\.)CustomCallOp$"), "a CustomCallOp built by hand: not ported yet"),
+)
 _CUSTOM_CALL_MODULES = {"jax.interpreters.mlir", "jaxlib.hlo_helpers", "jax._src.interpreters.mlir"}
 
 
@@ -54,14 +62,12 @@ def _arg(call: cst.Call, index: int, keyword: str) -> cst.Arg | None:
 
 
 class _Facts(cst.CSTVisitor):
-    """Names the module binds: its imports, its rules' partial bindings."""
-    METADATA_DEPENDENCIES = (ParentNodeProvider,)
+    """Names the module binds: its imports, its rules' partial bindings, its
+    JVP rules."""
 
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}      # local name -> dotted module or object
         self.bound: dict[str, list[tuple[str, str | None]]] = {}  # rule -> [(name, platform)]
-        self.functions: dict[str, cst.FunctionDef] = {}
-        self.uses: dict[str, int] = {}           # name -> times read
         self.jvps: set[str] = set()              # functions given as JVP rules
 
     def visit_Import(self, node: cst.Import) -> None:
@@ -79,9 +85,6 @@ class _Facts(cst.CSTVisitor):
             local = alias.asname.name.value if alias.asname else name
             self.aliases[local] = f"{base}.{name}"
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.functions[node.name.value] = node
-
     def visit_Assign(self, node: cst.Assign) -> None:
         # ad.primitive_jvps[prim] = rule
         for target in node.targets:
@@ -89,9 +92,6 @@ class _Facts(cst.CSTVisitor):
                     (self.full(target.target.value) or "").endswith("ad.primitive_jvps") and
                     isinstance(node.value, cst.Name)):
                 self.jvps.add(node.value.value)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.uses[node.value] = self.uses.get(node.value, 0) + 1
 
     def visit_Call(self, node: cst.Call) -> None:
         # register_lowering(prim, partial(rule, "name"), platform="p")
@@ -208,6 +208,10 @@ class _Port(cst.CSTTransformer):
                 self.problems.append(Problem(where, f"registers '{literal}', not ported (said "
                                              "above): kept as jax.ffi.register_ffi_target(..., "
                                              "api_version=0)"))
+        elif any(v == "numba" or v.startswith("numba.") for v in self.facts.aliases.values()):
+            self.problems.append(Problem(where, "registers a kernel made at run time by numba "
+                                         "(no source in the tree to port): kept as it is"))
+            return updated
         else:
             what = f"the targets of {module}" if module else (
                 f"'{literal}'" if literal else "a name it cannot follow")
@@ -228,8 +232,9 @@ class _Port(cst.CSTTransformer):
 
     # Lowering -------------------------------------------------------------
     def _names(self, node: cst.Call, name: cst.BaseExpression) -> tuple[set[str], str | None]:
-        """The target names that reach a lowering site, and the lowering
-        context's name; ({}, why) when it cannot follow them."""
+        """The target names that reach a lowering site, and the name of the
+        lowering context (None when its rule has no ctx parameter); no names
+        when it cannot follow them."""
         literal = _string(name)
         fn = next((p for p, _ in self.parents(node) if isinstance(p, cst.FunctionDef)), None)
         params = [p.name.value for p in fn.params.params] if fn else []
@@ -369,6 +374,18 @@ class _Port(cst.CSTTransformer):
         full = self.facts.full(original.func) or ""
         if full in {f"{mod}.register_custom_call_target" for mod in _XLA_CLIENT}:
             return self._registration(original, updated)
+        for pattern, why in _NOT_YET:
+            if pattern.search(full):
+                self.problems.append(Problem(self.where(original), why))
+                return updated
+        if full.endswith("ffi_call") and any(
+                a.keyword and a.keyword.value in ("custom_call_api_version",
+                                                  "legacy_backend_config")
+                for a in original.args):
+            self.problems.append(Problem(self.where(original), "an ffi_call with "
+                                         "custom_call_api_version or legacy_backend_config (a "
+                                         "legacy call): not ported yet"))
+            return updated
         if full in {f"{mod}.custom_call" for mod in _CUSTOM_CALL_MODULES}:
             parent = self.get_metadata(ParentNodeProvider, original)
             if not (isinstance(parent, cst.Attribute) and parent.attr.value == "results"):
@@ -480,7 +497,7 @@ def _import_jax(module: cst.Module, extend: bool) -> cst.Module:
 def port(path: str, text: str, ported: set[str], legacy: set[str],
          modules: dict[str, tuple[set[str], set[str]]], problems: list[Problem]) -> str | None:
     """text ported, or None when nothing in it is a legacy target's use."""
-    if "custom_call" not in text:
+    if not re.search(r"custom_?call|ffi_call", text, re.I):
         return None
     try:
         module = cst.parse_module(text)
