@@ -145,6 +145,16 @@ def _test(test: cst.BaseExpression, param: str, name: str) -> bool | None:
     return None
 
 
+def _one_per_line(t: cst.Tuple) -> cst.Tuple:
+    """A parenthesized tuple laid out one element a line, as black would."""
+    def line(extra: str) -> cst.ParenthesizedWhitespace:
+        return cst.ParenthesizedWhitespace(indent=True, last_line=cst.SimpleWhitespace(extra))
+    elements = [e.with_changes(comma=cst.Comma(whitespace_after=line(
+        "" if i == len(t.elements) - 1 else "    "))) for i, e in enumerate(t.elements)]
+    return t.with_changes(elements=elements, lpar=[cst.LeftParen(whitespace_after=line("    "))],
+                          rpar=[cst.RightParen()])
+
+
 class _Port(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider)
 
@@ -352,9 +362,11 @@ class _Port(cst.CSTTransformer):
                if m.matches(t.value, m.Name("None")) else t
                for p, t in zip(primals.elements, tangents.elements)]
         self.changed = True
+        tangents = tangents.with_changes(elements=new)
+        if len(cst.Module([]).code_for_node(tangents)) > 48:
+            tangents = _one_per_line(tangents)
         return updated.with_changes(value=value.with_changes(elements=[
-            value.elements[0], value.elements[1].with_changes(
-                value=tangents.with_changes(elements=new))]))
+            value.elements[0], value.elements[1].with_changes(value=tangents)]))
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
         if self.facts.full(original) == "jax.core.Primitive":
