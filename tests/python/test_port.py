@@ -325,3 +325,17 @@ def test_the_forms_it_does_not_port_yet_are_said_with_where(tmp_path):
         "ccshim port: rules.py:19: not ported: a CustomCallOp built by hand: not ported yet",
         "ccshim port: rules.py:23: not ported: an ffi_call with custom_call_api_version or "
         "legacy_backend_config (a legacy call): not ported yet"]
+
+
+def test_several_trees_make_one_patch_from_their_common_folder(tmp_path):
+    exo = _tree(tmp_path, "exo")
+    shutil.copytree(FIXTURES / "port" / "status_ext", tmp_path / "ext")
+    done = _port(exo, tmp_path / "ext")
+    assert done.returncode == 0, done.stderr
+    files = re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M)
+    assert "exo/src/exoplanet_core/jax/ops.py" in files and "ext/src/status_ext/ops.py" in files
+    assert "ccshim port: exo/src/exoplanet_core/jax/gpu_driver.cpp:11: not ported: " in done.stderr
+    patch = tmp_path / "both.patch"
+    patch.write_text(done.stdout)
+    check = _git("apply", "--check", str(patch), cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
