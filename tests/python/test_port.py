@@ -139,6 +139,7 @@ PYBIND11_MODULE(kernels, m) { m.def("registrations", &Registrations); }
 SYNTHETIC_PY = """\
 from jax.interpreters import mlir
 from jax.lib import xla_client
+from jaxlib.hlo_helpers import custom_call
 
 from pkg import kernels
 
@@ -157,6 +158,10 @@ def _plain_lowering(ctx, x):
 
 def _other_lowering(ctx, x, name=NAMES[0]):
     return mlir.custom_call(name, operands=[x], result_types=[]).results
+
+
+def _helpers_lowering(ctx, x):
+    return custom_call("plain", result_types=[T], operands=[x], api_version=1).results
 """
 
 
@@ -177,10 +182,10 @@ def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
            in said, said
     assert "ccshim port: pkg/kernels.cpp:11: not ported: 'elsewhere': nowhere_defined has " \
            "no source in the tree" in said, said
-    assert "ccshim port: pkg/ops.py:7: not ported: registers the targets of kernels, " \
+    assert "ccshim port: pkg/ops.py:8: not ported: registers the targets of kernels, " \
            "elsewhere, with_status not ported (said above): those kept legacy " \
            "(api_version=0)" in said, said
-    assert any(line.startswith("ccshim port: pkg/ops.py:20: not ported: a custom call whose "
+    assert any(line.startswith("ccshim port: pkg/ops.py:21: not ported: a custom call whose "
                                "target is a name it cannot follow") for line in said), said
     # Each entry registered as it now is: the ported one typed.
     assert '+    jax.ffi.register_ffi_target(_name, _value, platform="cpu", ' \
@@ -191,6 +196,11 @@ def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
     assert '+  dict["with_status"]' not in done.stdout
     assert "     # keeps its comment\n-    return mlir.custom_call(\n" \
            "+    return jax.ffi.ffi_lowering(\n" in done.stdout, done.stdout
+    # jaxlib.hlo_helpers.custom_call too; result types other than the
+    # avals' are kept as given.
+    assert "-    return custom_call(\"plain\", result_types=[T], operands=[x], api_version=1)" \
+           ".results\n+    return jax.ffi.ffi_lowering(\"plain\", result_types=[T], " \
+           "skip_ffi_layout_processing=True)(ctx, *[x])\n" in done.stdout, done.stdout
     assert "+target_include_directories(kernels PRIVATE ${XLA_DIR})" in done.stdout
     assert "+target_compile_features(kernels PRIVATE cxx_std_17)" in done.stdout
 
