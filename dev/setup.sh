@@ -49,14 +49,19 @@ veros_model_pkgs=(click==8.5.0 entrypoints==0.4 requests==2.34.2 h5netcdf==1.8.1
                   h5py==3.16.0 pillow==12.3.0 loguru==0.7.3 tqdm==4.70.1)
 # jax-finufft 0.1.0's requirement and its suite's (JAX's test_util).
 finufft_pkgs=(pydantic==2.12.5 absl-py==2.3.1)
+# ccshim.port edits Python with libcst; a ported project (exoplanet-core) is
+# built from its patched tree with its own backend, without build isolation.
+port_pkgs=(libcst==1.9.0)
+port_build_pkgs=(scikit-build-core==1.1.2 pybind11==3.1.0 setuptools-scm==10.3.4)
 test_pkgs=(pytest==9.2.0 matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19
            atheris==3.0.0 mpich==5.0.2 mpi4py==4.1.2 cython==3.3.1 "${veros_model_pkgs[@]}"
-           "${finufft_pkgs[@]}")
+           "${finufft_pkgs[@]}" "${port_pkgs[@]}")
 # The newest JAX, which needs Python 3.12; with MPI, for mpi4jax's own
 # suite there.
 newest_pkgs=(jax==0.12.0.1 jaxlib==0.12.0.1 numpy==2.4.6 pytest==9.2.0 scipy==1.16.3
              flatbuffers==25.12.19 cython==3.3.1 setuptools==75.8.0 mpich==5.0.2 mpi4py==4.1.2
-             "${veros_model_pkgs[@]}" "${finufft_pkgs[@]}")
+             "${veros_model_pkgs[@]}" "${finufft_pkgs[@]}" "${port_pkgs[@]}"
+             "${port_build_pkgs[@]}")
 # JAX 0.11.2, the newest veros 1.7.0 allows, for its model run.
 veros_jax_pkgs=(jax==0.11.2 jaxlib==0.11.2 numpy==2.4.6 scipy==1.16.3 cython==3.3.1
                 "${veros_model_pkgs[@]}")

@@ -5,6 +5,7 @@
  *   scan      the legacy inventory of a tree (tools/scan/)
  *   rewrite   exported programs, their legacy calls made typed (ccshim.export)
  *   legacy    any command with zero-change mode on (ccshim._legacy_cmd)
+ *   port      a project's legacy targets made typed, as a patch (ccshim.port)
  *   bench     the adapter's cost (bench/bench.c)
  *   version   the library's version
  */
@@ -34,6 +35,10 @@ static void usage(FILE* to) {
           "  legacy [--strict] [--report FILE] -- COMMAND [ARGS...]\n"
           "                 run COMMAND (python -m pytest ..., a script) with zero-change mode\n"
           "                 on in every Python it starts (Python with JAX and ccshim)\n"
+          "  port TREE... [--apply]\n"
+          "                 print a patch that ports a project's legacy targets to typed\n"
+          "                 FFI handlers (Python with libcst); what it cannot port is said\n"
+          "                 on stderr\n"
           "  bench [--json FILE] [--quick] [--no-instructions]\n"
           "                 the adapter's cost against a direct call and a hand-written handler\n"
           "  version        print ccshim's version\n");
@@ -62,6 +67,7 @@ int main(int argc, char** argv) {
     return ccshim_python_main("rewrite", "ccshim.export", argc - 2, argv + 2);
   if (!strcmp(cmd, "legacy"))
     return ccshim_python_main("legacy", "ccshim._legacy_cmd", argc - 2, argv + 2);
+  if (!strcmp(cmd, "port")) return ccshim_python_main("port", "ccshim.port", argc - 2, argv + 2);
   fprintf(stderr, "ccshim: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return 2;

@@ -1,5 +1,5 @@
-"""The ``ccshim`` console script of a pip installation.  ``ccshim rewrite``
-and ``ccshim legacy`` are Python's own business and run here; the other
+"""The ``ccshim`` console script of a pip installation.  ``ccshim rewrite``,
+``ccshim legacy`` and ``ccshim port`` are Python's own business and run here; the other
 subcommands are the C command installed in the package's bin/ folder, run
 with the same arguments (and told to start this Python where it needs one:
 ``scan``'s artifacts, ``conform``'s sides in Python)."""
@@ -8,7 +8,8 @@ import os
 import sys
 
 # The subcommands that are Python's: run here, never through the C command.
-_IN_PYTHON = {"rewrite": "ccshim.export", "legacy": "ccshim._legacy_cmd"}
+_IN_PYTHON = {"rewrite": "ccshim.export", "legacy": "ccshim._legacy_cmd",
+              "port": "ccshim.port"}
 
 
 def main() -> int:

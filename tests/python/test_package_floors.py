@@ -137,7 +137,7 @@ def test_no_module_takes_another_subpackages_private_names():
     assert not wrong, wrong
 
 
-@pytest.mark.parametrize("command", ["rewrite", "legacy"])
+@pytest.mark.parametrize("command", ["rewrite", "legacy", "port"])
 def test_the_python_subcommands_of_the_console_script_never_exec_the_c_command(
         command, monkeypatch, capsys):
     from ccshim import _cli

@@ -1,0 +1,132 @@
+"""``ccshim port TREE... [--apply]``: a project's legacy custom-call targets
+made typed-FFI targets, as a patch that ``git apply`` takes.
+
+Today it ports the most-copied legacy form (dfm/extending-jax's): C++ CPU
+kernels ``void f(void* out, const void** in)`` exported by a pybind11
+``registrations()`` dict of capsules, registered with
+``xla_client.register_custom_call_target`` and lowered with
+``mlir.custom_call`` / ``hlo_helpers.custom_call``.  Beside each kernel it
+adds a typed handler (XLA's ``ffi.h``) that calls it unchanged; the dict
+exports the handler; the build finds XLA's FFI headers with
+``jax.ffi.include_dir()``; the registration becomes
+``jax.ffi.register_ffi_target`` and the lowering ``jax.ffi.ffi_lowering``
+with the same operands, results and layouts.  What it cannot port is said
+on stderr, with where and why, and the rest is still ported.  docs/port.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from . import _build, _native
+from ._report import Problem, unified
+
+__all__ = ["main", "port"]
+
+_SKIP_DIRS = {".git", ".hg", ".svn", "build", "dist", "__pycache__", ".nox", ".tox", ".venv",
+              "node_modules"}
+
+
+def _files(root: Path) -> list[Path]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and
+                             not d.endswith(".egg-info"))
+        found += [Path(dirpath) / f for f in sorted(filenames)]
+    return found
+
+
+def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Problem]]:
+    """The edits that port trees: {path: (old text or None, new text)}, and
+    what it could not port."""
+    from . import _python   # libcst: only where a port runs
+
+    problems: list[Problem] = []
+    edits: dict[Path, tuple[str | None, str]] = {}
+    roots = [t.resolve() for t in trees]
+    base = Path(os.path.commonpath(roots)) if len(roots) > 1 else roots[0]
+    exts = []
+    for root in roots:
+        files = _files(root)
+        found = _native.scan(root, files, problems)
+        exts += found
+        done = [e for e in found if e.text is not None]
+        for e in done:
+            edits[e.path] = (e.path.read_text(), e.text)
+            header = e.path.parent / _native.HEADER
+            edits[header] = (None, (Path(__file__).parent / "legacy_call.h").read_text())
+            if e.status_header:
+                status = e.path.parent / e.status_header
+                if not status.exists():
+                    edits[status] = (None, (Path(__file__).parent /
+                                            "custom_call_status.h").read_text())
+        if done:
+            for path, text in _build.port(root, [e.path for e in done], problems).items():
+                edits[path] = (path.read_text(), text)
+    ported = {k.target for e in exts for k in e.ported} | {t for e in exts for t in e.typed}
+    legacy = {t for e in exts for t in e.legacy}
+    modules = {e.module: ({k.target for k in e.ported} | set(e.typed), set(e.legacy))
+               for e in exts if e.module}
+    for root in roots:
+        for path in _files(root):
+            if path.suffix != ".py":
+                continue
+            text = path.read_text(errors="replace")
+            new = _python.port(str(path.relative_to(base)), text, ported, legacy, modules,
+                               problems)
+            if new is not None and new != text:
+                edits[path] = (text, new)
+    # Problems are said relative to the patch's base.
+    problems = [Problem(_rebase(p.where, roots, base), p.why) for p in problems]
+    return {p: edits[p] for p in sorted(edits)}, problems
+
+
+def _rebase(where: str, roots: list[Path], base: Path) -> str:
+    if len(roots) == 1:
+        return where
+    for root in roots:
+        if (root / where.rsplit(":", 1)[0]).exists():
+            return str((root / where).relative_to(base))
+    return where
+
+
+def patch(edits: dict[Path, tuple[str | None, str]], base: Path) -> str:
+    return "".join(unified(str(p.relative_to(base)), old, new) for p, (old, new) in edits.items())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="ccshim port",
+        description="Print a patch (git apply takes it) that ports a project's legacy "
+                    "custom-call targets to typed XLA FFI handlers; what it cannot port is "
+                    "said on stderr.")
+    parser.add_argument("trees", nargs="+", type=Path, metavar="TREE",
+                        help="the project's source tree (several: where its kernels live in "
+                             "another package); the patch's paths are relative to their "
+                             "common folder")
+    parser.add_argument("--apply", action="store_true", help="write the edits in place")
+    args = parser.parse_args(argv)
+    for tree in args.trees:
+        if not tree.is_dir():
+            parser.error(f"{tree}: expected a project's source folder, got no folder")
+    try:
+        import libcst  # noqa: F401
+    except ImportError:
+        print("ccshim port: needs libcst (pip install libcst, or ccshim[port])", file=sys.stderr)
+        return 2
+    roots = [t.resolve() for t in args.trees]
+    base = Path(os.path.commonpath(roots)) if len(roots) > 1 else roots[0]
+    edits, problems = port(args.trees)
+    for p in problems:
+        print(f"ccshim port: {p}", file=sys.stderr)
+    if args.apply:
+        for path, (_old, new) in edits.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(new)
+        print(f"ccshim port: {len(edits)} files written", file=sys.stderr)
+    else:
+        sys.stdout.write(patch(edits, base))
+    return 0

@@ -1,0 +1,209 @@
+"""The native side of a port: pybind11 extensions that export legacy kernels
+in a ``registrations()`` dict of capsules (dfm/extending-jax's pattern).
+
+Beside each registered CPU kernel ``void f(void* out, const void** in)`` the
+port adds a typed XLA FFI handler that calls it unchanged (through
+``xla_legacy_call.h``, which the patch adds beside the source), and the dict
+exports the handler's capsule instead of the kernel's, under the same name.
+What it does not port (GPU kernels, kernels it finds no source for, other
+signatures) is reported with where and why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._report import Problem
+
+HEADER = "xla_legacy_call.h"
+SOURCES = (".cc", ".cpp", ".cxx", ".cu", ".cu.cc", ".h", ".hpp", ".cuh")
+
+# dict["name"] = EncapsulateFunction(fn);  (or any one-argument wrapper)
+_ENTRY = re.compile(r'(\w+)\s*\[\s*"([^"]+)"\s*\]\s*=\s*(\w+)\s*\(\s*([A-Za-z_][\w:]*)\s*\)\s*;')
+_MODULE = re.compile(r"(?:PYBIND11_MODULE|NB_MODULE)\s*\(\s*(\w+)\s*,")
+_DICT_FN = re.compile(r"^[ \t]*(?:pybind11::|py::|nb::|nanobind::)?dict\s+\w+\s*\([^)]*\)\s*\{",
+                      re.M)
+_STATUS_INCLUDE = re.compile(
+    r'^#include\s*([<"])((?:tensorflow/compiler/)?xla/service/custom_call_status\.h)[>"]', re.M)
+_TYPED = re.compile(r"XLA_FFI_DEFINE_HANDLER(?:_SYMBOL)?\s*\(\s*(\w+)\s*,")
+
+
+@dataclass
+class Kernel:
+    target: str          # the name it is registered under
+    function: str        # the C++ function the dict exports
+    params: list[str]    # its parameters, as written
+    where: str           # path:line of its definition
+    status: bool = False  # it reports through an XlaCustomCallStatus
+
+
+@dataclass
+class Extension:
+    """One source file with a registrations dict."""
+    path: Path
+    module: str | None                       # the Python module it builds, if said
+    ported: list[Kernel] = field(default_factory=list)
+    legacy: list[str] = field(default_factory=list)   # targets left legacy
+    typed: list[str] = field(default_factory=list)    # targets already typed
+    text: str | None = None                  # the new text, when ported
+    status_header: str | None = None         # the status header it includes, to add
+
+
+def _line(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _params(text: str, function: str) -> tuple[list[str], int] | None:
+    """The parameters of `void function(...)` defined or declared in text,
+    and where; None when it is not there."""
+    name = function.split("::")[-1]
+    m = re.search(r"\bvoid\s+" + re.escape(name) + r"\s*\(([^)]*)\)", text)
+    if not m:
+        return None
+    params = [p.strip() for p in m.group(1).split(",") if p.strip()]
+    return params, m.start()
+
+
+def _kind(params: list[str]) -> str:
+    joined = " ".join(params)
+    if re.search(r"\b(cudaStream_t|hipStream_t|CUstream)\b", joined):
+        return "gpu"
+    if len(params) == 2 and "**" in params[1].replace(" ", ""):
+        return "cpu"
+    if len(params) == 3 and "XlaCustomCallStatus" in params[2]:
+        return "cpu-status"
+    if len(params) == 5:
+        return "cpu-v3"
+    return "other"
+
+
+def _find_kernel(function: str, path: Path, text: str, sources: dict[Path, str],
+                 root: Path) -> tuple[list[str], str] | None:
+    found = _params(text, function)
+    if found:
+        return found[0], f"{path.relative_to(root)}:{_line(text, found[1])}"
+    for other, other_text in sources.items():
+        found = _params(other_text, function)
+        if found:
+            return found[0], f"{other.relative_to(root)}:{_line(other_text, found[1])}"
+    return None
+
+
+def _handler_name(function: str) -> str:
+    return function.split("::")[-1] + "_ffi"
+
+
+def _edit(text: str, kernels: list[Kernel]) -> str:
+    """text with the handlers added before the registrations function, the
+    dict's entries of the ported kernels exporting the handlers, and the
+    header included."""
+    entries = {k.target: k for k in kernels}
+
+    def entry(m: re.Match) -> str:
+        k = entries.get(m.group(2))
+        if k is None:
+            return m.group(0)
+        start, end = m.span(4)
+        return (m.group(0)[:start - m.start()] + _handler_name(k.function) +
+                m.group(0)[end - m.start():])
+
+    first = min(m.start() for m in _ENTRY.finditer(text) if m.group(2) in entries)
+    dict_fns = [m for m in _DICT_FN.finditer(text) if m.start() < first]
+    at = dict_fns[-1].start() if dict_fns else text.rfind("\n", 0, first) + 1
+    block = []
+    for k in kernels:
+        block.append(
+            f"// {k.target}, as a typed XLA FFI handler.\n"
+            f"XLA_FFI_DEFINE_HANDLER({_handler_name(k.function)},\n"
+            f"                       xla_legacy_call::"
+            f"{'CpuStatusHandler' if k.status else 'CpuHandler'}<{k.function}>,\n"
+            f"                       xla::ffi::Ffi::Bind().RemainingArgs().RemainingRets());\n")
+    text = text[:at] + "\n".join(block) + "\n" + text[at:]
+    text = _ENTRY.sub(entry, text)
+    includes = list(re.finditer(r'^#include\s*[<"][^>"]+[>"][^\n]*\n', text, re.M))
+    inc = f'#include "{HEADER}"\n'
+    pos = includes[-1].end() if includes else 0
+    return text[:pos] + inc + text[pos:]
+
+
+# The native exports it does not port yet, said where they are.
+_NOT_YET = (
+    (re.compile(r"\bXLA_(?:CPU_)?REGISTER_CUSTOM_CALL_TARGET\w*\s*\("),
+     "a kernel registered with XLA's registration macro: not ported yet"),
+    (re.compile(r"xla\._CUSTOM_CALL_TARGET"), None),   # Cython capsules (.pyx only)
+)
+
+
+def _not_yet(root: Path, files: list[Path], problems: list[Problem]) -> None:
+    for path in files:
+        if not path.name.endswith(SOURCES + (".pyx", ".pxd")):
+            continue
+        text = path.read_text(errors="replace")
+        for pattern, why in _NOT_YET:
+            if why is None:
+                if not path.name.endswith((".pyx", ".pxd")):
+                    continue
+                why = "a Cython capsule export of a legacy kernel: not ported yet"
+            for m in pattern.finditer(text):
+                problems.append(Problem(f"{path.relative_to(root)}:{_line(text, m.start())}",
+                                        why))
+
+
+def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extension]:
+    """Every registrations dict under root, its CPU kernels ported."""
+    _not_yet(root, files, problems)
+    sources = {p: p.read_text(errors="replace") for p in files if p.name.endswith(SOURCES)}
+    found = []
+    for path, text in sources.items():
+        entries = list(_ENTRY.finditer(text))
+        if not entries or not _DICT_FN.search(text):
+            continue
+        module = _MODULE.search(text)
+        ext = Extension(path, module.group(1) if module else None)
+        typed = set(_TYPED.findall(text))
+        rel = path.relative_to(root)
+        for m in entries:
+            target, function = m.group(2), m.group(4)
+            where = f"{rel}:{_line(text, m.start())}"
+            if function.split("::")[-1] in typed:
+                ext.typed.append(target)
+                continue
+            kernel = _find_kernel(function, path, text, sources, root)
+            if kernel is None:
+                problems.append(Problem(where, f"'{target}': {function} has no source in the tree"))
+                ext.legacy.append(target)
+                continue
+            params, defined = kernel
+            kind = _kind(params)
+            here = Path(defined.split(":")[0]) == rel
+            if kind == "cpu" and here:
+                ext.ported.append(Kernel(target, function, params, defined))
+                continue
+            include = _STATUS_INCLUDE.search(text)
+            if kind == "cpu-status" and here and include and include.group(1) == '"':
+                ext.ported.append(Kernel(target, function, params, defined, status=True))
+                ext.status_header = include.group(2)
+                continue
+            if kind == "cpu-status" and here:
+                kind = "cpu-status-include"
+            why = {
+                "gpu": "a GPU kernel (CUDA/HIP stream first): typed GPU handlers are not "
+                       "generated yet",
+                "cpu-status": "a kernel that reports through XlaCustomCallStatus, defined in "
+                              "another file: not ported yet",
+                "cpu-status-include": "a kernel that reports through XlaCustomCallStatus "
+                                      "without including xla/service/custom_call_status.h "
+                                      "with quotes: not ported yet",
+                "cpu-v3": "an API version 3 kernel (opaque on CPU): not ported yet",
+                "other": f"a signature it does not know ({', '.join(params)})",
+                "cpu": f"its kernel is defined in another file ({defined}): not ported yet",
+            }[kind]
+            problems.append(Problem(where, f"'{target}': {function} ({defined}) is {why}"
+                                    if kind != "cpu" else f"'{target}': {why}"))
+            ext.legacy.append(target)
+        if ext.ported:
+            ext.text = _edit(text, ext.ported)
+        found.append(ext)
+    return found

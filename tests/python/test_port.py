@@ -1,0 +1,351 @@
+"""`ccshim port` (docs/port.md, issue 42's first slice) on a real project:
+exoplanet-core 0.3.1, the most-copied legacy form (pybind11 registrations()
+capsules of C++ CPU kernels, xla_client.register_custom_call_target,
+mlir.custom_call).
+
+The patch it prints is the one kept in dev/census/ports/ (with what it said
+it could not port); git apply takes it; on the ported tree it prints
+nothing; the C command hands over to it; what it cannot port is said with
+where and why while the rest is still ported.  In make test-projects (a
+build and the suite take a few minutes): the patched tree, built by its own
+build, passes its own suite on the newest JAX in a Python where ccshim
+cannot be imported, as it passed on its reference, and every custom call in
+the modules XLA compiled during that run is a typed-FFI one (read from
+XLA's own dump of them).
+"""
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, FIXTURES, ROOT, fixture_missing
+import project_suites
+
+pytest.importorskip("libcst", reason="ccshim port needs libcst (dev/setup.sh test installs it)")
+
+PROJECT = "exoplanet-core-0.3.1"
+KEPT = ROOT / "dev" / "census" / "ports"
+NEWEST = ROOT / ".venv-newest" / "bin" / "python"
+TARGETS = {"solve_kepler", "quad_solution_vector", "contact_points"}
+
+
+def _port(*args, cwd=None, command=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), CCSHIM_PYTHON=sys.executable)
+    prefix = command or [sys.executable, "-m", "ccshim.port"]
+    return subprocess.run([*prefix, *map(str, args)], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _tree(tmp_path: pathlib.Path, name="tree") -> pathlib.Path:
+    """A copy of the project's sdist tree, as published."""
+    folder, inner, _parts = project_suites.SUITES[PROJECT]["suite"]
+    src = project_suites.cached(folder)
+    if not (src / ".complete").exists():
+        fixture_missing(f"{PROJECT}'s sdist ({folder})")
+    dst = tmp_path / name
+    shutil.copytree(src / inner, dst)
+    return dst
+
+
+def _git(*args, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def _patched(tmp_path: pathlib.Path) -> pathlib.Path:
+    tree = _tree(tmp_path)
+    patch = tmp_path / "port.patch"
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    patch.write_text(done.stdout)
+    check = _git("apply", "--check", str(patch), cwd=tree)
+    assert check.returncode == 0, check.stderr
+    applied = _git("apply", str(patch), cwd=tree)
+    assert applied.returncode == 0, applied.stderr
+    return tree
+
+
+def test_the_kept_patch_is_what_port_prints_now(tmp_path):
+    done = _port(_tree(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (KEPT / f"{PROJECT}.patch").read_text(), \
+        "dev/census/ports/ is stale: python dev/census/ports.py writes it anew"
+    assert done.stderr == (KEPT / f"{PROJECT}.refused").read_text()
+    files = re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M)
+    assert files == ["CMakeLists.txt", "pyproject.toml", "src/exoplanet_core/jax/cpu_driver.cpp",
+                     "src/exoplanet_core/jax/ops.py", "src/exoplanet_core/jax/xla_legacy_call.h"]
+    # Each kernel exported as its handler; the bodies are not touched.
+    for target in TARGETS:
+        assert f'+  dict["{target}"] = EncapsulateFunction({target}_ffi);' in done.stdout
+        assert f"+XLA_FFI_DEFINE_HANDLER({target}_ffi," in done.stdout
+    removed = [line for line in done.stdout.splitlines() if line.startswith("-")
+               and not line.startswith("---")]
+    assert not [line for line in removed if "reinterpret_cast" in line or "for (int n" in line]
+    # What it could not port: the CUDA kernels, their registration and lowering.
+    assert re.findall(r"^ccshim port: (\S+:\d+): not ported: ", done.stderr, re.M) == [
+        "src/exoplanet_core/jax/gpu_driver.cpp:11", "src/exoplanet_core/jax/gpu_driver.cpp:12",
+        "src/exoplanet_core/jax/ops.py:28", "src/exoplanet_core/jax/ops.py:42"]
+
+
+def test_git_apply_takes_it_and_a_second_port_prints_nothing(tmp_path):
+    tree = _patched(tmp_path)
+    again = _port(tree)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == ""
+    ops = (tree / "src/exoplanet_core/jax/ops.py").read_text()
+    assert "xla_client" not in ops and "jax.ffi.ffi_lowering(" in ops
+    # --apply writes the same tree.
+    other = _tree(tmp_path, "other")
+    applied = _port(other, "--apply")
+    assert applied.returncode == 0, applied.stderr
+    diff = subprocess.run(["diff", "-r", str(tree), str(other)], capture_output=True, text=True)
+    assert diff.returncode == 0, diff.stdout
+
+
+def test_the_ccshim_command_hands_over_to_python(tmp_path):
+    command = [str(BUILD / "tools" / "ccshim"), "port"]
+    if not pathlib.Path(command[0]).exists():
+        fixture_missing(f"{command[0]} (make build)")
+    tree = _tree(tmp_path)
+    assert _port(tree, command=command).stdout == _port(tree).stdout != ""
+    bad = _port(tmp_path / "absent", command=command)
+    assert bad.returncode == 2
+    assert "expected a project's source folder, got no folder" in bad.stderr
+
+
+SYNTHETIC_CPP = """\
+#include <pybind11/pybind11.h>
+
+void plain(void* out, const void** in) { *(float*)out = *(const float*)in[0]; }
+
+void with_status(void* out, const void** in, XlaCustomCallStatus* status) {}
+
+pybind11::dict Registrations() {
+  pybind11::dict dict;
+  dict["plain"] = EncapsulateFunction(plain);
+  dict["with_status"] = EncapsulateFunction(with_status);
+  dict["elsewhere"] = EncapsulateFunction(nowhere_defined);
+  return dict;
+}
+
+PYBIND11_MODULE(kernels, m) { m.def("registrations", &Registrations); }
+"""
+
+SYNTHETIC_PY = """\
+from jax.interpreters import mlir
+from jax.lib import xla_client
+from jaxlib.hlo_helpers import custom_call
+
+from pkg import kernels
+
+for _name, _value in kernels.registrations().items():
+    xla_client.register_custom_call_target(_name, _value, platform="cpu")
+
+
+def _plain_lowering(ctx, x):
+    # keeps its comment
+    return mlir.custom_call(
+        "plain",
+        operands=[x],
+        result_types=[mlir.aval_to_ir_type(a) for a in ctx.avals_out],
+    ).results
+
+
+def _other_lowering(ctx, x, name=NAMES[0]):
+    return mlir.custom_call(name, operands=[x], result_types=[]).results
+
+
+def _helpers_lowering(ctx, x):
+    return custom_call("plain", result_types=[T], operands=[x], api_version=1).results
+"""
+
+
+def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "kernels.cpp").write_text(SYNTHETIC_CPP)
+    (tree / "pkg" / "ops.py").write_text(SYNTHETIC_PY)
+    (tree / "CMakeLists.txt").write_text(
+        "project(p LANGUAGES CXX)\nfind_package(pybind11 CONFIG REQUIRED)\n"
+        'pybind11_add_module(kernels "pkg/kernels.cpp")\n')
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.splitlines()
+    assert "ccshim port: pkg/kernels.cpp:10: not ported: 'with_status': with_status " \
+           "(pkg/kernels.cpp:5) is a kernel that reports through XlaCustomCallStatus " \
+           "without including xla/service/custom_call_status.h with quotes: not ported yet" \
+           in said, said
+    assert "ccshim port: pkg/kernels.cpp:11: not ported: 'elsewhere': nowhere_defined has " \
+           "no source in the tree" in said, said
+    assert "ccshim port: pkg/ops.py:8: not ported: registers the targets of kernels, " \
+           "elsewhere, with_status not ported (said above): those kept legacy " \
+           "(api_version=0)" in said, said
+    assert any(line.startswith("ccshim port: pkg/ops.py:21: not ported: a custom call whose "
+                               "target is a name it cannot follow") for line in said), said
+    # Each entry registered as it now is: the ported one typed.
+    assert '+    jax.ffi.register_ffi_target(_name, _value, platform="cpu", ' \
+           'api_version=0 if _name in ("elsewhere", "with_status") else 1)' in done.stdout
+    # The rest is still ported: the plain kernel's handler, its lowering
+    # (comment kept), the build.
+    assert '+  dict["plain"] = EncapsulateFunction(plain_ffi);' in done.stdout
+    assert '+  dict["with_status"]' not in done.stdout
+    assert "     # keeps its comment\n-    return mlir.custom_call(\n" \
+           "+    return jax.ffi.ffi_lowering(\n" in done.stdout, done.stdout
+    # jaxlib.hlo_helpers.custom_call too; result types other than the
+    # avals' are kept as given.
+    assert "-    return custom_call(\"plain\", result_types=[T], operands=[x], api_version=1)" \
+           ".results\n+    return jax.ffi.ffi_lowering(\"plain\", result_types=[T], " \
+           "skip_ffi_layout_processing=True)(ctx, *[x])\n" in done.stdout, done.stdout
+    assert "+target_include_directories(kernels PRIVATE ${XLA_DIR})" in done.stdout
+    assert "+target_compile_features(kernels PRIVATE cxx_std_17)" in done.stdout
+
+
+def _site_packages(python: pathlib.Path) -> str:
+    return subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.mark.skipif(not os.environ.get("CCSHIM_TEST_PROJECTS"),
+                    reason="make test-projects runs it: the project's build and its suite take "
+                           "it past make test's time budget")
+def test_the_ported_project_builds_and_passes_its_suite_without_ccshim(tmp_path):
+    if not NEWEST.exists():
+        pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
+    tree = _patched(tmp_path)
+    site = tmp_path / "site"
+    # Its own build (scikit-build-core, CMake, pybind11), as pip runs it.
+    built = subprocess.run([str(NEWEST), "-m", "pip", "install", "-q", "--no-deps",
+                            "--no-build-isolation", "--target", str(site), str(tree)],
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+
+    # A Python where ccshim cannot be imported: no site processing (the
+    # venv's .pth puts this tree's python/ on the path), its site-packages
+    # and the built project on PYTHONPATH.
+    dump = tmp_path / "hlo"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CCSHIM_", "PYTHON", "XLA_", "JAX_"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(site), _site_packages(NEWEST)]),
+               XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_text")
+    no_ccshim = subprocess.run([str(NEWEST), "-S", "-c", "import ccshim"], env=env,
+                               capture_output=True, text=True)
+    assert "No module named 'ccshim'" in no_ccshim.stderr, no_ccshim.stderr
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    project_suites.suite_folder(PROJECT, suite)
+    report = tmp_path / "junit.xml"
+    ran = subprocess.run([str(NEWEST), "-S", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          f"--junitxml={report}", *project_suites.SUITES[PROJECT]["pytest"]],
+                         cwd=suite, env=env, capture_output=True, text=True, timeout=1200)
+    tail = ran.stdout[-3000:] + ran.stderr[-2000:]
+    found = project_suites.outcomes(report)
+    baseline = json.loads((FIXTURES / "projects" / f"{PROJECT}.json").read_text())
+    there = baseline["runs"]["1"]["tests"]
+    passed_there = sorted(t for t, o in there.items() if o == "passed")
+    assert passed_there
+    lost = {t: found.get(t, "not run") for t in passed_there if found.get(t) != "passed"}
+    assert not lost, f"passed on JAX {baseline['jax']}'s legacy path, not here: {lost}\n{tail}"
+    assert sorted(found) == sorted(there), tail
+
+    # Every custom call XLA compiled is typed (API version 4), the
+    # project's three targets among them.
+    calls = [line for text in map(pathlib.Path.read_text, sorted(dump.glob("*.txt")))
+             for line in text.splitlines() if " custom-call(" in line]
+    seen = set(re.findall(r'custom_call_target="([^"]+)"', "\n".join(calls)))
+    assert TARGETS <= seen, seen
+    legacy = [line for line in calls if "api_version=API_VERSION_TYPED_FFI" not in line]
+    assert not legacy, legacy[:5]
+
+
+STATUS_RUN = """\
+import numpy as np
+import jax
+import status_ext
+
+x = np.array([1.5, 2.25, 3.0], np.float32)
+print("twice", jax.jit(status_ext.twice)(x)[0].tolist())
+whole, frac = jax.jit(status_ext.checked_split)(x)
+print("split", whole.tolist(), frac.tolist())
+try:
+    jax.block_until_ready(jax.jit(status_ext.checked_split)(-x))
+except Exception as e:
+    print("error", str(e).splitlines()[0])
+"""
+
+
+@pytest.mark.skipif(os.environ.get("CCSHIM_SUITE") == "pinned",
+                    reason="it builds and runs on the newest JAX: make test runs it there")
+def test_a_ported_status_kernel_fails_as_an_ffi_error_with_its_message(tmp_path):
+    """A fixture of the same form with a single-result kernel and a
+    status-returning (API version 2) tuple-result kernel: ported, built by
+    its own build, run without ccshim."""
+    if not NEWEST.exists():
+        pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "port" / "status_ext", tree)
+    done = _port(tree, "--apply")
+    assert done.returncode == 0 and done.stderr == "ccshim port: 6 files written\n", done.stderr
+    assert _port(tree).stdout == ""
+    site = tmp_path / "site"
+    built = subprocess.run([str(NEWEST), "-m", "pip", "install", "-q", "--no-deps",
+                            "--no-build-isolation", "--target", str(site), str(tree)],
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    dump = tmp_path / "hlo"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CCSHIM_", "PYTHON", "XLA_", "JAX_"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(site), _site_packages(NEWEST)]),
+               XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_text")
+    ran = subprocess.run([str(NEWEST), "-S", "-c", "import sys\ntry:\n import ccshim\n"
+                          " sys.exit('ccshim imported')\nexcept ImportError:\n pass\n" +
+                          STATUS_RUN], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.splitlines() == [
+        "twice [3.0, 4.5, 6.0]",
+        "split [1.0, 2.0, 3.0] [0.5, 0.25, 0.0]",
+        "error INTERNAL: checked_split: negative input"], ran.stdout
+    calls = [line for text in map(pathlib.Path.read_text, sorted(dump.glob("*.txt")))
+             for line in text.splitlines() if " custom-call(" in line]
+    assert {"status_ext_twice", "status_ext_checked_split"} <= set(
+        re.findall(r'custom_call_target="([^"]+)"', "\n".join(calls)))
+    assert all("api_version=API_VERSION_TYPED_FFI" in line for line in calls), calls
+
+
+def test_the_forms_it_does_not_port_yet_are_said_with_where(tmp_path):
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "port" / "other_forms", tree)
+    done = _port(tree)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert done.stderr.splitlines() == [
+        "ccshim port: k.pyx:5: not ported: a Cython capsule export of a legacy kernel: "
+        "not ported yet",
+        "ccshim port: m.cc:3: not ported: a kernel registered with XLA's registration macro: "
+        "not ported yet",
+        "ccshim port: rules.py:11: not ported: registers a kernel made at run time by numba "
+        "(no source in the tree to port): kept as it is",
+        "ccshim port: rules.py:15: not ported: an XlaBuilder translation rule's CustomCall: "
+        "not ported yet",
+        "ccshim port: rules.py:19: not ported: a CustomCallOp built by hand: not ported yet",
+        "ccshim port: rules.py:23: not ported: an ffi_call with custom_call_api_version or "
+        "legacy_backend_config (a legacy call): not ported yet"]
+
+
+def test_several_trees_make_one_patch_from_their_common_folder(tmp_path):
+    exo = _tree(tmp_path, "exo")
+    shutil.copytree(FIXTURES / "port" / "status_ext", tmp_path / "ext")
+    done = _port(exo, tmp_path / "ext")
+    assert done.returncode == 0, done.stderr
+    files = re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M)
+    assert "exo/src/exoplanet_core/jax/ops.py" in files and "ext/src/status_ext/ops.py" in files
+    assert "ccshim port: exo/src/exoplanet_core/jax/gpu_driver.cpp:11: not ported: " in done.stderr
+    patch = tmp_path / "both.patch"
+    patch.write_text(done.stdout)
+    check = _git("apply", "--check", str(patch), cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
