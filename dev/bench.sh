@@ -31,10 +31,20 @@ mapfile -t zig_configure < <(python3 dev/wheel.py --print-configure x86_64 build
 cmake --build build-bench-zig -j "$jobs" --target ccshim_tool >/dev/null
 
 echo "== build-bench-gcc: the system's gcc, Release"
-cmake -S . -B build-bench-gcc -DCMAKE_BUILD_TYPE=Release -DCCSHIM_WERROR=ON \
-  -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCCSHIM_BUILD_EXAMPLES=OFF \
-  "${valgrind_inc[@]}" >/dev/null
+# The compiler by CC, not -DCMAKE_C_COMPILER: a cache made with another one
+# would be deleted by CMake and the other -D settings lost with it.
+CC=gcc CXX=g++ cmake -S . -B build-bench-gcc -DCMAKE_BUILD_TYPE=Release -DCCSHIM_WERROR=ON \
+  -DCCSHIM_BUILD_EXAMPLES=OFF "${valgrind_inc[@]}" >/dev/null
 cmake --build build-bench-gcc -j "$jobs" --target ccshim_tool ccshim_e2e_kernels >/dev/null
+
+# Both must be what they claim, whatever their folders held before.
+for b in gcc zig; do
+  if ! grep -qx 'CMAKE_BUILD_TYPE:STRING=Release' build-bench-$b/CMakeCache.txt; then
+    echo "bench: build-bench-$b is not a Release build ($(grep '^CMAKE_BUILD_TYPE:' \
+      build-bench-$b/CMakeCache.txt)); remove the folder and run make bench again" >&2
+    exit 2
+  fi
+done
 
 # One at a time: two benchmarks on two cores would measure each other.
 # The wheel's build links the command with its installed RPATH
