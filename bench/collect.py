@@ -80,7 +80,17 @@ def main(argv=None):
     if len(versions) != 1:
         sys.exit(f"collect: expected one ccshim version, got {sorted(versions)}")
     out = {"version": versions.pop(), "builds": sets}
-    args.json.write_text(json.dumps(out, indent=1) + "\n")
+    # One line per row, so that a new run's diff reads row by row.
+    text = json.dumps({k: v for k, v in out.items() if k != "builds"}, indent=1)[:-2]
+    text += ',\n "builds": [\n'
+    for n, s in enumerate(sets):
+        head = {k: v for k, v in s.items() if k != "rows"}
+        rows = ",\n".join("   " + json.dumps(r) for r in s["rows"])
+        text += "  " + json.dumps(head)[:-1] + ', "rows": [\n' + rows + "\n  ]}"
+        text += ",\n" if n + 1 < len(sets) else "\n"
+    text += " ]\n}\n"
+    json.loads(text)  # well-formed, or this run fails here
+    args.json.write_text(text)
     args.text.write_text("\n".join(tables))
     print(f"wrote {args.json} and {args.text}")
 

@@ -41,10 +41,11 @@ def draw(ins, ns, figures):
         ax.set_xlabel("buffers per call")
         ax.grid(alpha=0.3)
     ins.set_ylabel("instructions over a direct call")
-    ins.set_title(f"{b['compiler']} {b['flags']}: per-call overhead (callgrind)", fontsize=9)
+    ins.set_title(f"{b['compiler']}, {b['type']}\n{b['flags']}: per-call overhead (callgrind)",
+                  fontsize=9)
     ns.set_ylabel("ns per call")
-    ns.set_title(f"{b['compiler']}: per-call time (median of {figures['runs']} runs, "
-                 "band: quartiles)", fontsize=9)
+    ns.set_title(f"{b['compiler']}, {b['type']}\nper-call time (median of {figures['runs']} "
+                 "runs, band: quartiles)", fontsize=9)
 
 
 def main():
