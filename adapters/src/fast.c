@@ -63,7 +63,6 @@ static inline int gather_scalar(void** dst, void* const* src, int64_t n) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define CCSHIM_HAVE_AVX2_PATH 1
 
@@ -424,27 +423,9 @@ static const ccshim__call_fn fixed_one_result[][FIXED_MAX_ARGS + 1] = {
 FAST_FORMS(, gather_scalar, 0, )
 #if defined(CCSHIM_HAVE_AVX2_PATH)
 FAST_FORMS(_avx2, gather_avx2, 0, __attribute__((target("avx2"))))
-/* Whether this CPU and its OS run AVX2 code: CPUID's AVX2 bit (leaf 7),
- * and the OS saving the YMM registers (OSXSAVE, then XCR0's SSE and AVX
- * bits).  Asked of CPUID itself, not __builtin_cpu_supports: that reads
- * the compiler runtime's CPU model, which zig's compiler-rt (the wheel's
- * compiler, zig 0.17.1) never fills in, so it said "no AVX2" on every
- * machine and the wheel's adapters never took this path. */
-static int cpu_has_avx2(void) {
-  unsigned eax, ebx, ecx, edx;
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
-  const unsigned osxsave = 1u << 27, avx = 1u << 28;
-  if ((ecx & (osxsave | avx)) != (osxsave | avx)) return 0;
-  unsigned xcr0_lo, xcr0_hi;
-  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-  if ((xcr0_lo & 6u) != 6u) return 0; /* XMM and YMM state */
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return 0;
-  return (ebx >> 5) & 1u; /* AVX2 */
-}
-
 static int use_avx2(void) {
   static int known = -1;
-  if (known < 0) known = cpu_has_avx2();
+  if (known < 0) known = ccshim__cpu_has_avx2(); /* CPUID: base/src/cpu.c says why */
   return known;
 }
 #endif
