@@ -19,12 +19,15 @@ auditwheel (`auditwheel show`), whose verdict is printed.
 
 usage: dev/wheel.py [--arch ARCH]... [--dist DIR] [--jobs N] [--tools VENV]
        dev/wheel.py --path ARCH [--dist DIR]
+       dev/wheel.py --print-configure ARCH DIR
 
 An architecture whose inputs are missing (its libffi_pic.a) is not built:
 that is said, with what to install, and the exit status is 3 when no wheel
 at all was made.  dev/setup.sh wheel installs the inputs.  --path prints
 ARCH's wheel's path when it is there (the tests find it so), else says why
-not and exits 3.
+not and exits 3.  --print-configure prints, one argument a line, the cmake
+command that configures ARCH's C parts in DIR as its wheel has them (make
+bench builds build-bench-zig so, dev/bench.sh).
 """
 
 from __future__ import annotations
