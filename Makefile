@@ -178,12 +178,14 @@ test-gpu:
 fuzz:
 	@$(MAKE) --no-print-directory test-fuzz FUZZ_SECONDS=600
 
-# The README's figures: the per-call table and JSON, the JAX end-to-end
-# ratio, and the chart.
-bench: build
-	@$(BUILD)/tools/ccshim bench --json bench/results.json | tee bench/results.txt
-	@CCSHIM_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) bench/jax_e2e.py --json bench/e2e.json
-	@$(PYTHON) bench/plot.py bench/results.json docs/bench.png
+# The README's figures (the per-call tables and JSON, the JAX end-to-end
+# ratio, and the chart) from the build users install:
+# Release (-O3), with the wheel's compiler (zig cc) in build-bench-zig and
+# the system's gcc in build-bench-gcc, not $(BUILD)'s RelWithDebInfo
+# (dev/bench.sh).  The tests' set-up brings matplotlib, for the chart.
+bench: test-setup
+	@bash dev/setup.sh wheel
+	@bash dev/bench.sh $(PYTHON)
 
 # Lays every tracked source out as .clang-format says (clang-format 14);
 # test_format in ctest checks it.
@@ -192,4 +194,5 @@ format:
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-cmake build-sdist \
-	  build-wheel-x86_64 build-wheel-aarch64 build-aarch64 build-gpu
+	  build-wheel-x86_64 build-wheel-aarch64 build-aarch64 build-gpu \
+	  build-bench-gcc build-bench-zig

@@ -19,12 +19,15 @@ auditwheel (`auditwheel show`), whose verdict is printed.
 
 usage: dev/wheel.py [--arch ARCH]... [--dist DIR] [--jobs N] [--tools VENV]
        dev/wheel.py --path ARCH [--dist DIR]
+       dev/wheel.py --print-configure ARCH DIR
 
 An architecture whose inputs are missing (its libffi_pic.a) is not built:
 that is said, with what to install, and the exit status is 3 when no wheel
 at all was made.  dev/setup.sh wheel installs the inputs.  --path prints
 ARCH's wheel's path when it is there (the tests find it so), else says why
-not and exits 3.
+not and exits 3.  --print-configure prints, one argument a line, the cmake
+command that configures ARCH's C parts in DIR as its wheel has them (make
+bench builds build-bench-zig so, dev/bench.sh).
 """
 
 from __future__ import annotations
@@ -65,11 +68,11 @@ def missing_inputs(arch: str) -> str | None:
     return None
 
 
-def build(arch: str, build_dir: pathlib.Path, jobs: int) -> pathlib.Path:
-    """Configures, builds and installs ARCH's C parts; returns the staging
-    folder whose ccshim/ is the package's folder in the wheel."""
+def configure_command(arch: str, build_dir: pathlib.Path) -> list[str]:
+    """The cmake command that configures ARCH's C parts in BUILD_DIR as its
+    wheel has them (make bench measures the same build)."""
     strip = "-Wl,--strip-debug"
-    configure = [
+    return [
         "cmake", "-S", str(ROOT), "-B", str(build_dir),
         "--toolchain", str(ROOT / "cmake" / "zig-toolchain.cmake"),
         f"-DCCSHIM_ZIG_TARGET={TRIPLETS[arch]}.{GLIBC}",
@@ -84,6 +87,12 @@ def build(arch: str, build_dir: pathlib.Path, jobs: int) -> pathlib.Path:
         # file's layout, so another clone's path would change the bytes.
         "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
     ]
+
+
+def build(arch: str, build_dir: pathlib.Path, jobs: int) -> pathlib.Path:
+    """Configures, builds and installs ARCH's C parts; returns the staging
+    folder whose ccshim/ is the package's folder in the wheel."""
+    configure = configure_command(arch, build_dir)
     stage = build_dir / "stage"
     build_dir.mkdir(parents=True, exist_ok=True)
     log = build_dir / "wheel-build.log"
@@ -208,7 +217,17 @@ def main(argv=None) -> int:
     ap.add_argument("--tools", type=pathlib.Path, default=ROOT / ".venv-wheel",
                     help="the venv with auditwheel (dev/setup.sh wheel)")
     ap.add_argument("--path", choices=sorted(TRIPLETS), help="print ARCH's wheel's path")
+    ap.add_argument("--print-configure", nargs=2, metavar=("ARCH", "DIR"),
+                    help="print, one argument a line, the cmake command that configures "
+                         "ARCH's wheel's C parts in DIR (make bench uses it)")
     args = ap.parse_args(argv)
+    if args.print_configure:
+        arch, build_dir = args.print_configure
+        if arch not in TRIPLETS:
+            ap.error(f"--print-configure: expected an architecture of {sorted(TRIPLETS)}, "
+                     f"got {arch!r}")
+        print("\n".join(configure_command(arch, pathlib.Path(build_dir).resolve())))
+        return 0
     meta = metadata()
     if args.path:
         wheel = args.dist / wheel_name(meta, args.path)

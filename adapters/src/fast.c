@@ -24,6 +24,8 @@
  * entry function; more, up to FAST_PTRS in all, by its wide twin, which
  * alone carries the vector set-up. */
 enum { SMALL_LIMIT = 8, FAST_PTRS = 128, FAST_OPAQUE = 256 };
+/* Operand counts (with one result) that have a function of their own. */
+enum { FIXED_MAX_ARGS = 3 };
 
 #define FAST static inline __attribute__((always_inline))
 
@@ -287,28 +289,12 @@ FAST XLA_FFI_Error* wide_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, con
   return finish_call(a, f, ptrs, na, nr, form, checked);
 }
 
-/* Fewer than SMALL_LIMIT buffers on each side, one at a time.  With a
- * signature the counts are known to fit (select_call saw them); without,
- * one compare sends larger (or negative) counts to `wide`, a constant in
- * each instantiation. */
-FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, const form form,
-                              const ccshim__call_fn wide, const int checked, const int64_t fixed_na,
-                              const int64_t fixed_nr) {
-  XLA_FFI_Error* ret;
-  if (!header_ok(a, f, &ret)) return ret;
-  /* With counts fixed at compile time (fixed_na >= 0: an instantiation for
-   * one arity, chosen at wrap time), the compares are against constants and
-   * the gathers unroll. */
-  const int64_t na = fixed_na >= 0 ? fixed_na : f->args.size;
-  const int64_t nr = fixed_na >= 0 ? fixed_nr : f->rets.size;
-  if (fixed_na >= 0) {
-    if (CCSHIM__UNLIKELY(f->args.size != fixed_na || f->rets.size != fixed_nr))
-      return ccshim__adapter_call(a, f);
-  } else if (checked) {
-    if (CCSHIM__UNLIKELY(na != a->num_args || nr != a->num_rets)) return ccshim__adapter_call(a, f);
-  } else if (CCSHIM__UNLIKELY(((uint64_t)na | (uint64_t)nr) >= SMALL_LIMIT)) {
-    return wide(a, f);
-  }
+/* The call once the header is checked and the counts are known to fit:
+ * gather, then finish.  With counts that are constants (an instantiation
+ * for one arity) the compares are against constants and the gathers
+ * unroll. */
+FAST XLA_FFI_Error* counted_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, const form form,
+                                 const int checked, const int64_t na, const int64_t nr) {
   /* Larger than the counts need: where the pointers and the status lie on
    * the stack matters to the time of a call from XLA (bench/jax_e2e.py
    * measured a 16-pointer block 3% slower end to end than this one, with
@@ -320,23 +306,91 @@ FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, con
   return finish_call(a, f, ptrs, na, nr, form, checked);
 }
 
+/* Fewer than SMALL_LIMIT buffers on each side, one at a time.  With a
+ * signature the counts are known to fit (select_call saw them); without,
+ * one compare sends larger (or negative) counts to `wide`, a constant in
+ * each instantiation, a frame of 0 to FIXED_MAX_ARGS operands and one
+ * result (the common custom call) goes to `by_count[operands]`, which
+ * gathers with constant counts (no loop control, no test of the tuple), and
+ * any other to `small`. */
+FAST XLA_FFI_Error* fast_call(const ccshim_adapter* a, XLA_FFI_CallFrame* f, const form form,
+                              const ccshim__call_fn wide, const ccshim__call_fn* by_count,
+                              const ccshim__call_fn small, const int checked,
+                              const int64_t fixed_na, const int64_t fixed_nr) {
+  XLA_FFI_Error* ret;
+  if (!header_ok(a, f, &ret)) return ret;
+  /* With counts fixed at compile time (fixed_na >= 0: an instantiation for
+   * one arity, chosen at wrap time), the compares are against constants. */
+  const int64_t na = fixed_na >= 0 ? fixed_na : f->args.size;
+  const int64_t nr = fixed_na >= 0 ? fixed_nr : f->rets.size;
+  if (fixed_na >= 0) {
+    if (CCSHIM__UNLIKELY(f->args.size != fixed_na || f->rets.size != fixed_nr))
+      return ccshim__adapter_call(a, f);
+  } else if (checked) {
+    if (CCSHIM__UNLIKELY(na != a->num_args || nr != a->num_rets)) return ccshim__adapter_call(a, f);
+  } else {
+    /* Direct jumps, not one through the table: one indirect branch fewer
+     * per call for the processor to predict. */
+    if (by_count != NULL && nr == 1) switch (na) {
+        case 0: return by_count[0](a, f);
+        case 1: return by_count[1](a, f);
+        case 2: return by_count[2](a, f);
+        case 3: return by_count[3](a, f);
+        default: break;
+      }
+    if (CCSHIM__UNLIKELY(((uint64_t)na | (uint64_t)nr) >= SMALL_LIMIT)) return wide(a, f);
+    /* Kept out of line, as the others: this function then reserves no
+     * stack, and its hand-overs are jumps. */
+    return small(a, f);
+  }
+  return counted_call(a, f, form, checked, na, nr);
+}
+
+/* Without a signature, a frame of 0 to FIXED_MAX_ARGS operands and one
+ * result, once fast_call has checked its header: one function per form and
+ * operand count (shared by every instruction set: they gather one pointer
+ * at a time). */
+#define COUNTED_FN(name, form, n)                                             \
+  static XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) { \
+    return counted_call(a, f, form, 0, n, 1);                                 \
+  }
+#define COUNTED_ROW(fn, form) \
+  COUNTED_FN(fn##_0, form, 0) \
+  COUNTED_FN(fn##_1, form, 1) \
+  COUNTED_FN(fn##_2, form, 2) \
+  COUNTED_FN(fn##_3, form, 3) \
+  static const ccshim__call_fn fn[FIXED_MAX_ARGS + 1] = {fn##_0, fn##_1, fn##_2, fn##_3};
+COUNTED_ROW(counted_cpu_v1, CCSHIM_FORM_CPU_V1)
+COUNTED_ROW(counted_cpu_v2, CCSHIM_FORM_CPU_V2)
+COUNTED_ROW(counted_cpu_v3, CCSHIM_FORM_CPU_V3)
+COUNTED_ROW(counted_gpu_v1, CCSHIM_FORM_GPU_V1)
+COUNTED_ROW(counted_gpu_v2, CCSHIM_FORM_GPU_V23)
+
 /* One function per form, per instruction set, and with or without a
  * signature, so that each is straight code for its case; each has a wide
- * twin, not inlined, for frames of SMALL_LIMIT buffers or more a side. */
-#define FAST_FN(name, form, gather, checked, attr)                                 \
+ * twin, not inlined, for frames of SMALL_LIMIT buffers or more a side.
+ * Without a signature (checked 0) each hands one-result frames of few
+ * operands to its form's counted functions. */
+#define BY_COUNT(checked, table) ((checked) ? NULL : (table))
+#define FAST_FN(name, form, gather, checked, table, attr)                          \
   static __attribute__((noinline))                                                 \
   attr XLA_FFI_Error* name##_wide(const ccshim_adapter* a, XLA_FFI_CallFrame* f) { \
     return wide_call(a, f, form, gather, checked);                                 \
   }                                                                                \
+  static __attribute__((noinline))                                                 \
+  XLA_FFI_Error* name##_small(const ccshim_adapter* a, XLA_FFI_CallFrame* f) {     \
+    return counted_call(a, f, form, checked, f->args.size, f->rets.size);          \
+  }                                                                                \
   static XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) {      \
-    return fast_call(a, f, form, name##_wide, checked, -1, -1);                    \
+    return fast_call(a, f, form, name##_wide, BY_COUNT(checked, table),            \
+                     BY_COUNT(checked, name##_small), checked, -1, -1);            \
   }
 #define FAST_FORMS(suffix, gather, checked, attr)                                          \
-  FAST_FN(fast_cpu_v1##suffix, CCSHIM_FORM_CPU_V1, gather, checked, attr)                  \
-  FAST_FN(fast_cpu_v2##suffix, CCSHIM_FORM_CPU_V2, gather, checked, attr)                  \
-  FAST_FN(fast_cpu_v3##suffix, CCSHIM_FORM_CPU_V3, gather, checked, attr)                  \
-  FAST_FN(fast_gpu_v1##suffix, CCSHIM_FORM_GPU_V1, gather, checked, attr)                  \
-  FAST_FN(fast_gpu_v2##suffix, CCSHIM_FORM_GPU_V23, gather, checked, attr)                 \
+  FAST_FN(fast_cpu_v1##suffix, CCSHIM_FORM_CPU_V1, gather, checked, counted_cpu_v1, attr)  \
+  FAST_FN(fast_cpu_v2##suffix, CCSHIM_FORM_CPU_V2, gather, checked, counted_cpu_v2, attr)  \
+  FAST_FN(fast_cpu_v3##suffix, CCSHIM_FORM_CPU_V3, gather, checked, counted_cpu_v3, attr)  \
+  FAST_FN(fast_gpu_v1##suffix, CCSHIM_FORM_GPU_V1, gather, checked, counted_gpu_v1, attr)  \
+  FAST_FN(fast_gpu_v2##suffix, CCSHIM_FORM_GPU_V23, gather, checked, counted_gpu_v2, attr) \
   static const ccshim__call_fn fast##suffix[] = {fast_cpu_v1##suffix, fast_cpu_v2##suffix, \
                                                  fast_cpu_v3##suffix, fast_gpu_v1##suffix, \
                                                  fast_gpu_v2##suffix};                     \
@@ -351,7 +405,7 @@ FAST_FORMS(_checked, gather_scalar, 1, )
  * shape of a custom call: one function per form and operand count. */
 #define FIXED_FN(name, form, n)                                               \
   static XLA_FFI_Error* name(const ccshim_adapter* a, XLA_FFI_CallFrame* f) { \
-    return fast_call(a, f, form, ccshim__adapter_call, 1, n, 1);              \
+    return fast_call(a, f, form, ccshim__adapter_call, NULL, NULL, 1, n, 1);  \
   }
 #define FIXED_ARITIES(fn, form) \
   FIXED_FN(fn##_0, form, 0)     \
@@ -361,7 +415,6 @@ FIXED_ARITIES(fixed_cpu_v2, CCSHIM_FORM_CPU_V2)
 FIXED_ARITIES(fixed_cpu_v3, CCSHIM_FORM_CPU_V3)
 FIXED_ARITIES(fixed_gpu_v1, CCSHIM_FORM_GPU_V1)
 FIXED_ARITIES(fixed_gpu_v2, CCSHIM_FORM_GPU_V23)
-enum { FIXED_MAX_ARGS = 3 };
 #define FIXED_ROW(fn) \
   { fn##_0, fn##_1, fn##_2, fn##_3 }
 static const ccshim__call_fn fixed_one_result[][FIXED_MAX_ARGS + 1] = {
@@ -372,7 +425,7 @@ FAST_FORMS(, gather_scalar, 0, )
 FAST_FORMS(_avx2, gather_avx2, 0, __attribute__((target("avx2"))))
 static int use_avx2(void) {
   static int known = -1;
-  if (known < 0) known = __builtin_cpu_supports("avx2") ? 1 : 0;
+  if (known < 0) known = ccshim__cpu_has_avx2(); /* CPUID: base/src/cpu.c says why */
   return known;
 }
 #endif

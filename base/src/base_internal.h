@@ -21,6 +21,10 @@
 #define CCSHIM__UNUSED
 #endif
 
+/* 1 when this CPU and its OS run AVX2 code (CPUID, not the compiler
+ * runtime's CPU model: cpu.c says why); 0 elsewhere, and off x86-64. */
+int ccshim__cpu_has_avx2(void);
+
 /* The XLA_FFI_DataType numbers base/ reads by name (base/ is below the ABI
  * header, so it does not include it; test_vocabulary pins them). */
 enum {

@@ -1,0 +1,99 @@
+"""Puts the figure sets of several builds' `ccshim bench` runs into one file
+each: the JSON (one entry of "builds" per build, each saying its build
+type, compiler and flags) and the text (the tables one after the other).
+make bench runs it (dev/bench.sh) on build-bench-gcc and build-bench-zig.
+
+usage: python bench/collect.py --json OUT.json --text OUT.txt BUILD_DIR...
+       python bench/collect.py --markdown RESULTS.json
+
+Each BUILD_DIR holds bench.json and bench.txt, as `ccshim bench --json
+BUILD_DIR/bench.json | tee BUILD_DIR/bench.txt` writes them.  --markdown
+prints the tables docs/c-api.md quotes, from the collected JSON.
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+
+
+FORM_NAMES = {"cpu_v1": "CPU v1", "cpu_v2": "CPU v2", "cpu_v3": "CPU v3", "gpu": "GPU v2"}
+
+
+def verdict(b1, b2):
+    """As ccshim bench words it (bench.c time_verdict)."""
+    if b2["median"] <= b1["median"]:
+        return "met"
+    return "in spread" if b2["median"] <= b1["q3"] else "MISSED"
+
+
+def markdown(results):
+    """One table per build, one row per form and arity."""
+    out = []
+    for s in results["builds"]:
+        b = s["build"]
+        out.append(f"{b['compiler']}, {b['type']} `{b['flags']}` ({b['folder']}), "
+                   f"ns the median of {s['runs']} runs [quartiles]:\n")
+        out.append("| form | buffers | B0 / B1 / B2 instructions | (B2−B0)/(B1−B0) "
+                   "| B1 ns | B2 ns | time |")
+        out.append("|---|---|---|---|---|---|---|")
+        for r in s["rows"]:
+            i, t = r["instructions"], r["ns_spread"]
+            ratio = (i["B2"] - i["B0"]) / (i["B1"] - i["B0"])
+            ns = ["{median:.1f} [{q1:.1f}–{q3:.1f}]".format(**t[v]) for v in ("B1", "B2")]
+            out.append(f"| {FORM_NAMES[r['form']]} | {r['buffers']} | {i['B0']:.0f} / "
+                       f"{i['B1']:.0f} / {i['B2']:.0f} | {ratio:.2f} | {ns[0]} | {ns[1]} | "
+                       f"{verdict(t['B1'], t['B2'])} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--markdown", type=pathlib.Path, metavar="RESULTS.json")
+    ap.add_argument("--json", type=pathlib.Path)
+    ap.add_argument("--text", type=pathlib.Path)
+    ap.add_argument("builds", nargs="*", type=pathlib.Path)
+    args = ap.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(args.markdown.read_text())))
+        return
+    if not (args.json and args.text and args.builds):
+        ap.error("expected --json OUT.json --text OUT.txt BUILD_DIR..., or --markdown FILE")
+    sets, tables = [], []
+    for d in args.builds:
+        src = d / "bench.json"
+        try:
+            data = json.loads(src.read_text())
+            table = (d / "bench.txt").read_text()
+        except (OSError, ValueError) as e:
+            sys.exit(f"collect: expected {src} and {d / 'bench.txt'} from ccshim bench: {e}")
+        if "build" not in data:
+            sys.exit(f"collect: {src} says no build (expected a \"build\" object; "
+                     "an older ccshim bench?)")
+        data["build"]["folder"] = d.name
+        sets.append(data)
+        # The line naming the JSON it wrote is the run's, not the collection's.
+        tables.append("".join(line for line in table.splitlines(keepends=True)
+                              if not line.startswith("wrote ")))
+    versions = {s["version"] for s in sets}
+    if len(versions) != 1:
+        sys.exit(f"collect: expected one ccshim version, got {sorted(versions)}")
+    out = {"version": versions.pop(), "builds": sets}
+    # One line per row, so that a new run's diff reads row by row.
+    text = json.dumps({k: v for k, v in out.items() if k != "builds"}, indent=1)[:-2]
+    text += ',\n "builds": [\n'
+    for n, s in enumerate(sets):
+        head = {k: v for k, v in s.items() if k != "rows"}
+        rows = ",\n".join("   " + json.dumps(r) for r in s["rows"])
+        text += "  " + json.dumps(head)[:-1] + ', "rows": [\n' + rows + "\n  ]}"
+        text += ",\n" if n + 1 < len(sets) else "\n"
+    text += " ]\n}\n"
+    json.loads(text)  # well-formed, or this run fails here
+    args.json.write_text(text)
+    args.text.write_text("\n".join(tables))
+    print(f"wrote {args.json} and {args.text}")
+
+
+if __name__ == "__main__":
+    main()
