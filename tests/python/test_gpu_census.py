@@ -1,0 +1,108 @@
+"""make test-gpu's census step, checked where there is no GPU: what it
+carries fits the device tool's 64 MiB with the tree, each project's
+[gpu.suite] says what it needs, the comparison judges as it says, and the
+scripts skip (77) without a GPU.  (The projects' GPU paths are lowered for
+cuda and rewritten by make census: dev/census/gpu_export.py.)"""
+
+import io
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "dev" / "census"))
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+import fetch  # noqa: E402
+import gpu_suite  # noqa: E402
+
+
+def test_the_census_step_and_the_rest_each_fit_what_the_device_tool_carries():
+    out = io.StringIO()
+    assert gpu_suite.sizes(out), out.getvalue()
+    census = gpu_suite.tree_bytes() + sum(gpu_suite.declared_bytes(k) for k in gpu_suite.suites())
+    assert census < gpu_suite.LIMIT
+    # and the census could not travel with the rest: why it is carried apart
+    assert census > 32 * 2**20
+
+
+def test_each_gpu_suite_names_its_files_selection_and_tests():
+    suites = gpu_suite.suites()
+    assert {"flash-attn-jax-0.3.0", "fdtdz-1.1.3"} <= set(suites)
+    folders = {e["folder"] for e in fetch.git_entries()}
+    for key, project in suites.items():
+        suite = project["gpu"]["suite"]
+        assert project["status"] == "gpu-only", key
+        assert suite["selection"] and suite["pytest"] and suite["timeout"] <= 290, key
+        for f in suite["carry"]:
+            assert len(f["sha256"]) == 64 and f["size"] > 0, (key, f)
+        assert suite["tests"] == "sdist" or suite["tests"] in folders, key
+        if suite["tests"] == "sdist":
+            assert any(f["file"] == f"{key}.tar.gz" for f in suite["carry"]), key
+    flash = suites["flash-attn-jax-0.3.0"]["gpu"]["suite"]
+    assert flash["pytest"][-2:] == ["-k", "128-4- and not bfloat16"]
+    assert flash["expect_tests"] == 88
+
+
+def test_the_flash_attn_jax_selection_names_its_tests():
+    """Where its tests are fetched (fetch.py --git flash-attn-jax CLONE),
+    the two files of the selection are there, with test ids of the
+    selection's shape (seqlen 128, 4 heads, float16)."""
+    tests = fetch.cache_dir() / "flash-attn-jax-0.3.0-tests" / "tests"
+    if not tests.is_dir():
+        pytest.skip("flash-attn-jax's tests are not fetched: python3 tests/fixtures/fetch.py "
+                    "--git flash-attn-jax CLONE")
+    for name in ("test_flash.py", "test_cross.py"):
+        text = (tests / name).read_text()
+        assert "128" in text and "jnp.float16" in text and "jnp.bfloat16" in text, name
+
+
+def _junit(path, outcomes):
+    cases = "".join(
+        f'<testcase classname="t" name="{name}">'
+        + {"passed": "", "failed": '<failure message="x"/>',
+           "skipped": '<skipped message="s"/>'}[o] + "</testcase>"
+        for name, o in outcomes.items())
+    path.write_text(f'<testsuites><testsuite>{cases}</testsuite></testsuites>')
+
+
+@pytest.mark.parametrize("ours, report, ok", [
+    ({"a": "passed", "b": "failed"}, "1\tcuda\tccshim.v1.flash_mha_fwd\tflash_mha_fwd\t1\n", True),
+    ({"a": "failed", "b": "failed"}, "1\tcuda\tccshim.v1.flash_mha_fwd\tflash_mha_fwd\t1\n", False),
+    ({"a": "passed"}, "1\tcuda\tccshim.v1.flash_mha_fwd\tflash_mha_fwd\t1\n", False),
+    ({"a": "passed", "b": "failed"}, "1\thost\tccshim.v1.x\tx\t1\n", False),
+])
+def test_compare_judges_test_by_test(tmp_path, ours, report, ok):
+    _junit(tmp_path / "legacy.xml", {"a": "passed", "b": "failed"})
+    _junit(tmp_path / "ccshim.xml", ours)
+    (tmp_path / "report.tsv").write_text(report)
+    out = io.StringIO()
+    assert gpu_suite.compare("fdtdz-1.1.3", tmp_path, out) is ok, out.getvalue()
+
+
+def test_compare_holds_forward_outputs_to_bytes_and_only_says_gradients(tmp_path):
+    np = pytest.importorskip("numpy")
+    _junit(tmp_path / "legacy.xml", {"a": "passed"})
+    _junit(tmp_path / "ccshim.xml", {"a": "passed"})
+    (tmp_path / "report.tsv").write_text("1\tcuda\tccshim.v2.kernel_f32\tkernel_f32\t2\n")
+    same = np.arange(4, dtype=np.uint8)
+    np.savez(tmp_path / "legacy.npz", **{"fwd/0": same, "grad/0": same})
+    np.savez(tmp_path / "ccshim.npz", **{"fwd/0": same, "grad/0": same + 1})
+    out = io.StringIO()
+    assert gpu_suite.compare("fdtdz-1.1.3", tmp_path, out), out.getvalue()
+    assert "byte-identical 1 of 1, gradients 0 of 1" in out.getvalue()
+    np.savez(tmp_path / "ccshim.npz", **{"fwd/0": same + 1, "grad/0": same})
+    assert not gpu_suite.compare("fdtdz-1.1.3", tmp_path, io.StringIO())
+
+
+def test_the_gpu_scripts_parse_and_skip_without_a_gpu():
+    for script in sorted((ROOT / "tests" / "gpu").glob("*.sh")):
+        subprocess.run(["bash", "-n", str(script)], check=True)
+    have_gpu = subprocess.run("command -v nvidia-smi >/dev/null && nvidia-smi -L",
+                              shell=True, capture_output=True).returncode == 0
+    if have_gpu:
+        pytest.skip("a GPU is here: make test-gpu runs the steps")
+    p = subprocess.run(["bash", str(ROOT / "tests" / "gpu" / "test_gpu.sh")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 77 and "skipped" in p.stdout, (p.returncode, p.stdout, p.stderr)
