@@ -106,3 +106,25 @@ def test_the_gpu_scripts_parse_and_skip_without_a_gpu():
     p = subprocess.run(["bash", str(ROOT / "tests" / "gpu" / "test_gpu.sh")],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 77 and "skipped" in p.stdout, (p.returncode, p.stdout, p.stderr)
+
+
+def test_the_flash_attn_jax_selection_collects_its_88_tests(tmp_path):
+    """Where tests/gpu/prepare.sh --census made the carry: its wheels
+    unpacked, CUDA 12's runtime on the library path, pytest collects the
+    selection from its tests (736 in the two files) as 88 tests."""
+    import os
+    import zipfile
+    carried = ROOT / ".carry" / "census" / "flash-attn-jax-0.3.0"
+    if not (carried / "tests").is_dir():
+        pytest.skip("no .carry/census/flash-attn-jax-0.3.0 (tests/gpu/prepare.sh --census)")
+    pytest.importorskip("jax")
+    site = tmp_path / "site"
+    for wheel in carried.glob("*.whl"):
+        zipfile.ZipFile(wheel).extractall(site)
+    suite = gpu_suite._suite("flash-attn-jax-0.3.0")
+    env = {**os.environ, "PYTHONPATH": str(site), "PYTHONDONTWRITEBYTECODE": "1",
+           "LD_LIBRARY_PATH": str(site / suite["library_path"][0])}
+    p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
+                        "no:cacheprovider", *suite["pytest"]], cwd=carried, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert f"{suite['expect_tests']}/736 tests collected" in p.stdout, p.stdout[-2000:]
