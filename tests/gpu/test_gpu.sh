@@ -180,14 +180,21 @@ mpi4jax_suite() {
     --junitxml="$logs/mpi4jax-junit.xml")
   local rc=$? kernels
   # Which MPI a child started as its tests start theirs (HOME, PATH,
-  # PYTHONPATH and LD_LIBRARY_PATH kept, nothing else) loads, and when.
-  echo "a child with its tests' environment maps:"
+  # PYTHONPATH and LD_LIBRARY_PATH kept, nothing else, and here no ccshim
+  # legacy parent to carry the preload) loads, when, and which object
+  # brought Open MPI's in (the dynamic linker's own account, LD_DEBUG=files:
+  # "needed by" or "dynamically loaded by"); whether Open MPI's MPI_* are in
+  # the global scope, where they would come before a bridge's own libmpi.
+  echo "a child with its tests' environment, no preload carried, maps:"
   (cd "$suite" && env -i HOME="$HOME" PATH="$venv/bin:$PATH" PYTHONPATH="$root/python:$src" \
+    LD_DEBUG=files LD_DEBUG_OUTPUT="$logs/mpi4jax-child-ld" \
     LD_LIBRARY_PATH="$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     CCSHIM_LIBRARY="$root/$build/libccshim.so" "$venv/bin/python" -m ccshim.legacy -c '
+import ctypes
 def mpi(when):
     libs = sorted({l.split()[-1] for l in open("/proc/self/maps") if "libmpi" in l})
-    print(f"  {when}: {libs}")
+    ompi = hasattr(ctypes.CDLL(None), "ompi_mpi_comm_self")
+    print(f"  {when}: {libs}; Open MPI in the global scope: {ompi}")
 mpi("at start")
 import jax
 mpi("after import jax")
@@ -195,6 +202,11 @@ from mpi4py import MPI
 mpi("after mpi4py.MPI: " + MPI.Get_library_version().splitlines()[0])
 import mpi4jax
 mpi("after import mpi4jax")' 2>&1 | grep -v Warning)
+  echo "what brought libmpi.so.40 in (LD_DEBUG=files):"
+  cat "$logs"/mpi4jax-child-ld.* 2>/dev/null | grep -E 'file=[^ ]*libmpi\.so' |
+    sed 's/^ *[0-9]*:[[:space:]]*//' | sort -u >"$logs/mpi4jax-child-libmpi.txt"
+  rm -f "$logs"/mpi4jax-child-ld.*
+  grep -E 'libmpi\.so\.40' "$logs/mpi4jax-child-libmpi.txt" | head -n 5
   kernels=$(cut -f2,3 "$logs/mpi4jax-report.tsv" 2>/dev/null | grep -c $'^cuda\tccshim.v2.mpi_')
   echo "cuda kernels through ccshim: $kernels"
   [ "$kernels" -ge 10 ] || { echo "expected its 10 collectives on cuda"; rc=1; }
