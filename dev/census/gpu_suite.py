@@ -18,7 +18,9 @@
                                             and through ccshim), legacy.npz /
                                             ccshim.npz and report.tsv, compared
 
-compare prints one line a test that differs and a summary line; exit 1
+compare prints one line a test that differs and a summary line (for a
+project with no legacy path on the machine's JAX, ``legacy = false``: its
+run through ccshim alone, its CASES' outputs finite); exit 1
 when a test that passed on the legacy path does not pass through ccshim,
 when the two runs ran different tests or another number than the
 selection's, when a forward case's outputs differ by a byte, or when the
@@ -160,6 +162,7 @@ def outputs(key: str, out: pathlib.Path) -> None:
             a = np.asarray(leaf)
             saved[f"{name}/{i}"] = np.frombuffer(a.tobytes(), np.uint8)
             saved[f"{name}/{i}/shape"] = np.array(a.shape + (a.dtype.itemsize,))
+            saved[f"{name}/{i}/dtype"] = np.array(str(a.dtype))
     np.savez(out, **saved)
     print(f"{key}: {len(scope['CASES'])} case(s) on {jax.devices()[0].device_kind}")
 
@@ -180,8 +183,58 @@ def _count(found: dict) -> str:
                      if any(v == k for v in found.values()))
 
 
+def _finite(folder: pathlib.Path) -> tuple[int, int]:
+    """Of ccshim.npz's float outputs, how many are finite throughout."""
+    import numpy as np
+    b = np.load(folder / "ccshim.npz")
+    finite = total = 0
+    for name in b.files:
+        if name.endswith(("/shape", "/dtype")) or str(b[name + "/dtype"]) not in (
+                "float32", "float64"):
+            continue
+        total += 1
+        finite += bool(np.isfinite(b[name].view(str(b[name + "/dtype"]))).all())
+    return finite, total
+
+
+def compare_alone(key: str, folder: pathlib.Path, out=sys.stdout) -> bool:
+    """A project with no legacy path on the machine's JAX ([gpu.suite]
+    legacy = false): its suite through ccshim must have run (no collection
+    error), its CASES' float outputs must be finite, and the report must
+    list its kernels on cuda."""
+    suite = _suite(key)
+    problems = []
+    ours = junit(folder / "ccshim.xml") if (folder / "ccshim.xml").exists() else {}
+    if not ours or "error" in ours.values():
+        problems.append("its suite did not run through ccshim (no report or an error)")
+    cases = ""
+    if (folder / "ccshim.npz").exists():
+        finite, total = _finite(folder)
+        cases = f"; CASES through ccshim: {finite} of {total} float outputs finite"
+        if finite != total or not total:
+            problems.append("a case's outputs are not finite")
+    else:
+        problems.append("its CASES did not run through ccshim")
+    typed = _typed(folder)
+    if not typed:
+        problems.append("the report lists no typed target of its on cuda")
+    print(f"{key}: legacy path not run ({suite.get('legacy_why', '')}); ccshim {_count(ours)}"
+          f"{cases}; through ccshim on cuda: {', '.join(typed) or 'none'}"
+          f"{'; ' + '; '.join(problems) if problems else ''}", file=out)
+    return not problems
+
+
+def _typed(folder: pathlib.Path) -> list[str]:
+    report = folder / "report.tsv"
+    lines = [line.split("\t") for line in report.read_text().splitlines()] \
+        if report.exists() else []
+    return sorted({f[2] for f in lines if len(f) > 2 and f[1] == "cuda"})
+
+
 def compare(key: str, folder: pathlib.Path, out=sys.stdout) -> bool:
     suite = _suite(key)
+    if suite.get("legacy", True) is False:
+        return compare_alone(key, folder, out)
     problems = []
     legacy, ours = junit(folder / "legacy.xml"), junit(folder / "ccshim.xml")
     if set(legacy) != set(ours):
@@ -202,7 +255,7 @@ def compare(key: str, folder: pathlib.Path, out=sys.stdout) -> bool:
         a, b = np.load(folder / "legacy.npz"), np.load(folder / "ccshim.npz")
         fwd_same = fwd = grad_same = grad = 0
         for name in sorted(a.files):
-            if name.endswith("/shape"):
+            if name.endswith(("/shape", "/dtype")):
                 continue
             alike = name in b.files and a[name].tobytes() == b[name].tobytes()
             if name.split("/")[0].startswith("grad"):
@@ -214,10 +267,7 @@ def compare(key: str, folder: pathlib.Path, out=sys.stdout) -> bool:
         cases = (f"; CASES: forward outputs byte-identical {fwd_same} of {fwd}" +
                  (f", gradients {grad_same} of {grad} (not judged: its backward kernel is not"
                   " deterministic)" if grad else ""))
-    report = folder / "report.tsv"
-    lines = [line.split("\t") for line in report.read_text().splitlines()] \
-        if report.exists() else []
-    typed = sorted({f[2] for f in lines if len(f) > 2 and f[1] == "cuda"})
+    typed = _typed(folder)
     if not typed:
         problems.append("the report lists no typed target of its on cuda")
     print(f"{key}: legacy {_count(legacy)}; ccshim {_count(ours)}; {same}{cases}; "

@@ -61,7 +61,7 @@ def test_the_flash_attn_jax_selection_names_its_tests():
 def _junit(path, outcomes):
     cases = "".join(
         f'<testcase classname="t" name="{name}">'
-        + {"passed": "", "failed": '<failure message="x"/>',
+        + {"passed": "", "failed": '<failure message="x"/>', "error": '<error message="e"/>',
            "skipped": '<skipped message="s"/>'}[o] + "</testcase>"
         for name, o in outcomes.items())
     path.write_text(f'<testsuites><testsuite>{cases}</testsuite></testsuites>')
@@ -73,16 +73,50 @@ def _junit(path, outcomes):
     ({"a": "passed"}, "1\tcuda\tccshim.v1.flash_mha_fwd\tflash_mha_fwd\t1\n", False),
     ({"a": "passed", "b": "failed"}, "1\thost\tccshim.v1.x\tx\t1\n", False),
 ])
-def test_compare_judges_test_by_test(tmp_path, ours, report, ok):
+def test_compare_judges_test_by_test(tmp_path, monkeypatch, ours, report, ok):
+    monkeypatch.setattr(gpu_suite, "_suite", lambda key: {})
     _junit(tmp_path / "legacy.xml", {"a": "passed", "b": "failed"})
     _junit(tmp_path / "ccshim.xml", ours)
     (tmp_path / "report.tsv").write_text(report)
     out = io.StringIO()
-    assert gpu_suite.compare("fdtdz-1.1.3", tmp_path, out) is ok, out.getvalue()
+    assert gpu_suite.compare("some-1.0", tmp_path, out) is ok, out.getvalue()
 
 
-def test_compare_holds_forward_outputs_to_bytes_and_only_says_gradients(tmp_path):
+def test_compare_holds_the_selection_to_its_count(tmp_path):
+    _junit(tmp_path / "legacy.xml", {"a": "passed"})
+    _junit(tmp_path / "ccshim.xml", {"a": "passed"})
+    (tmp_path / "report.tsv").write_text("1\tcuda\tccshim.v1.flash_mha_fwd\tflash_mha_fwd\t1\n")
+    out = io.StringIO()
+    assert not gpu_suite.compare("flash-attn-jax-0.3.0", tmp_path, out)
+    assert "the selection ran 1 tests, expected 88" in out.getvalue()
+
+
+def test_a_project_with_no_legacy_path_is_judged_through_ccshim_alone(tmp_path):
+    """fdtdz does not import without ccshim on the GPU machine's JAX: its
+    suite must run through ccshim, its CASES' outputs be finite."""
     np = pytest.importorskip("numpy")
+    assert gpu_suite._suite("fdtdz-1.1.3")["legacy"] is False
+    _junit(tmp_path / "ccshim.xml", {"a": "passed", "b": "failed"})
+    (tmp_path / "report.tsv").write_text("1\tcuda\tccshim.v2.kernel_f32\tkernel_f32\t2\n")
+    field = np.ones(4, np.float32)
+
+    def save(values):
+        np.savez(tmp_path / "ccshim.npz", **{"c/0": values.view(np.uint8),
+                                             "c/0/dtype": np.array("float32")})
+    save(field)
+    out = io.StringIO()
+    assert gpu_suite.compare("fdtdz-1.1.3", tmp_path, out), out.getvalue()
+    assert "1 of 1 float outputs finite" in out.getvalue()
+    save(field * np.float32("nan"))
+    assert not gpu_suite.compare("fdtdz-1.1.3", tmp_path, io.StringIO())
+    _junit(tmp_path / "ccshim.xml", {"": "error"})
+    save(field)
+    assert not gpu_suite.compare("fdtdz-1.1.3", tmp_path, io.StringIO())
+
+
+def test_compare_holds_forward_outputs_to_bytes_and_only_says_gradients(tmp_path, monkeypatch):
+    np = pytest.importorskip("numpy")
+    monkeypatch.setattr(gpu_suite, "_suite", lambda key: {})
     _junit(tmp_path / "legacy.xml", {"a": "passed"})
     _junit(tmp_path / "ccshim.xml", {"a": "passed"})
     (tmp_path / "report.tsv").write_text("1\tcuda\tccshim.v2.kernel_f32\tkernel_f32\t2\n")
@@ -90,10 +124,10 @@ def test_compare_holds_forward_outputs_to_bytes_and_only_says_gradients(tmp_path
     np.savez(tmp_path / "legacy.npz", **{"fwd/0": same, "grad/0": same})
     np.savez(tmp_path / "ccshim.npz", **{"fwd/0": same, "grad/0": same + 1})
     out = io.StringIO()
-    assert gpu_suite.compare("fdtdz-1.1.3", tmp_path, out), out.getvalue()
+    assert gpu_suite.compare("some-1.0", tmp_path, out), out.getvalue()
     assert "byte-identical 1 of 1, gradients 0 of 1" in out.getvalue()
     np.savez(tmp_path / "ccshim.npz", **{"fwd/0": same + 1, "grad/0": same})
-    assert not gpu_suite.compare("fdtdz-1.1.3", tmp_path, io.StringIO())
+    assert not gpu_suite.compare("some-1.0", tmp_path, io.StringIO())
 
 
 def test_the_gpu_scripts_parse_and_skip_without_a_gpu():
