@@ -13,6 +13,9 @@
                                             one item a line)
     gpu_suite.py outputs KEY OUT.npz        (on the GPU) its [gpu] CASES run
                                             with fixed inputs, the outputs saved
+    gpu_suite.py record LOGS                each census-KEY/summary.json of a
+                                            make test-gpu run into the census's
+                                            results (then census.py doc)
     gpu_suite.py compare KEY DIR            legacy.xml / ccshim.xml (its suite's
                                             JUnit reports on XLA's legacy path
                                             and through ccshim), legacy.npz /
@@ -44,6 +47,7 @@ import xml.etree.ElementTree as ET
 import manifest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+HERE_RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 LIMIT = 64 * 1024 * 1024  # the device tool's limit on the tree plus what is carried
 
 
@@ -164,6 +168,8 @@ def outputs(key: str, out: pathlib.Path) -> None:
             saved[f"{name}/{i}/shape"] = np.array(a.shape + (a.dtype.itemsize,))
             saved[f"{name}/{i}/dtype"] = np.array(str(a.dtype))
     np.savez(out, **saved)
+    out.with_suffix(".json").write_text(json.dumps({
+        "device": jax.devices()[0].device_kind, "jax": jax.__version__}) + "\n")
     print(f"{key}: {len(scope['CASES'])} case(s) on {jax.devices()[0].device_kind}")
 
 
@@ -218,10 +224,42 @@ def compare_alone(key: str, folder: pathlib.Path, out=sys.stdout) -> bool:
     typed = _typed(folder)
     if not typed:
         problems.append("the report lists no typed target of its on cuda")
-    print(f"{key}: legacy path not run ({suite.get('legacy_why', '')}); ccshim {_count(ours)}"
-          f"{cases}; through ccshim on cuda: {', '.join(typed) or 'none'}"
-          f"{'; ' + '; '.join(problems) if problems else ''}", file=out)
+    line = (f"{key}: legacy path not run ({suite.get('legacy_why', '')}); ccshim "
+            f"{_count(ours)}{cases}; through ccshim on cuda: {', '.join(typed) or 'none'}"
+            f"{'; ' + '; '.join(problems) if problems else ''}")
+    print(line, file=out)
+    _summary(folder, line, problems, {}, ours, suite)
     return not problems
+
+
+def _summary(folder, line, problems, legacy, ours, suite) -> None:
+    """summary.json beside the run: what `record` puts in the census's
+    results."""
+    import datetime
+    ran = folder / "ccshim.json"
+    where = json.loads(ran.read_text()) if ran.exists() else {}
+    (folder / "summary.json").write_text(json.dumps({
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "device": where.get("device"), "jax": where.get("jax"),
+        "selection": suite.get("selection"), "ok": not problems, "summary": line,
+        "legacy": _count(legacy), "ccshim": _count(ours)}, indent=1) + "\n")
+
+
+def record(logs: pathlib.Path, results: pathlib.Path = HERE_RESULTS) -> list[str]:
+    """Each census-*/summary.json of a make test-gpu run's LOGS into its
+    project's results file (dev/census/results/KEY.json) as ``gpu_run``,
+    from which docs/census.md's rows are written (census.py doc)."""
+    done = []
+    for key in suites():
+        summary = logs / f"census-{key}" / "summary.json"
+        target = results / f"{key}.json"
+        if not summary.exists() or not target.exists():
+            continue
+        data = json.loads(target.read_text())
+        data["gpu_run"] = json.loads(summary.read_text())
+        target.write_text(json.dumps(data, indent=1) + "\n")
+        done.append(key)
+    return done
 
 
 def _typed(folder: pathlib.Path) -> list[str]:
@@ -270,9 +308,11 @@ def compare(key: str, folder: pathlib.Path, out=sys.stdout) -> bool:
     typed = _typed(folder)
     if not typed:
         problems.append("the report lists no typed target of its on cuda")
-    print(f"{key}: legacy {_count(legacy)}; ccshim {_count(ours)}; {same}{cases}; "
-          f"through ccshim on cuda: {', '.join(typed) or 'none'}"
-          f"{'; ' + '; '.join(problems) if problems else ''}", file=out)
+    line = (f"{key}: legacy {_count(legacy)}; ccshim {_count(ours)}; {same}{cases}; "
+            f"through ccshim on cuda: {', '.join(typed) or 'none'}"
+            f"{'; ' + '; '.join(problems) if problems else ''}")
+    print(line, file=out)
+    _summary(folder, line, problems, legacy, ours, suite)
     return not problems
 
 
@@ -294,6 +334,11 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["outputs"] and len(argv) == 3:
         outputs(argv[1], pathlib.Path(argv[2]))
         return 0
+    if argv[:1] == ["record"] and len(argv) == 2:
+        done = record(pathlib.Path(argv[1]))
+        print(f"recorded the GPU runs of {', '.join(done) or 'no project'}; now: "
+              "python3 dev/census/census.py doc")
+        return 0 if done else 1
     if argv[:1] == ["compare"] and len(argv) == 3:
         return 0 if compare(argv[1], pathlib.Path(argv[2])) else 1
     print(__doc__, file=sys.stderr)

@@ -162,3 +162,30 @@ def test_the_flash_attn_jax_selection_collects_its_88_tests(tmp_path):
                         "no:cacheprovider", *suite["pytest"]], cwd=carried, env=env,
                        capture_output=True, text=True, timeout=300)
     assert f"{suite['expect_tests']}/736 tests collected" in p.stdout, p.stdout[-2000:]
+
+
+def test_a_gpu_run_is_recorded_into_the_census_results_and_its_rows(tmp_path, monkeypatch):
+    """gpu_suite.py record LOGS puts each step's summary.json into the
+    project's results file; docs/census.md's row and section then say it."""
+    import json
+    import shutil
+    import manifest
+    import report
+    monkeypatch.setattr(gpu_suite, "_suite", lambda key: {})
+    run = tmp_path / "logs" / "census-flash-attn-jax-0.3.0"
+    run.mkdir(parents=True)
+    _junit(run / "legacy.xml", {"a": "passed"})
+    _junit(run / "ccshim.xml", {"a": "passed"})
+    (run / "report.tsv").write_text("1\tcuda\tccshim.v1.flash_mha_fwd\tflash_mha_fwd\t1\n")
+    (run / "ccshim.json").write_text(json.dumps({"device": "NVIDIA H200", "jax": "0.11.2"}))
+    assert gpu_suite.compare("flash-attn-jax-0.3.0", run, io.StringIO())
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(gpu_suite.HERE_RESULTS / "flash-attn-jax-0.3.0.json", results)
+    assert gpu_suite.record(tmp_path / "logs", results) == ["flash-attn-jax-0.3.0"]
+    result = json.loads((results / "flash-attn-jax-0.3.0.json").read_text())
+    assert result["gpu_run"]["device"] == "NVIDIA H200" and result["gpu_run"]["ok"]
+    project = manifest.projects()["flash-attn-jax-0.3.0"]
+    assert "on a GPU (NVIDIA H200, " in report.verdict(project, result)
+    assert any("JAX 0.11.2" in line and "1 passed" in line
+               for line in report._section(project, result))
