@@ -162,11 +162,24 @@ mpi4jax_suite() {
   "$venv/bin/python" -c 'from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])'
   rm -rf "$src" && cp -r .carry/mpi4jax-0.8.1.post2 "$src"
   [ -x /usr/local/cuda/bin/nvcc ] && PATH=$PATH:/usr/local/cuda/bin  # its CUDA: nvcc's
+  # --library-dirs: mpich's lib/ first on the link line.  setuptools adds the
+  # Python's LIBDIR (a Debian or Ubuntu python3's is /usr/lib/x86_64-linux-gnu)
+  # as -L before the -L mpicc appends, so -lmpi found Open MPI's libmpi.so
+  # there and the bridges needed libmpi.so.40, which their children, with no
+  # preload, called into (checked on CPU with such a -L: 'MPI_Send() was
+  # called before MPI_INIT').
   (cd "$src" && PATH="$venv/bin:$PATH" MPI4JAX_BUILD_MPICC="$venv/bin/mpicc" \
-    "$venv/bin/python" setup.py build_ext --inplace >build.log 2>&1) ||
-    { tail -n 20 "$src/build.log"; return 1; }
+    "$venv/bin/python" setup.py build_ext --inplace --library-dirs "$venv/lib" \
+    >build.log 2>&1) || { tail -n 20 "$src/build.log"; return 1; }
   compgen -G "$src/mpi4jax/_src/xla_bridge/mpi_xla_bridge_cuda.*.so" >/dev/null ||
     { echo "mpi4jax's CUDA bridge was not built"; return 1; }
+  local bridge needs
+  for bridge in "$src"/mpi4jax/_src/xla_bridge/mpi_xla_bridge*.so; do
+    needs=$(readelf -d "$bridge" | grep -o 'libmpi[^]]*' | tr '\n' ' ')
+    echo "$(basename "$bridge") needs: $needs"
+    [[ $needs == *libmpi.so.12* && $needs != *libmpi.so.40* ]] ||
+      { echo "$(basename "$bridge") is not linked against mpich's libmpi.so.12"; return 1; }
+  done
   suite=$root/$build/mpi4jax-suite
   rm -rf "$suite" && mkdir -p "$suite" &&
     cp -r "$src/tests" "$src/examples" "$src/pyproject.toml" "$suite/"
