@@ -58,6 +58,14 @@ def test_the_flash_attn_jax_selection_names_its_tests():
         assert "128" in text and "jnp.float16" in text and "jnp.bfloat16" in text, name
 
 
+def _cp312():
+    """The carried wheel is flash-attn-jax's cp312 (the GPU machine's Python)."""
+    if sys.version_info[:2] != (3, 12):
+        pytest.skip("the carried flash-attn-jax wheel is for CPython 3.12 (make test's newest "
+                    "venv runs this)")
+    pytest.importorskip("jax")
+
+
 def _junit(path, outcomes):
     cases = "".join(
         f'<testcase classname="t" name="{name}">'
@@ -151,7 +159,7 @@ def test_the_flash_attn_jax_selection_collects_its_88_tests(tmp_path):
     carried = ROOT / ".carry" / "census" / "flash-attn-jax-0.3.0"
     if not (carried / "tests").is_dir():
         pytest.skip("no .carry/census/flash-attn-jax-0.3.0 (tests/gpu/prepare.sh --census)")
-    pytest.importorskip("jax")
+    _cp312()
     site = tmp_path / "site"
     for wheel in carried.glob("*.whl"):
         zipfile.ZipFile(wheel).extractall(site)
@@ -189,3 +197,34 @@ def test_a_gpu_run_is_recorded_into_the_census_results_and_its_rows(tmp_path, mo
     assert "on a GPU (NVIDIA H200, " in report.verdict(project, result)
     assert any("JAX 0.11.2" in line and "1 passed" in line
                for line in report._section(project, result))
+
+
+def test_the_carried_flash_attn_jax_lowers_for_cuda_and_rewrites(tmp_path):
+    """The wheels the census step carries, on this Python's JAX: flash-attn-
+    jax's GPU path ([gpu] CASES, forward and gradient) lowered for cuda in
+    zero-change mode and rewritten, every typed target one of its CUDA
+    kernels (dev/census/gpu_export.py, as make census runs it)."""
+    import json
+    import os
+    import zipfile
+    from conftest import BUILD
+    carried = ROOT / ".carry" / "census" / "flash-attn-jax-0.3.0"
+    if not any(carried.glob("*.whl")):
+        pytest.skip("no .carry/census/flash-attn-jax-0.3.0 (tests/gpu/prepare.sh --census)")
+    _cp312()
+    site = tmp_path / "site"
+    for wheel in carried.glob("*.whl"):
+        zipfile.ZipFile(wheel).extractall(site)
+    env = {**os.environ, "CCSHIM_LIBRARY": str(BUILD / "libccshim.so"),
+           "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "python"),
+                                          str(ROOT / "dev" / "census")])}
+    env.pop("CCSHIM_LEGACY", None)
+    p = subprocess.run([sys.executable, "-m", "ccshim.legacy", "--strict", "gpu_export.py",
+                        "flash-attn-jax-0.3.0"], cwd=ROOT / "dev" / "census", env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got["all_mapped"], got["summary"]
+    assert got["recorded_cuda"] == ["flash_mha_bwd", "flash_mha_fwd"]
+    assert got["cases"]["grad_causal"]["typed"] == ["ccshim.v1.flash_mha_bwd",
+                                                    "ccshim.v1.flash_mha_fwd"]
