@@ -60,8 +60,10 @@ fi
 mkdir -p "$logs" "$build"
 logs=$(cd "$logs" && pwd)
 # A GPU machine that can fetch makes .carry/ itself.
-if ! carried_mpi4jax; then
-  bash tests/gpu/prepare.sh >"$logs/prepare.log" 2>&1 ||
+census_asked=()
+[[ " ${TEST_GPU_ONLY:-} " == *" census"* && ! -d .carry/census ]] && census_asked=(--census)
+if ! carried_mpi4jax || [ ${#census_asked[@]} -gt 0 ]; then
+  bash tests/gpu/prepare.sh "${census_asked[@]}" >"$logs/prepare.log" 2>&1 ||
     echo "tests/gpu/prepare.sh could not fetch what .carry/ lacks ($logs/prepare.log)"
 fi
 export root build python logs
