@@ -69,6 +69,9 @@ def read(path: list[str] | None = None) -> dict[str, str]:
     return found
 
 
+SANITIZERS = ("libasan", "libtsan", "liblsan", "libubsan", "libhwasan", "libclang_rt.")
+
+
 def preload_list(value: str) -> list[str]:
     """LD_PRELOAD's entries, separated by spaces or colons as ld.so reads
     them."""
@@ -92,6 +95,8 @@ def load_preload(path: list[str] | None = None, environ=None) -> list[str]:
     import ctypes
     loaded = []
     for lib in preload_list(carried):
+        if os.path.basename(lib).startswith(SANITIZERS):
+            continue  # a sanitizer's runtime works only as a real preload: loaded late, it aborts
         try:
             ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
             loaded.append(lib)

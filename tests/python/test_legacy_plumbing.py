@@ -440,6 +440,9 @@ def test_a_carried_preload_that_cannot_load_is_said_and_passed_over(tmp_path):
     assert _carried.load_preload(path, environ={}) == []
     assert _carried.load_preload(path, environ={"LD_PRELOAD": "x.so"}) == []  # kept: ld.so did it
     assert _carried.preload_list("a.so:b.so  c.so") == ["a.so", "b.so", "c.so"]
+    # a sanitizer's runtime is passed over: loaded late it would abort the child
+    asan = _carried.entries({"preload": "/usr/lib/x86_64-linux-gnu/libasan.so.8"})
+    assert _carried.load_preload(asan, environ={}) == []
 
 
 def test_the_runner_refuses_what_it_cannot_run():
