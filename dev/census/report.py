@@ -33,8 +33,13 @@ def verdict(p: dict, result: dict | None) -> str:
             return f"GPU only ({p['why']}); no CPU check of its GPU path yet"
         if gpu.get("error"):
             return f"GPU only; its GPU path could not be lowered here: {gpu['error'][:120]}"
+        ran = (result or {}).get("gpu_run")
+        on_gpu = (f"; its own suite on a GPU ({ran['device']}, {ran['date']}): "
+                  f"{'passed' if ran['ok'] else 'FAILED'} make test-gpu's census step"
+                  if ran else "")
         return (f"GPU only; its GPU path lowered for cuda and rewritten: "
-                f"{'every target mapped' if gpu.get('all_mapped') else 'NOT every target mapped'}")
+                f"{'every target mapped' if gpu.get('all_mapped') else 'NOT every target mapped'}"
+                f"{on_gpu}")
     if result is None:
         return "not run yet (make census)"
     if result.get("error"):
@@ -135,6 +140,10 @@ def _section(p: dict, result: dict | None) -> list[str]:
         else:
             out.append(f"- GPU path lowered for cuda here and rewritten: "
                        f"{gpu.get('summary', '')}")
+    ran = result.get("gpu_run")
+    if ran:
+        out.append(f"- on a GPU (make test-gpu's census step, {ran['date']}, {ran['device']}, "
+                   f"JAX {ran['jax']}; {ran['selection']}): {ran['summary']}")
     out.append("")
     return out
 

@@ -2,7 +2,11 @@
 PYTHONPATH alone, so that a child started with an environment of its own
 that keeps only PYTHONPATH (mpi4jax's tests start theirs so) runs the same
 ccshim, the same way: the library this ccshim loaded (from pip's package,
-a build folder or CCSHIM_LIBRARY) and the file the report goes to.
+a build folder or CCSHIM_LIBRARY), the file the report goes to, and the
+libraries the command's LD_PRELOAD named (``preload``: the MPI a parent
+chose by preloading it, which such a child would otherwise lose; the boot
+folder's sitecustomize loads them into the global scope at start-up, see
+``load_preload``).
 
 Each value is one PYTHONPATH entry beside the boot folder's::
 
@@ -24,7 +28,7 @@ from urllib.parse import quote, unquote
 
 BOOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "legacy", "_boot")
 FOLDER = "carried"
-KEYS = ("library", "report")
+KEYS = ("library", "report", "preload")
 
 
 def entries(values: dict[str, str]) -> list[str]:
@@ -34,8 +38,14 @@ def entries(values: dict[str, str]) -> list[str]:
     for key, value in values.items():
         if key not in KEYS:
             raise ValueError(f"ccshim: {key!r} is not carried; expected one of {KEYS}")
-        if value is not None:
-            out.append(os.path.join(BOOT, FOLDER, f"{key}={quote(value, safe='')}"))
+        if value is None:
+            continue
+        name = f"{key}={quote(value, safe='')}"
+        if len(name) > 255:  # one path component: longer, and importing from it fails
+            print(f"ccshim legacy: {key} {value!r} is too long to carry to children "
+                  f"({len(name)} characters encoded, at most 255); not carried", file=sys.stderr)
+            continue
+        out.append(os.path.join(BOOT, FOLDER, name))
     return out
 
 
@@ -57,3 +67,40 @@ def read(path: list[str] | None = None) -> dict[str, str]:
             key, _, value = os.path.basename(entry).partition("=")
             found.setdefault(key, unquote(value))
     return found
+
+
+SANITIZERS = ("libasan", "libtsan", "liblsan", "libubsan", "libhwasan", "libclang_rt.")
+
+
+def preload_list(value: str) -> list[str]:
+    """LD_PRELOAD's entries, separated by spaces or colons as ld.so reads
+    them."""
+    return [p for p in value.replace(":", " ").split() if p]
+
+
+def load_preload(path: list[str] | None = None, environ=None) -> list[str]:
+    """In a Python whose LD_PRELOAD was not passed on (its environment is
+    its own) but whose path carries ``preload``: loads each library with
+    RTLD_GLOBAL, before anything else of the program, so that it comes
+    first in the process's global scope as a preload would, and extensions
+    loaded later bind their symbols to it (an MPI preloaded by the parent
+    before another MPI some library of the child maps).  Symbols already
+    bound (Python's own, libc's) are not interposed: that only a real
+    preload does.  Returns what it loaded; a library that cannot be loaded
+    is said on stderr and passed over, as ld.so does with LD_PRELOAD."""
+    environ = os.environ if environ is None else environ
+    carried = read(path).get("preload")
+    if not carried or environ.get("LD_PRELOAD"):
+        return []
+    import ctypes
+    loaded = []
+    for lib in preload_list(carried):
+        if os.path.basename(lib).startswith(SANITIZERS):
+            continue  # a sanitizer's runtime works only as a real preload: loaded late, it aborts
+        try:
+            ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+            loaded.append(lib)
+        except OSError as e:
+            print(f"ccshim legacy: cannot load {lib!r} of the LD_PRELOAD carried from the "
+                  f"command ({e}); passed over", file=sys.stderr)
+    return loaded

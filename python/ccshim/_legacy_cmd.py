@@ -6,9 +6,11 @@ The command runs with, first on PYTHONPATH, ccshim.legacy's boot folder
 (whose sitecustomize enables zero-change mode as soon as a program has
 imported jax), for --strict its marker ``_boot/strict``, the entries that
 carry where this ccshim's library is and, with --report, the report file
-(ccshim/_carried.py), and the folder holding this ccshim package: so that a
-Python of another venv, or one started with nothing of the environment but
-PYTHONPATH, imports the same ccshim with the same library and mode.  Also
+and the command's LD_PRELOAD (ccshim/_carried.py), and the folder holding
+this ccshim package: so that a Python of another venv, or one started with
+nothing of the environment but PYTHONPATH, imports the same ccshim with the
+same library and mode, and has the libraries its parent preloaded loaded
+first.  Also
 CCSHIM_LEGACY (``on``, or ``strict``) for a program that imports
 ccshim.legacy itself, and with --report, CCSHIM_LEGACY_REPORT (the file,
 made absolute), to which each of those Pythons adds a line for each typed
@@ -61,7 +63,8 @@ def environment(mode: Mode, env: dict[str, str] | None = None) -> dict[str, str]
         env["CCSHIM_LEGACY_REPORT"] = report
     marker = os.path.join(BOOT, "strict")
     carried = _carried.entries({"library": os.path.abspath(_native.library_path()),
-                                "report": report})
+                                "report": report,
+                                "preload": env.get("LD_PRELOAD") or None})
     ours = [BOOT, *([marker] if mode.strict else []), *carried, os.path.dirname(_PACKAGE)]
     rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
             if p and p not in ours and p != marker and not _carried.is_entry(p)]

@@ -8,11 +8,23 @@
 #                     the MPI mpi4jax is built against there
 #   .carry/mpi4jax-0.8.1.post2/  mpi4jax's sdist, as tests/fixtures/fetch.py
 #                     checked and unpacked it into the per-user cache
+#   .carry/census/KEY/  with --census: what the census step needs of each
+#                     GPU-only project with a [gpu.suite] (its wheels or sdist
+#                     from PyPI, checked by SHA-256, and its tests where only
+#                     its repository has them: fetched into the per-user cache
+#                     first by tests/fixtures/fetch.py --git NAME CLONE)
 #
-# usage: tests/gpu/prepare.sh [PYTHON_VERSION]   (default 3.12: the GPU
-# machine's Python)
+# The device tool carries at most 64 MiB with the tree, so the census travels
+# alone: carry .carry/libffi and .carry/census for TEST_GPU_ONLY=census, and
+# .carry/libffi, .carry/wheels and .carry/mpi4jax-0.8.1.post2 for the rest
+# (python3 dev/census/gpu_suite.py sizes says what each weighs).
+#
+# usage: tests/gpu/prepare.sh [--census] [PYTHON_VERSION]   (default 3.12:
+# the GPU machine's Python)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+census=0
+[ "${1:-}" = --census ] && { census=1; shift; }
 pyver=${1:-3.12}
 mkdir -p .carry/libffi .carry/wheels
 if ! compgen -G ".carry/libffi/libffi-dev_*.deb" >/dev/null; then
@@ -28,3 +40,9 @@ src=$(python3 tests/fixtures/fetch.py --where)/mpi4jax-0.8.1.post2-src/mpi4jax-0
 rm -rf .carry/mpi4jax-0.8.1.post2
 cp -r "$src" .carry/mpi4jax-0.8.1.post2
 du -sh .carry
+if [ $census = 1 ]; then
+  (cd dev/census && python3 gpu_suite.py list) | while read -r key; do
+    python3 dev/census/gpu_suite.py carry "$key" ".carry/census/$key"
+  done
+  python3 dev/census/gpu_suite.py sizes
+fi

@@ -17,12 +17,20 @@
 #              (the wheel, chosen explicitly: its libmpi.so.12 preloaded, for
 #              children too), and its own test suite on 1 rank through
 #              `python -m ccshim.legacy --strict --report`
+#   census-KEY each GPU-only census project with a [gpu.suite] (dev/census/
+#              gpu_suite.py list: flash-attn-jax 0.3.0, fdtdz 1.1.3): its own
+#              suite (or the named selection its manifest gives) on XLA's
+#              legacy path and through `ccshim legacy --strict --report`,
+#              compared test by test, and its [gpu] CASES on both paths, byte
+#              for byte; from .carry/census (not run unless asked for:
+#              TEST_GPU_ONLY=census, or census-KEY, as it is carried apart)
 #   bench      bench/jax_gpu.py: XLA's legacy path, ccshim and a hand-written
 #              typed handler of one kernel, per call in a loop and at 16M
 #              elements, interleaved, best of 15
 #
 # TEST_GPU_SECONDS (default 570) bounds the whole run; TEST_GPU_ONLY="STEP..."
-# runs only those steps after the build.  Needs nvcc, cmake, and a Python 3.12 with JAX and its CUDA plugin (PYTHON,
+# runs only those steps after the build (a name before a digit or a dash
+# names them all: memcheck, census).  Needs nvcc, cmake, and a Python 3.12 with JAX and its CUDA plugin (PYTHON,
 # default python3), pytest and Cython; what such a machine cannot fetch is in
 # .carry/ (tests/gpu/prepare.sh, run where PyPI and Debian are reachable).
 # Logs and the table go to LOGS (default build-gpu/logs; the device tool's
@@ -52,8 +60,10 @@ fi
 mkdir -p "$logs" "$build"
 logs=$(cd "$logs" && pwd)
 # A GPU machine that can fetch makes .carry/ itself.
-if ! carried_mpi4jax; then
-  bash tests/gpu/prepare.sh >"$logs/prepare.log" 2>&1 ||
+census_asked=()
+[[ " ${TEST_GPU_ONLY:-} " == *" census"* && ! -d .carry/census ]] && census_asked=(--census)
+if ! carried_mpi4jax || [ ${#census_asked[@]} -gt 0 ]; then
+  bash tests/gpu/prepare.sh "${census_asked[@]}" >"$logs/prepare.log" 2>&1 ||
     echo "tests/gpu/prepare.sh could not fetch what .carry/ lacks ($logs/prepare.log)"
 fi
 export root build python logs
@@ -64,7 +74,7 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n
 jax_version=$("$python" -c 'import jax; print(jax.__version__)')
 {
   echo "make test-gpu, $(date -u +%Y-%m-%d), $gpu, JAX $jax_version, $("$python" -V 2>&1)"
-  printf '%-10s %-5s %6s  %s\n' step result secs detail
+  printf '%-22s %-5s %6s  %s\n' step result secs detail
 } >"$table"
 failed=0
 
@@ -78,12 +88,19 @@ step() {
   # Not asked for (TEST_GPU_ONLY="mpi4jax bench": those, after the build);
   # memcheck1 and memcheck2 are the step the header calls memcheck.
   if [ -n "${TEST_GPU_ONLY:-}" ] && [[ " build $TEST_GPU_ONLY " != *" $name "* &&
-    " $TEST_GPU_ONLY " != *" ${name%%[0-9]*} "* ]]; then
+    " $TEST_GPU_ONLY " != *" ${name%%[0-9]*} "* && " $TEST_GPU_ONLY " != *" ${name%%-*} "* ]]; then
+    return 0
+  fi
+  # the census steps travel with a carry of their own: only when asked for
+  if [[ $name == census-* && " ${TEST_GPU_ONLY:-} " != *" census "* &&
+    " ${TEST_GPU_ONLY:-} " != *" $name "* ]]; then
+    printf '%-22s %-5s %6d  %s\n' "$name" SKIP 0 "carried apart: TEST_GPU_ONLY=census" |
+      tee -a "$table"
     return 0
   fi
   left=$((budget - (SECONDS - started)))
   if [ $left -lt 20 ]; then
-    printf '%-10s %-5s %6d  %s\n' "$name" SKIP 0 "out of time (TEST_GPU_SECONDS=$budget)" |
+    printf '%-22s %-5s %6d  %s\n' "$name" SKIP 0 "out of time (TEST_GPU_SECONDS=$budget)" |
       tee -a "$table"
     failed=1
     return 1
@@ -99,7 +116,7 @@ step() {
   esac
   [ $rc = 0 ] || failed=1
   detail="$detail$(eval "$summary" <"$logs/$name.log" | tr '\n' ' ' | cut -c1-160)"
-  printf '%-10s %-5s %6d  %s\n' "$name" "$result" $((SECONDS - t0)) "$detail" | tee -a "$table"
+  printf '%-22s %-5s %6d  %s\n' "$name" "$result" $((SECONDS - t0)) "$detail" | tee -a "$table"
   [ $rc = 0 ] || tail -n 15 "$logs/$name.log"
   return $rc
 }
@@ -147,11 +164,24 @@ mpi4jax_suite() {
   "$venv/bin/python" -c 'from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])'
   rm -rf "$src" && cp -r .carry/mpi4jax-0.8.1.post2 "$src"
   [ -x /usr/local/cuda/bin/nvcc ] && PATH=$PATH:/usr/local/cuda/bin  # its CUDA: nvcc's
+  # --library-dirs: mpich's lib/ first on the link line.  setuptools adds the
+  # Python's LIBDIR (a Debian or Ubuntu python3's is /usr/lib/x86_64-linux-gnu)
+  # as -L before the -L mpicc appends, so -lmpi found Open MPI's libmpi.so
+  # there and the bridges needed libmpi.so.40, which their children, with no
+  # preload, called into (checked on CPU with such a -L: 'MPI_Send() was
+  # called before MPI_INIT').
   (cd "$src" && PATH="$venv/bin:$PATH" MPI4JAX_BUILD_MPICC="$venv/bin/mpicc" \
-    "$venv/bin/python" setup.py build_ext --inplace >build.log 2>&1) ||
-    { tail -n 20 "$src/build.log"; return 1; }
+    "$venv/bin/python" setup.py build_ext --inplace --library-dirs "$venv/lib" \
+    >build.log 2>&1) || { tail -n 20 "$src/build.log"; return 1; }
   compgen -G "$src/mpi4jax/_src/xla_bridge/mpi_xla_bridge_cuda.*.so" >/dev/null ||
     { echo "mpi4jax's CUDA bridge was not built"; return 1; }
+  local bridge needs
+  for bridge in "$src"/mpi4jax/_src/xla_bridge/mpi_xla_bridge*.so; do
+    needs=$(readelf -d "$bridge" | grep -o 'libmpi[^]]*' | tr '\n' ' ')
+    echo "$(basename "$bridge") needs: $needs"
+    [[ $needs == *libmpi.so.12* && $needs != *libmpi.so.40* ]] ||
+      { echo "$(basename "$bridge") is not linked against mpich's libmpi.so.12"; return 1; }
+  done
   suite=$root/$build/mpi4jax-suite
   rm -rf "$suite" && mkdir -p "$suite" &&
     cp -r "$src/tests" "$src/examples" "$src/pyproject.toml" "$suite/"
@@ -165,14 +195,21 @@ mpi4jax_suite() {
     --junitxml="$logs/mpi4jax-junit.xml")
   local rc=$? kernels
   # Which MPI a child started as its tests start theirs (HOME, PATH,
-  # PYTHONPATH and LD_LIBRARY_PATH kept, nothing else) loads, and when.
-  echo "a child with its tests' environment maps:"
+  # PYTHONPATH and LD_LIBRARY_PATH kept, nothing else, and here no ccshim
+  # legacy parent to carry the preload) loads, when, and which object
+  # brought Open MPI's in (the dynamic linker's own account, LD_DEBUG=files:
+  # "needed by" or "dynamically loaded by"); whether Open MPI's MPI_* are in
+  # the global scope, where they would come before a bridge's own libmpi.
+  echo "a child with its tests' environment, no preload carried, maps:"
   (cd "$suite" && env -i HOME="$HOME" PATH="$venv/bin:$PATH" PYTHONPATH="$root/python:$src" \
+    LD_DEBUG=files LD_DEBUG_OUTPUT="$logs/mpi4jax-child-ld" \
     LD_LIBRARY_PATH="$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     CCSHIM_LIBRARY="$root/$build/libccshim.so" "$venv/bin/python" -m ccshim.legacy -c '
+import ctypes
 def mpi(when):
     libs = sorted({l.split()[-1] for l in open("/proc/self/maps") if "libmpi" in l})
-    print(f"  {when}: {libs}")
+    ompi = hasattr(ctypes.CDLL(None), "ompi_mpi_comm_self")
+    print(f"  {when}: {libs}; Open MPI in the global scope: {ompi}")
 mpi("at start")
 import jax
 mpi("after import jax")
@@ -180,6 +217,11 @@ from mpi4py import MPI
 mpi("after mpi4py.MPI: " + MPI.Get_library_version().splitlines()[0])
 import mpi4jax
 mpi("after import mpi4jax")' 2>&1 | grep -v Warning)
+  echo "what brought libmpi.so.40 in (LD_DEBUG=files):"
+  cat "$logs"/mpi4jax-child-ld.* 2>/dev/null | grep -E 'file=[^ ]*libmpi\.so' |
+    sed 's/^ *[0-9]*:[[:space:]]*//' | sort -u >"$logs/mpi4jax-child-libmpi.txt"
+  rm -f "$logs"/mpi4jax-child-ld.*
+  grep -E 'libmpi\.so\.40' "$logs/mpi4jax-child-libmpi.txt" | head -n 5
   kernels=$(cut -f2,3 "$logs/mpi4jax-report.tsv" 2>/dev/null | grep -c $'^cuda\tccshim.v2.mpi_')
   echo "cuda kernels through ccshim: $kernels"
   [ "$kernels" -ge 10 ] || { echo "expected its 10 collectives on cuda"; rc=1; }
@@ -187,6 +229,71 @@ mpi("after import mpi4jax")' 2>&1 | grep -v Warning)
 }
 export -f mpi4jax_suite
 step mpi4jax 420 "grep -E '(passed|failed|error)|cuda kernels' | tail -n 2" -- mpi4jax_suite
+
+# The census on a GPU: a GPU-only project's own suite on XLA's legacy path
+# and through ccshim, in a venv of its own that sees the machine's JAX and
+# holds the project's wheels from .carry/census/KEY (fdtdz: built there from
+# its sdist with nvcc), compared test by test (dev/census/gpu_suite.py).
+census_suite() {
+  local key=$1 carried=$root/.carry/census/$1 venv=$root/$build/venv-$1 suite=$root/$build/suite-$1
+  local out=$logs/census-$1 site pkg rc=0 libpath='' d
+  local gs=("$python" "$root/dev/census/gpu_suite.py")
+  [ -d "$carried" ] || { echo "no $carried (tests/gpu/prepare.sh)"; return 1; }
+  rm -rf "$venv" "$suite" "$out" && mkdir -p "$suite" "$out"
+  "$python" -m venv --without-pip "$venv" || return 1
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  "$python" -c 'import site; print("".join(f"import site; site.addsitedir({p!r})\n"
+                                           for p in site.getsitepackages()))' \
+    >"$site/machine-site.pth"
+  if compgen -G "$carried/*.whl" >/dev/null; then
+    "$python" -m pip install -q --disable-pip-version-check --no-index --no-deps \
+      --ignore-installed --prefix "$venv" "$carried"/*.whl || return 1
+  fi
+  if [ "$("${gs[@]}" get "$key" tests)" = sdist ]; then
+    tar -xzf "$carried"/*.tar.gz -C "$suite" || return 1
+    pkg=$(find "$suite" -maxdepth 1 -mindepth 1 -type d | head -n 1)
+    [ -x /usr/local/cuda/bin/nvcc ] && PATH=$PATH:/usr/local/cuda/bin
+    # its own setup.py (the machine's CMake and nvcc; pybind11, setuptools,
+    # setuptools-scm and wheel from the carry, in the venv's site)
+    (cd "$pkg" && PYTHONPATH="$site" "$python" -m pip install -q --disable-pip-version-check \
+      --no-deps --no-build-isolation --no-index --prefix "$venv" . >"$out/build.log" 2>&1) ||
+      { tail -n 20 "$out/build.log"; return 1; }
+    cp -r "$pkg/tests" "$suite/tests" && rm -rf "$pkg"
+  else
+    cp -r "$carried/tests" "$suite/tests"
+  fi
+  while read -r d; do [ -n "$d" ] && libpath=$libpath${libpath:+:}$site/$d; done \
+    < <("${gs[@]}" get "$key" library_path)
+  local -a args
+  mapfile -t args < <("${gs[@]}" get "$key" pytest)
+  echo "selection: $("${gs[@]}" get "$key" selection)"
+  local env=(env LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+             XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH="$root/dev/census")
+  local ccshim=(-m ccshim.legacy --strict --report "$out/report.tsv")
+  local each=$(( $("${gs[@]}" get "$key" timeout) ))
+  if [ "$("${gs[@]}" get "$key" legacy)" = False ]; then
+    echo "== XLA's legacy path: not run: $("${gs[@]}" get "$key" legacy_why)"
+  else
+    echo "== XLA's legacy path"
+    (cd "$suite" && timeout "$each" "${env[@]}" "$venv/bin/python" -m pytest -q \
+      -p no:cacheprovider "${args[@]}" --junitxml="$out/legacy.xml" | tail -n 3)
+    (cd "$suite" && "${env[@]}" "$venv/bin/python" "$root/dev/census/gpu_suite.py" outputs \
+      "$key" "$out/legacy.npz") || rc=1
+  fi
+  echo "== through ccshim legacy --strict"
+  (cd "$suite" && timeout "$each" "${env[@]}" CCSHIM_LIBRARY="$root/$build/libccshim.so" \
+    PYTHONPATH="$root/python:$root/dev/census" "$venv/bin/python" "${ccshim[@]}" -m pytest -q \
+    -p no:cacheprovider "${args[@]}" --junitxml="$out/ccshim.xml" | tail -n 3)
+  (cd "$suite" && "${env[@]}" CCSHIM_LIBRARY="$root/$build/libccshim.so" \
+    PYTHONPATH="$root/python:$root/dev/census" "$venv/bin/python" "${ccshim[@]}" \
+    "$root/dev/census/gpu_suite.py" outputs "$key" "$out/ccshim.npz") || rc=1
+  "${gs[@]}" compare "$key" "$out" || rc=1
+  return $rc
+}
+export -f census_suite
+while read -r key; do
+  step "census-${key%-*}" 570 "grep -E '^$key: ' | tail -n 1" -- census_suite "$key"
+done < <(cd "$root/dev/census" && "$python" gpu_suite.py list)
 
 step bench 240 "grep -E 'same bytes|^(legacy|ccshim|typed|xla add)' " -- \
   "${with_ccshim[@]}" "$python" bench/jax_gpu.py "$build/bench/libccshim_bench_gpu.so" \
@@ -200,7 +307,7 @@ if command -v compute-sanitizer >/dev/null; then
     "${memcheck[@]}" "$python" tests/gpu/jax_gpu.py "$examples/libccshim_example_gpu_cuda.so" \
     --no-timing
 else
-  printf '%-10s %-5s %6s  %s\n' memcheck SKIP 0 "no compute-sanitizer here" | tee -a "$table"
+  printf '%-22s %-5s %6s  %s\n' memcheck SKIP 0 "no compute-sanitizer here" | tee -a "$table"
 fi
 
 echo "total: $((SECONDS - started)) s" >>"$table"

@@ -398,6 +398,53 @@ def test_a_child_with_nothing_but_pythonpath_keeps_this_ccshim_and_its_library(h
         t for targets in STRICT_TARGETS.values() for t in targets)
 
 
+@pytest.mark.parametrize("how", ["ccshim legacy", "python -m ccshim.legacy"])
+def test_a_child_with_nothing_but_pythonpath_keeps_the_library_its_parent_preloaded(
+        how, tmp_path):
+    """The parent's command preloads one library (as make test-gpu preloads
+    mpich's libmpi.so.12); its child, started with nothing but PYTHONPATH,
+    then loads another that defines the same symbol into the global scope
+    (as Open MPI's libmpi.so.40 came to be mapped on the GPU machine).  The
+    symbol must still be the preloaded library's in the child, as it is in
+    the parent: the child keeps the MPI its parent chose."""
+    import shutil
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build the two libraries")
+    libs = {}
+    for name, value in (("chosen", 1), ("other", 2)):
+        src = tmp_path / f"{name}.c"
+        src.write_text(f"int ccshim_test_which_mpi(void) {{ return {value}; }}\n")
+        libs[name] = tmp_path / f"lib{name}.so"
+        subprocess.run([cc, "-shared", "-fPIC", "-o", str(libs[name]), str(src)], check=True)
+    which = ("import ctypes\n"
+             f"ctypes.CDLL({str(libs['other'])!r}, mode=ctypes.RTLD_GLOBAL)\n"
+             "print(ctypes.CDLL(None).ccshim_test_which_mpi())\n")
+    parent = (f"{which}import os, subprocess, sys\n"
+              f"sys.exit(subprocess.call([sys.executable, '-c', {which!r}], "
+              "env={'PYTHONPATH': os.environ['PYTHONPATH']}))\n")
+    env = {**os.environ, "CCSHIM_PYTHON": sys.executable, "PYTHONPATH": str(ROOT / "python"),
+           "LD_PRELOAD": str(libs["chosen"])}
+    env.pop("CCSHIM_LEGACY", None)
+    prefix = _strict_runner(how, tmp_path / "report.tsv")
+    p = subprocess.run([*prefix, "-c", parent], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.split() == ["1", "1"], (p.stdout, p.stderr[-2000:])
+
+
+def test_a_carried_preload_that_cannot_load_is_said_and_passed_over(tmp_path):
+    """ld.so says a preload it cannot load and goes on: so does the child."""
+    from ccshim import _carried
+    path = _carried.entries({"preload": f"{tmp_path / 'missing.so'} "})
+    assert _carried.load_preload(path, environ={}) == []
+    assert _carried.load_preload(path, environ={"LD_PRELOAD": "x.so"}) == []  # kept: ld.so did it
+    assert _carried.preload_list("a.so:b.so  c.so") == ["a.so", "b.so", "c.so"]
+    # a sanitizer's runtime is passed over: loaded late it would abort the child
+    asan = _carried.entries({"preload": "/usr/lib/x86_64-linux-gnu/libasan.so.8"})
+    assert _carried.load_preload(asan, environ={}) == []
+
+
 def test_the_runner_refuses_what_it_cannot_run():
     ccshim = str(BUILD / "tools" / "ccshim")
     env = {**os.environ, "CCSHIM_PYTHON": sys.executable}

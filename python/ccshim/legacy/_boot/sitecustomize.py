@@ -9,7 +9,10 @@ waits: the moment ``jax`` has been imported, it enables zero-change mode
 extension registers or lowers.  The mode is in the path, not only in
 CCSHIM_LEGACY: a test that starts Python with an environment of its own but
 keeps PYTHONPATH (mpi4jax's do) keeps the mode.  A Python that never imports
-JAX (pip, a build step) never imports ccshim either.
+JAX (pip, a build step) never imports ccshim either.  First of all, where
+the command had LD_PRELOAD and this Python lost it, the libraries it named
+are loaded into the global scope (ccshim/_carried.py's load_preload, read
+from its file: nothing of the ccshim package is imported here).
 """
 
 import importlib.abc
@@ -95,5 +98,15 @@ def _after(name):
     ccshim.legacy.enable(strict=_strict in (os.path.abspath(p or ".") for p in sys.path))
 
 
+def _load_carried_preload():
+    spec = importlib.util.spec_from_file_location(
+        "_ccshim_boot_carried", os.path.join(os.path.dirname(os.path.dirname(_here)),
+                                             "_carried.py"))
+    carried = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(carried)
+    carried.load_preload()
+
+
+_load_carried_preload()
 _chain()
 sys.meta_path.insert(0, _AfterJax())
