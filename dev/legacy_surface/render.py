@@ -33,6 +33,8 @@ finally:
     else:
         os.environ["CCSHIM_LEGACY"] = _mode
 
+EXTEND_FFI = "jax.extend.ffi.register_ffi_target, pycapsule, include_dir, ffi_call, ffi_lowering"
+
 # A derived name (or module) that a RESTORED / NOT_RESTORED entry covers,
 # when the entry's name is not the derived one itself.
 COVERED_BY = {
@@ -47,6 +49,12 @@ COVERED_BY = {
     "jax.experimental.enable_x64": "jax.experimental.enable_x64, disable_x64",
     "jax.experimental.disable_x64": "jax.experimental.enable_x64, disable_x64",
     "jaxlib.hlo_helpers": "jaxlib.hlo_helpers (all but custom_call)",
+    "jax.extend.ffi": EXTEND_FFI,
+    "jax.extend.ffi.register_ffi_target": EXTEND_FFI,
+    "jax.extend.ffi.pycapsule": EXTEND_FFI,
+    "jax.extend.ffi.include_dir": EXTEND_FFI,
+    "jax.extend.ffi.ffi_call": EXTEND_FFI,
+    "jax.extend.ffi.ffi_lowering": EXTEND_FFI,
     "jax.lib.xla_client.ops": "xla_client.ops (jaxlib's and jax.lib's)",
     "jaxlib.xla_client.ops": "xla_client.ops (jaxlib's and jax.lib's)",
 }
@@ -85,6 +93,7 @@ TESTS = {
         "test_a_lowering_rule_passing_ir_constant_a_python_int_runs",
     "jax.experimental.enable_x64, disable_x64":
         "test_each_restored_name_maps_onto_the_running_jax_and_is_taken_back",
+    EXTEND_FFI: "test_jax_extend_ffi_registers_as_jax_0_5_to_0_6_did",
     "jax.config (the module): from jax.config import config":
         "test_from_jax_config_import_config_is_jax_configuration_object",
     "jax.interpreters.xla.backend_specific_translations, translations":
@@ -144,10 +153,6 @@ REASONS = (
      "extension): not an extension's custom-call plumbing"),
     ("jax.experimental.",
      "not custom-call plumbing (sharding, mutable arrays, saved-input VJPs)"),
-    ("jax.extend.ffi",
-     "the typed FFI's own names (register_ffi_target, ffi_call, ffi_lowering, pycapsule, "
-     "include_dir) under their 0.4.3x module, now jax.ffi; typed calls, not the legacy path "
-     "zero-change mode serves"),
 )
 
 

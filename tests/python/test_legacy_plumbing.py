@@ -515,3 +515,53 @@ def test_from_jax_config_import_config_is_jax_configuration_object():
     assert r["had_module"] is False  # the JAX of ccshim's test environments
     assert r["after_disable"] == [False, "Config"], r["after_disable"]
     assert r["import_after_disable"] == "ModuleNotFoundError"
+
+
+EXTEND_FFI = r"""
+import json, sys
+import ccshim, ccshim.legacy as cl
+import jax, jax.core, numpy as np
+from jax.interpreters import mlir
+from jaxlib.hlo_helpers import custom_call
+import jax.extend.ffi
+lib = ccshim.load_legacy_library(sys.argv[1])
+# the spelling of JAX 0.4.31 to 0.6.2 (flaport/klujax, klujax.py:
+#   jax.extend.ffi.register_ffi_target("_solve_f64", klujax_cpp.solve_f64(), platform="cpu")),
+# here for a legacy kernel, api_version=0, as registration helpers of JAX
+# 0.4.35-0.4.38 called it
+jax.extend.ffi.register_ffi_target("xf_count_sum", jax.extend.ffi.pycapsule(lib.count_sum_v1),
+                                   platform="cpu", api_version=0)
+p = jax.core.Primitive("xf_count_sum")
+p.def_abstract_eval(lambda x: jax.core.ShapedArray((), x.dtype))
+def lower(ctx, x):
+    n = mlir.ir_constant(int(np.prod(ctx.avals_in[0].shape)))
+    return custom_call("xf_count_sum", result_types=[mlir.aval_to_ir_type(ctx.avals_out[0])],
+                       operands=[n, x], api_version=1).results
+mlir.register_lowering(p, lower, platform="cpu")
+report = {"sum": float(jax.jit(p.bind)(np.arange(1, 101, dtype=np.float32))),
+          "recorded": sorted(map(list, cl.recorded())), "wrapped": cl.wrapped(),
+          "same": [getattr(jax.extend.ffi, n) is getattr(jax.ffi, n)
+                   for n in ("pycapsule", "include_dir", "ffi_call", "ffi_lowering")]}
+try:
+    jax.extend.ffi.register_ffi_type_id
+except AttributeError as e:
+    report["other_name"] = str(e)
+cl.disable()
+report["after_disable"] = "jax.extend.ffi" in sys.modules
+print(json.dumps(report))
+"""
+
+
+def test_jax_extend_ffi_registers_as_jax_0_5_to_0_6_did():
+    """jax.extend.ffi (its names removed in JAX 0.7.0, the module in 0.8.0),
+    as JAX 0.5.0-0.6.2 gave it: jax.ffi's functions; a legacy registration
+    through it recorded and run through ccshim in strict mode (a typed one
+    goes to jax.ffi's, as through jax.ffi itself); disable() takes the
+    module back."""
+    r = _python(EXTEND_FFI, {"CCSHIM_LEGACY": "strict"}, args=[str(KERNELS)])
+    assert r["sum"] == 5050.0, r
+    assert ["host", "xf_count_sum"] in r["recorded"], r["recorded"]
+    assert r["wrapped"] == [["host", "ccshim.v1.xf_count_sum"]], r["wrapped"]
+    assert r["same"] == [True] * 4, r["same"]
+    assert "restores only its custom-call plumbing" in r["other_name"], r["other_name"]
+    assert r["after_disable"] is False

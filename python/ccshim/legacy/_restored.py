@@ -77,6 +77,10 @@ RESTORED = (
              "platform=\"cpu\") is: the alias it always was"),
     Restored("jax.lib.xla_client.register_cpu_custom_call_target", "0.4.18 (with jaxlib's: it was jaxlib's module)",
              "the same, on the restored jax.lib.xla_client"),
+    Restored("jax.extend.ffi.register_ffi_target, pycapsule, include_dir, ffi_call, "
+             "ffi_lowering", "0.7.0 (the module: 0.8.0)",
+             "jax.ffi's own, as JAX 0.5.0 to 0.6.2 gave them under this name; a registration "
+             "with api_version=0 recorded by ccshim.legacy, a typed one passed to jax.ffi"),
     Restored("jaxlib.hlo_helpers.custom_call", "0.8.0 (the module)",
              "jax._src.interpreters.mlir.custom_call (the same keywords: result_types, "
              "operands, operand_layouts, ...; returns the op)"),
@@ -165,6 +169,7 @@ def install(register: Callable[..., Any]) -> None:
 
     _xla_client_module(register)
     _cpu_registration()
+    _extend_ffi()
     hlo_helpers = _module("jaxlib.hlo_helpers", "custom_call", "0.8.0")
     if hlo_helpers is not None:
         _put(hlo_helpers, "custom_call", mlir_src.custom_call)
@@ -379,6 +384,24 @@ def _cpu_registration() -> None:
         def register_cpu_custom_call_target(name, fn, _client=client):
             return _client.register_custom_call_target(name, fn, platform="cpu")
         _put(client, "register_cpu_custom_call_target", register_cpu_custom_call_target)
+
+
+def _extend_ffi() -> None:
+    """jax.extend.ffi (JAX 0.4.31 to 0.7.2; its names gone from 0.7.0): what
+    JAX 0.5.0 to 0.6.2 gave under it, jax.ffi's own functions.
+    register_ffi_target looks jax.ffi's up at each call: the mode's recorder
+    while the mode is on."""
+    import jax.ffi
+    module = _module("jax.extend.ffi", "register_ffi_target, pycapsule, include_dir, "
+                     "ffi_call, ffi_lowering", "0.8.0")
+    if module is None:
+        module = importlib.import_module("jax.extend.ffi")
+
+    def register_ffi_target(*args, **kwargs):
+        return jax.ffi.register_ffi_target(*args, **kwargs)
+    _put_missing(module, "register_ffi_target", register_ffi_target)
+    for name in ("pycapsule", "include_dir", "ffi_call", "ffi_lowering"):
+        _put_missing(module, name, getattr(jax.ffi, name))
 
 
 def _config_module(jax: types.ModuleType) -> None:
