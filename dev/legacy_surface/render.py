@@ -56,6 +56,7 @@ COVERED_BY = {
     "jax.extend.ffi.ffi_call": EXTEND_FFI,
     "jax.extend.ffi.ffi_lowering": EXTEND_FFI,
     "jax.lib.xla_client.ops": "xla_client.ops (jaxlib's and jax.lib's)",
+    "jax.lib.xla_client.Shape": "xla_client.ops (jaxlib's and jax.lib's)",
     "jaxlib.xla_client.ops": "xla_client.ops (jaxlib's and jax.lib's)",
 }
 
