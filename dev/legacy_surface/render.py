@@ -72,6 +72,7 @@ TESTS = {
     "jaxlib.hlo_helpers.custom_call": "test_a_lowering_rule_passing_ir_constant_a_python_int_runs",
     "jax.interpreters.mlir.custom_call":
         "test_each_restored_name_maps_onto_the_running_jax_and_is_taken_back",
+    "jax.interpreters.mlir.hlo": "test_a_lowering_rule_building_mlir_hlo_custom_call_op_runs",
     "jax.interpreters.mlir.aval_to_ir_type(aval)":
         "test_each_restored_name_maps_onto_the_running_jax_and_is_taken_back",
     "jax.core.Primitive": "test_a_lowering_rule_passing_ir_constant_a_python_int_runs",

@@ -565,3 +565,41 @@ def test_jax_extend_ffi_registers_as_jax_0_5_to_0_6_did():
     assert r["same"] == [True] * 4, r["same"]
     assert "restores only its custom-call plumbing" in r["other_name"], r["other_name"]
     assert r["after_disable"] is False
+
+
+MLIR_HLO = r"""
+import json, sys
+import ccshim, ccshim.legacy as cl
+import jax, jax.core, numpy as np
+from jax.interpreters import mlir
+lib = ccshim.load_legacy_library(sys.argv[1])
+jax.ffi.register_ffi_target("hlo_count_sum", jax.ffi.pycapsule(lib.count_sum_v1), platform="cpu",
+                            api_version=0)
+p = jax.core.Primitive("hlo_count_sum")
+p.def_abstract_eval(lambda x: jax.core.ShapedArray((), x.dtype))
+# the custom call built with the dialect module's op, its API version left
+# to the op's default, as jax-ml/jax's own tests/lax_control_flow_test.py
+# (jax-v0.4.31 to 0.5.x) lowered theirs:
+#   lambda ctx, x: mlir.hlo.CustomCallOp([x.type], [x],
+#       call_target_name=mlir.ir.StringAttr.get("...")).results
+def lower(ctx, x):
+    n = mlir.ir_constant(np.int64(x.type.shape[0]))
+    return mlir.hlo.CustomCallOp([mlir.aval_to_ir_type(ctx.avals_out[0])], [n, x],
+                                 call_target_name=mlir.ir.StringAttr.get("hlo_count_sum")).results
+mlir.register_lowering(p, lower, platform="cpu")
+report = {"sum": float(jax.jit(p.bind)(np.arange(1, 101, dtype=np.float32))),
+          "wrapped": cl.wrapped()}
+cl.disable()
+report["after_disable"] = hasattr(mlir, "hlo")
+print(json.dumps(report))
+"""
+
+
+def test_a_lowering_rule_building_mlir_hlo_custom_call_op_runs():
+    """jax.interpreters.mlir.hlo (removed in JAX 0.6.0), the StableHLO
+    dialect module: a lowering rule that builds its legacy custom call with
+    mlir.hlo.CustomCallOp (API version left to the op's default, 1) runs
+    through ccshim in strict mode; disable() takes the name back."""
+    r = _python(MLIR_HLO, {"CCSHIM_LEGACY": "strict"}, args=[str(KERNELS)])
+    assert r == {"sum": 5050.0, "wrapped": [["host", "ccshim.v1.hlo_count_sum"]],
+                 "after_disable": False}, r

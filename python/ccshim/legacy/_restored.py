@@ -86,6 +86,9 @@ RESTORED = (
              "operands, operand_layouts, ...; returns the op)"),
     Restored("jax.interpreters.mlir.custom_call", "0.8.0",
              "jax._src.interpreters.mlir.custom_call"),
+    Restored("jax.interpreters.mlir.hlo", "0.6.0",
+             "the StableHLO dialect module it was (jax._src.lib.mlir.dialects' hlo): what "
+             "lowering rules build their custom call with, hlo.CustomCallOp"),
     Restored("jax.interpreters.mlir.aval_to_ir_type(aval)", "0.10.1 (takes ctx, aval)",
              "jax.interpreters.mlir.aval_to_ir_type, with or without the lowering context"),
     Restored("jax.core.Primitive", "0.6.0",
@@ -174,6 +177,7 @@ def install(register: Callable[..., Any]) -> None:
     if hlo_helpers is not None:
         _put(hlo_helpers, "custom_call", mlir_src.custom_call)
     _put_missing(mlir, "custom_call", mlir_src.custom_call)
+    _put_missing(mlir, "hlo", importlib.import_module("jax._src.lib.mlir.dialects").hlo)
     _aval_to_ir_type(mlir)
     _put_missing(jax.core, "Primitive", _legacy_primitive(extend_core.Primitive))
     abstract_arrays = _module("jax.abstract_arrays", "ShapedArray", "0.4.17")
