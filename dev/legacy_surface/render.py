@@ -111,8 +111,8 @@ REASONS = (
     ("jaxlib.hlo_helpers.", None),  # NOT_RESTORED's "jaxlib.hlo_helpers (all but custom_call)"
     ("jax.interpreters.mlir.",
      "lowering machinery or a re-exported helper (dialects, utilities), not custom-call "
-     "plumbing; the custom call's own names (custom_call, ir_constant, aval_to_ir_type) are "
-     "restored"),
+     "plumbing; the custom call's own names (custom_call, hlo, ir_constant, aval_to_ir_type) "
+     "are restored"),
     ("jax.interpreters.xla.",
      "XLA translation machinery that MLIR lowering replaced in the 0.4 series; ccshim restores "
      "only the registries translation rules were put in, run as lowerings"),
