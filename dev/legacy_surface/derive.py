@@ -9,7 +9,7 @@ jax-history/, and reads each module's names with `ast` (nothing is
 imported).  It writes dev/legacy_surface/surface.json; render.py turns that
 and ccshim.legacy's tables into docs/legacy-surface.md.
 
-    python3 dev/legacy_surface/derive.py [--changelog CHANGELOG.md]
+    python3 dev/legacy_surface/derive.py [--changelog CHANGELOG.md --changelog-from WHERE]
 
 Releases: a spread of jax releases (the first and last of each minor from
 0.2.0 on), then, for each name whose presence changes between two sampled
@@ -346,6 +346,8 @@ def changelog_lines(path: Path | None, entries: list[dict]) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--changelog", type=Path, help="JAX's CHANGELOG.md")
+    parser.add_argument("--changelog-from", default=None,
+                        help="where that CHANGELOG.md came from (kept in the data)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     cache_dir().mkdir(parents=True, exist_ok=True)
@@ -360,6 +362,7 @@ def main(argv: list[str]) -> int:
     data = {"derived_by": "dev/legacy_surface/derive.py",
             "jax_releases": [JAX_RELEASES[0], JAX_RELEASES[-1]],
             "jaxlib_releases": [JAXLIB_RELEASES[0], JAXLIB_RELEASES[-1]],
+            "changelog_from": args.changelog_from if args.changelog else None,
             "families": {f: list(m) for f, m in FAMILIES.items()},
             "removed": sorted(entries, key=lambda e: (e["family"], e["name"]))}
     args.out.write_text(json.dumps(data, indent=1) + "\n")

@@ -208,8 +208,9 @@ def render(data: dict) -> str:
         "was jaxlib's module itself until JAX gave it a file of its own; its names before "
         "that are jaxlib.xla_client's rows. Last with it and Removed in are adjacent releases "
         "on PyPI (jaxlib 0.4.14 to 0.4.17 are not there). Changelog: the release under which "
-        "JAX's CHANGELOG.md (from the jax repository) first names the entry beside the word "
-        "removed, where it does (a cross-check, not the source of the release columns).",
+        "JAX's CHANGELOG.md (" + (data.get("changelog_from") or "not given") + ") first names "
+        "the entry beside the word removed, where it does (a cross-check, not the source of "
+        "the release columns).",
         "",
         "Names whose meaning changed without their removal (a signature, a return) are not "
         "seen by presence; they are `docs/legacy.md`'s rows, listed at the end.",
