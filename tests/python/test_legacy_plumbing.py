@@ -424,10 +424,11 @@ lib = ccshim.load_legacy_library(sys.argv[1])
 
 # jaxlib 0.1.x-0.4.x's per-platform spelling, on both modules extensions
 # imported it from:
-#   from jaxlib import xla_client            (danieljtait/jax_xla_adventures,
-#   xla_client.register_cpu_custom_call_target(name, fn)   initial_custom_call/test.py)
-#   from jax.lib import xla_client           (exoplanet-dev/celerite2,
-#   xla_client.register_cpu_custom_call_target(b"...", fn)  python/celerite2/jax/ops.py)
+#   from jaxlib import xla_client          (danieljtait/jax_xla_adventures,
+#   xla_client.register_cpu_custom_call_target(name, fn)  initial_custom_call/test.py)
+#   from jax.lib import xla_client         (dfm/extending-jax, src/kepler_jax/kepler_jax.py;
+#   for _name, _value in cpu_ops.registrations().items():   exoplanet-dev/celerite2,
+#       xla_client.register_cpu_custom_call_target(_name, _value)  python/celerite2/jax/ops.py)
 from jaxlib import xla_client as jaxlib_client
 from jax.lib import xla_client
 jaxlib_client.register_cpu_custom_call_target(b"cpu_count_sum_a",
@@ -474,8 +475,9 @@ import importlib.util, json, sys
 import jax, jax.numpy as jnp
 had_module = importlib.util.find_spec("jax.config") is not None
 import ccshim.legacy as cl
-# what test suites of JAX 0.2-0.4 put at their top (fadge's scripts, pwtools'
-# rbf.py; JAX's own tests, with parse_flags_with_absl):
+# what test suites of JAX 0.2-0.4 put at their top, as JAX's own
+# docs/debugging/flags.md (jax-ml/jax, 0.3-0.4) told them to; the custom-call
+# tutorial's own suite (dfm/extending-jax, tests/test_kepler_jax.py):
 #   from jax.config import config
 #   config.update("jax_enable_x64", True)
 from jax.config import config
