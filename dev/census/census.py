@@ -260,7 +260,8 @@ def scan(p: dict) -> list:
         return [{"error": (done.stderr or done.stdout).strip()[-300:]}]
     return [{"name": t["name"], "pattern": t.get("name_pattern"), "platform": t["platform"],
              "api_version": t.get("api_version"),
-             "defined": (t.get("definition") or {}).get("file")}
+             "defined": (t.get("definition") or {}).get("file"),
+             "via": sorted({r["via"] for r in t.get("registrations", [])})}
             for t in found.get("targets", [])]
 
 

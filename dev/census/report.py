@@ -133,6 +133,12 @@ def _section(p: dict, result: dict | None) -> list[str]:
     if scan:
         listed = ", ".join(sorted({_scanned(t) for t in scan if "name" in t}))
         out.append(f"- `ccshim scan` of its tree lists {len(scan)} target(s): {listed}")
+        # the registering calls scan met (not how a capsule is made: m.def,
+        # EncapsulateFunction; nor a project's own wrapper)
+        spellings = sorted({v for t in scan for v in t.get("via") or () if "register" in v.lower()})
+        if spellings:  # results of census.py scan from issue 45 on
+            out.append("- registered through: " + ", ".join(f"`{v}`" for v in spellings)
+                       + " (each restored where JAX lost it: docs/legacy-surface.md)")
     gpu = result.get("gpu")
     if gpu:
         if gpu.get("error"):

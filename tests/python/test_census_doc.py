@@ -38,3 +38,18 @@ def test_nothing_of_the_census_names_a_place_on_the_machine_that_made_it():
         text = path.read_text()
         for place in ("/root/", "/home/", "/work/", "/tmp/"):
             assert place not in text, f"{path.relative_to(ROOT)} names {place}"
+
+
+def test_a_project_section_names_the_registration_spellings_scan_met():
+    """A result whose scan records how each target is registered (census.py
+    scan, issue 45) gives its section a line naming the spellings."""
+    p = next(iter(manifest.projects().values()))
+    scan = [{"name": "k1", "pattern": None, "platform": "cpu", "api_version": 2,
+             "defined": None, "via": ["m.def", "register_cpu_custom_call_target"]},
+            {"name": "k2", "pattern": None, "platform": "cpu", "api_version": 0,
+             "defined": None, "via": ["register_ffi_target", "register_cpu_custom_call_target"]}]
+    lines = report._section(p, {"scan": scan})
+    assert "- registered through: `register_cpu_custom_call_target`, `register_ffi_target` " \
+           "(each restored where JAX lost it: docs/legacy-surface.md)" in lines, lines
+    assert not any(line.startswith("- registered through") for line in
+                   report._section(p, {"scan": [{**t, "via": ["EncapsulateFunction"]} for t in scan]}))

@@ -459,3 +459,196 @@ def test_the_runner_refuses_what_it_cannot_run():
         env["PYTHONPATH"] = str(ROOT / "python")
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
         assert p.returncode == code and want in p.stderr, (cmd, p.returncode, p.stderr)
+
+
+CPU_REGISTRATION = r"""
+import json, sys
+import ccshim, ccshim.legacy as cl
+import jax, jax.core, numpy as np
+from jax.interpreters import mlir
+from jaxlib.hlo_helpers import custom_call
+lib = ccshim.load_legacy_library(sys.argv[1])
+
+# jaxlib 0.1.x-0.4.x's per-platform spelling, on both modules extensions
+# imported it from:
+#   from jaxlib import xla_client          (danieljtait/jax_xla_adventures,
+#   xla_client.register_cpu_custom_call_target(name, fn)  initial_custom_call/test.py)
+#   from jax.lib import xla_client         (dfm/extending-jax, src/kepler_jax/kepler_jax.py;
+#   for _name, _value in cpu_ops.registrations().items():   exoplanet-dev/celerite2,
+#       xla_client.register_cpu_custom_call_target(_name, _value)  python/celerite2/jax/ops.py)
+from jaxlib import xla_client as jaxlib_client
+from jax.lib import xla_client
+jaxlib_client.register_cpu_custom_call_target(b"cpu_count_sum_a",
+                                              jax.ffi.pycapsule(lib.count_sum_v1))
+xla_client.register_cpu_custom_call_target(b"cpu_count_sum_b", jax.ffi.pycapsule(lib.count_sum_v1))
+
+def primitive(target):
+    p = jax.core.Primitive(target)
+    p.def_abstract_eval(lambda x: jax.core.ShapedArray((), x.dtype))
+    def lower(ctx, x):
+        n = mlir.ir_constant(int(np.prod(ctx.avals_in[0].shape)))
+        return custom_call(target, result_types=[mlir.aval_to_ir_type(ctx.avals_out[0])],
+                           operands=[n, x], api_version=1).results
+    mlir.register_lowering(p, lower, platform="cpu")
+    return p
+
+x = np.arange(1, 101, dtype=np.float32)
+sums = [float(jax.jit(primitive(t).bind)(x)) for t in ("cpu_count_sum_a", "cpu_count_sum_b")]
+report = {"sums": sums, "recorded": sorted(map(list, cl.recorded())), "wrapped": cl.wrapped()}
+cl.disable()
+report["after_disable"] = [hasattr(jaxlib_client, "register_cpu_custom_call_target"),
+                           "jax.lib.xla_client" in sys.modules]
+print(json.dumps(report))
+"""
+
+
+def test_register_cpu_custom_call_target_records_a_legacy_cpu_kernel():
+    """xla_client.register_cpu_custom_call_target(name, fn), jaxlib's alias
+    of register_custom_call_target(name, fn, platform="cpu") until the 0.4
+    series, on jaxlib.xla_client and jax.lib.xla_client as extensions of
+    those years called it: each kernel recorded and run through ccshim in
+    strict zero-change mode; disable() takes the spelling back."""
+    r = _python(CPU_REGISTRATION, {"CCSHIM_LEGACY": "strict"}, args=[str(KERNELS)])
+    assert r["sums"] == [5050.0, 5050.0], r
+    assert ["host", "cpu_count_sum_a"] in r["recorded"] and \
+        ["host", "cpu_count_sum_b"] in r["recorded"], r["recorded"]
+    assert r["wrapped"] == [["host", "ccshim.v1.cpu_count_sum_a"],
+                            ["host", "ccshim.v1.cpu_count_sum_b"]], r["wrapped"]
+    assert r["after_disable"] == [False, False], r["after_disable"]
+
+
+CONFIG_MODULE = r"""
+import importlib.util, json, sys
+import jax, jax.numpy as jnp
+had_module = importlib.util.find_spec("jax.config") is not None
+import ccshim.legacy as cl
+# what test suites of JAX 0.2-0.4 put at their top, as JAX's own
+# docs/debugging/flags.md (jax-ml/jax, 0.3-0.4) told them to; the custom-call
+# tutorial's own suite (dfm/extending-jax, tests/test_kepler_jax.py):
+#   from jax.config import config
+#   config.update("jax_enable_x64", True)
+from jax.config import config
+config.update("jax_enable_x64", True)
+report = {"same_object": config is jax.config, "x64": str(jnp.ones(1).dtype),
+          "read": config.read("jax_enable_x64"),
+          "package_attribute": type(jax.config).__name__}
+import jax.config  # the statement form: jax.config stays JAX's object
+report["after_import_statement"] = type(jax.config).__name__
+config.update("jax_enable_x64", False)
+try:
+    sys.modules["jax.config"].FLAGS
+except AttributeError as e:
+    report["other_name"] = str(e)
+cl.disable()
+report["after_disable"] = ["jax.config" in sys.modules, type(jax.config).__name__]
+report["had_module"] = had_module
+try:
+    from jax.config import config
+    report["import_after_disable"] = "imported"
+except ImportError as e:
+    report["import_after_disable"] = type(e).__name__
+print(json.dumps(report))
+"""
+
+
+def test_from_jax_config_import_config_is_jax_configuration_object():
+    """`from jax.config import config` (the module jax.config, removed in
+    the 0.4 series), as test suites of those years begin: the restored
+    module's config is jax.config itself; jax.config stays JAX's object;
+    any other name of the module is an error naming what is restored;
+    disable() takes the module back."""
+    r = _python(CONFIG_MODULE, {"CCSHIM_LEGACY": "strict"})
+    assert r["same_object"] is True and r["x64"] == "float64" and r["read"] is True, r
+    assert r["package_attribute"] == r["after_import_statement"] == "Config", r
+    assert "restores only its config" in r["other_name"], r["other_name"]
+    assert r["had_module"] is False  # the JAX of ccshim's test environments
+    assert r["after_disable"] == [False, "Config"], r["after_disable"]
+    assert r["import_after_disable"] == "ModuleNotFoundError"
+
+
+EXTEND_FFI = r"""
+import json, sys
+import ccshim, ccshim.legacy as cl
+import jax, jax.core, numpy as np
+from jax.interpreters import mlir
+from jaxlib.hlo_helpers import custom_call
+import jax.extend.ffi
+lib = ccshim.load_legacy_library(sys.argv[1])
+# the spelling of JAX 0.4.31 to 0.6.2 (flaport/klujax, klujax.py:
+#   jax.extend.ffi.register_ffi_target("_solve_f64", klujax_cpp.solve_f64(), platform="cpu")),
+# here for a legacy kernel, api_version=0, as registration helpers of JAX
+# 0.4.35-0.4.38 called it
+jax.extend.ffi.register_ffi_target("xf_count_sum", jax.extend.ffi.pycapsule(lib.count_sum_v1),
+                                   platform="cpu", api_version=0)
+p = jax.core.Primitive("xf_count_sum")
+p.def_abstract_eval(lambda x: jax.core.ShapedArray((), x.dtype))
+def lower(ctx, x):
+    n = mlir.ir_constant(int(np.prod(ctx.avals_in[0].shape)))
+    return custom_call("xf_count_sum", result_types=[mlir.aval_to_ir_type(ctx.avals_out[0])],
+                       operands=[n, x], api_version=1).results
+mlir.register_lowering(p, lower, platform="cpu")
+report = {"sum": float(jax.jit(p.bind)(np.arange(1, 101, dtype=np.float32))),
+          "recorded": sorted(map(list, cl.recorded())), "wrapped": cl.wrapped(),
+          "same": [getattr(jax.extend.ffi, n) is getattr(jax.ffi, n)
+                   for n in ("pycapsule", "include_dir", "ffi_call", "ffi_lowering")]}
+try:
+    jax.extend.ffi.register_ffi_type_id
+except AttributeError as e:
+    report["other_name"] = str(e)
+cl.disable()
+report["after_disable"] = "jax.extend.ffi" in sys.modules
+print(json.dumps(report))
+"""
+
+
+def test_jax_extend_ffi_registers_as_jax_0_5_to_0_6_did():
+    """jax.extend.ffi (its names removed in JAX 0.7.0, the module in 0.8.0),
+    as JAX 0.5.0-0.6.2 gave it: jax.ffi's functions; a legacy registration
+    through it recorded and run through ccshim in strict mode (a typed one
+    goes to jax.ffi's, as through jax.ffi itself); disable() takes the
+    module back."""
+    r = _python(EXTEND_FFI, {"CCSHIM_LEGACY": "strict"}, args=[str(KERNELS)])
+    assert r["sum"] == 5050.0, r
+    assert ["host", "xf_count_sum"] in r["recorded"], r["recorded"]
+    assert r["wrapped"] == [["host", "ccshim.v1.xf_count_sum"]], r["wrapped"]
+    assert r["same"] == [True] * 4, r["same"]
+    assert "restores only its custom-call plumbing" in r["other_name"], r["other_name"]
+    assert r["after_disable"] is False
+
+
+MLIR_HLO = r"""
+import json, sys
+import ccshim, ccshim.legacy as cl
+import jax, jax.core, numpy as np
+from jax.interpreters import mlir
+lib = ccshim.load_legacy_library(sys.argv[1])
+jax.ffi.register_ffi_target("hlo_count_sum", jax.ffi.pycapsule(lib.count_sum_v1), platform="cpu",
+                            api_version=0)
+p = jax.core.Primitive("hlo_count_sum")
+p.def_abstract_eval(lambda x: jax.core.ShapedArray((), x.dtype))
+# the custom call built with the dialect module's op, its API version left
+# to the op's default, as jax-ml/jax's own tests/lax_control_flow_test.py
+# (jax-v0.4.31 to 0.5.x) lowered theirs:
+#   lambda ctx, x: mlir.hlo.CustomCallOp([x.type], [x],
+#       call_target_name=mlir.ir.StringAttr.get("...")).results
+def lower(ctx, x):
+    n = mlir.ir_constant(np.int64(x.type.shape[0]))
+    return mlir.hlo.CustomCallOp([mlir.aval_to_ir_type(ctx.avals_out[0])], [n, x],
+                                 call_target_name=mlir.ir.StringAttr.get("hlo_count_sum")).results
+mlir.register_lowering(p, lower, platform="cpu")
+report = {"sum": float(jax.jit(p.bind)(np.arange(1, 101, dtype=np.float32))),
+          "wrapped": cl.wrapped()}
+cl.disable()
+report["after_disable"] = hasattr(mlir, "hlo")
+print(json.dumps(report))
+"""
+
+
+def test_a_lowering_rule_building_mlir_hlo_custom_call_op_runs():
+    """jax.interpreters.mlir.hlo (removed in JAX 0.6.0), the StableHLO
+    dialect module: a lowering rule that builds its legacy custom call with
+    mlir.hlo.CustomCallOp (API version left to the op's default, 1) runs
+    through ccshim in strict mode; disable() takes the name back."""
+    r = _python(MLIR_HLO, {"CCSHIM_LEGACY": "strict"}, args=[str(KERNELS)])
+    assert r == {"sum": 5050.0, "wrapped": [["host", "ccshim.v1.hlo_count_sum"]],
+                 "after_disable": False}, r

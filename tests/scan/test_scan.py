@@ -372,6 +372,29 @@ with tempfile.TemporaryDirectory() as tmp:
                             "target_name"], f"literal and computed in one file: {sorted(found)}")
     check(found.get("f'compat_{kind}'", {}).get("name_pattern") == "compat_<...>", found)
 
+# The registration spellings zero-change mode restores (docs/legacy-surface.md),
+# each on the module extensions of its years called it on: found, and named.
+with tempfile.TemporaryDirectory() as tmp:
+    with open(os.path.join(tmp, "spellings.py"), "w") as f:
+        f.write("import jax, jax.extend.ffi\n"
+                "from jaxlib import xla_client\n"
+                "from jax.lib import xla_client as jax_client\n"
+                "xla_client.register_cpu_custom_call_target(b'sp_jaxlib_cpu', ops.a())\n"
+                "jax_client.register_cpu_custom_call_target(b'sp_jax_lib_cpu', ops.b())\n"
+                "jax.extend.ffi.register_ffi_target('sp_extend_ffi', ops.c(), platform='cpu',\n"
+                "                                   api_version=0)\n"
+                "jax.extend.ffi.register_ffi_target('sp_extend_typed', ops.d(), platform='cpu')\n")
+    rc, out, err = scan(tmp, "--json")
+    got = json.loads(out) if rc == 0 else {"targets": [], "typed": []}
+    via = {t["name"]: (t["platform"], [r["via"] for r in t["registrations"]])
+           for t in got["targets"]}
+    check(via == {"sp_jaxlib_cpu": ("cpu", ["register_cpu_custom_call_target"]),
+                  "sp_jax_lib_cpu": ("cpu", ["register_cpu_custom_call_target"]),
+                  "sp_extend_ffi": ("cpu", ["register_ffi_target"])},
+          f"restored spellings: rc={rc} {via}")
+    check([t.get("name") for t in got["typed"]] == ["sp_extend_typed"],
+          f"jax.extend.ffi's typed registration: {got['typed']}")
+
 if failures:
     print(f"{len(failures)} check(s) failed")
     sys.exit(1)

@@ -23,7 +23,13 @@ machinery JAX no longer has:
 the error it then gets says what the name was and where its use moved.
 
 docs/legacy.md's table is this module's RESTORED and NOT_RESTORED, checked
-by tests/python/test_legacy_plumbing.py.
+by tests/python/test_legacy_plumbing.py.  Which names exist to restore is
+not this list's guess: dev/legacy_surface/ derives, from the released jax
+and jaxlib packages, every name JAX removed in these families (the
+per-platform register_cpu_custom_call_target and the jax.config module
+among them); docs/legacy-surface.md gives each with its release and this
+module's answer, and tests/python/test_legacy_surface.py holds a restored
+name's release here to the derived one.
 """
 
 from __future__ import annotations
@@ -66,18 +72,30 @@ RESTORED = (
     Restored("jax.lib.xla_client.register_custom_call_target", "0.6.0 (the module: 0.9.0)",
              "recorded by ccshim.legacy, as jax.ffi.register_ffi_target(..., api_version=0) "
              "is; api_version=1 passes to jax.ffi.register_ffi_target"),
+    Restored("jaxlib.xla_client.register_cpu_custom_call_target", "0.4.18 (jaxlib; 0.4.13 the last on PyPI with it)",
+             "recorded by ccshim.legacy, as register_custom_call_target(name, fn, "
+             "platform=\"cpu\") is: the alias it always was"),
+    Restored("jax.lib.xla_client.register_cpu_custom_call_target", "0.4.18 (with jaxlib's: it was jaxlib's module)",
+             "the same, on the restored jax.lib.xla_client"),
+    Restored("jax.extend.ffi.register_ffi_target, pycapsule, include_dir, ffi_call, "
+             "ffi_lowering", "0.7.0 (the module: 0.8.0)",
+             "jax.ffi's own, as JAX 0.5.0 to 0.6.2 gave them under this name; a registration "
+             "with api_version=0 recorded by ccshim.legacy, a typed one passed to jax.ffi"),
     Restored("jaxlib.hlo_helpers.custom_call", "0.8.0 (the module)",
              "jax._src.interpreters.mlir.custom_call (the same keywords: result_types, "
              "operands, operand_layouts, ...; returns the op)"),
     Restored("jax.interpreters.mlir.custom_call", "0.8.0",
              "jax._src.interpreters.mlir.custom_call"),
+    Restored("jax.interpreters.mlir.hlo", "0.6.0",
+             "the StableHLO dialect module it was (jax._src.lib.mlir.dialects' hlo): what "
+             "lowering rules build their custom call with, hlo.CustomCallOp"),
     Restored("jax.interpreters.mlir.aval_to_ir_type(aval)", "0.10.1 (takes ctx, aval)",
              "jax.interpreters.mlir.aval_to_ir_type, with or without the lowering context"),
     Restored("jax.core.Primitive", "0.6.0",
              "jax.extend.core.Primitive; a NumPy-array parameter of bind (unhashable, which "
              "JAX 0.7.0 refuses) reaches the rules as a read-only array of the same values "
              "that hashes and compares whole (== gives one bool)"),
-    Restored("jax.abstract_arrays.ShapedArray", "0.4.17 (the module)", "jax.core.ShapedArray"),
+    Restored("jax.abstract_arrays.ShapedArray", "0.4.16 (the module: 0.4.17)", "jax.core.ShapedArray"),
     Restored("jax.core.raise_to_shaped", "0.6.0 (a no-op since 0.4.36)",
              "the aval itself, as JAX 0.4.36 to 0.5 gave it back"),
     Restored("jax.interpreters.ad.Zero.from_value", "0.4.34 (renamed from_primal_value, "
@@ -88,7 +106,7 @@ RESTORED = (
              "is used (never taken for a zero)"),
     Restored("jax.core.get_aval", "0.10.0", "jax.typeof"),
     Restored("jax.lax.zeros_like_array", "0.9.0", "jax.lax.full_like(x, 0)"),
-    Restored("jax.interpreters.batching.moveaxis", "0.10.0", "jax.numpy.moveaxis"),
+    Restored("jax.interpreters.batching.moveaxis", "0.9.0", "jax.numpy.moveaxis"),
     Restored("jax.interpreters.batching.not_mapped", "0.10.2", "None (what it always was)"),
     Restored("jax.interpreters.mlir.ir_constant(a Python scalar)", "0.7.2 (wants aval=)",
              "the constant JAX 0.7.1 made of it: int64, float64, complex128 or bool, "
@@ -96,8 +114,12 @@ RESTORED = (
     Restored("jax.experimental.enable_x64, disable_x64", "0.9.0",
              "context managers over jax.enable_x64(True / False): what extensions' own "
              "tests wrap their calls in (jax-finufft 0.1.0's)"),
+    Restored("jax.config (the module): from jax.config import config", "0.4.25 (config; the module: 0.4.29)",
+             "a module whose config is jax.config, JAX's configuration object (update, read, "
+             "parse_flags_with_absl): what extensions' own tests import; jax.config itself "
+             "stays that object"),
     Restored("jax.interpreters.xla.backend_specific_translations, translations",
-             "0.4.35 (no longer run; removed after)",
+             "0.4.29",
              "a translation rule put there becomes its primitive's MLIR lowering, run with an "
              "emulated XlaBuilder (ccshim/legacy/_xlabuilder.py; planet-harmonica 0.1.1's)"),
     Restored("jax._src.interpreters.xla._backend_specific_translations",
@@ -149,10 +171,13 @@ def install(register: Callable[..., Any]) -> None:
     from jax.interpreters import ad, batching, mlir, xla
 
     _xla_client_module(register)
+    _cpu_registration()
+    _extend_ffi()
     hlo_helpers = _module("jaxlib.hlo_helpers", "custom_call", "0.8.0")
     if hlo_helpers is not None:
         _put(hlo_helpers, "custom_call", mlir_src.custom_call)
     _put_missing(mlir, "custom_call", mlir_src.custom_call)
+    _put_missing(mlir, "hlo", importlib.import_module("jax._src.lib.mlir.dialects").hlo)
     _aval_to_ir_type(mlir)
     _put_missing(jax.core, "Primitive", _legacy_primitive(extend_core.Primitive))
     abstract_arrays = _module("jax.abstract_arrays", "ShapedArray", "0.4.17")
@@ -170,6 +195,7 @@ def install(register: Callable[..., Any]) -> None:
     experimental = importlib.import_module("jax.experimental")
     _put_missing(experimental, "enable_x64", _enable_x64)
     _put_missing(experimental, "disable_x64", _disable_x64)
+    _config_module(jax)
 
 
 def uninstall() -> None:
@@ -342,6 +368,72 @@ def _xla_client_module(register: Callable[..., Any]) -> None:
     _put_missing(client, "ops", _xlabuilder.OPS)
     from jaxlib import xla_client as jaxlib_client
     _put_missing(client, "Shape", jaxlib_client.Shape)
+
+
+def _cpu_registration() -> None:
+    """register_cpu_custom_call_target(name, fn), xla_client's alias of
+    register_custom_call_target(name, fn, platform="cpu") (jaxlib 0.1.x to
+    0.4.x), on jaxlib.xla_client and jax.lib.xla_client where they lack it.
+    It calls the module's register_custom_call_target at call time: the
+    mode's recorder, api_version 0 as the alias always registered."""
+    from jaxlib import xla_client as jaxlib_client
+    clients = [jaxlib_client]
+    jax_lib_client = sys.modules.get("jax.lib.xla_client")
+    if jax_lib_client is not None and jax_lib_client is not jaxlib_client:
+        clients.append(jax_lib_client)
+    for client in clients:
+        if _has(client, "register_cpu_custom_call_target"):
+            continue
+
+        def register_cpu_custom_call_target(name, fn, _client=client):
+            return _client.register_custom_call_target(name, fn, platform="cpu")
+        _put(client, "register_cpu_custom_call_target", register_cpu_custom_call_target)
+
+
+def _extend_ffi() -> None:
+    """jax.extend.ffi (JAX 0.4.31 to 0.7.2; its names gone from 0.7.0): what
+    JAX 0.5.0 to 0.6.2 gave under it, jax.ffi's own functions.
+    register_ffi_target looks jax.ffi's up at each call: the mode's recorder
+    while the mode is on."""
+    import jax.ffi
+    module = _module("jax.extend.ffi", "register_ffi_target, pycapsule, include_dir, "
+                     "ffi_call, ffi_lowering", "0.8.0")
+    if module is None:
+        module = importlib.import_module("jax.extend.ffi")
+
+    def register_ffi_target(*args, **kwargs):
+        return jax.ffi.register_ffi_target(*args, **kwargs)
+    _put_missing(module, "register_ffi_target", register_ffi_target)
+    for name in ("pycapsule", "include_dir", "ffi_call", "ffi_lowering"):
+        _put_missing(module, name, getattr(jax.ffi, name))
+
+
+def _config_module(jax: types.ModuleType) -> None:
+    """The jax.config module (removed in JAX 0.4.29), whose one name test
+    suites imported, config, is JAX's configuration object, today's
+    jax.config.  Entered in sys.modules only: the package's attribute
+    jax.config stays that object, so jax.config.update(...) is unchanged."""
+    if "jax.config" in sys.modules:
+        return
+    try:
+        importlib.import_module("jax.config")
+        return
+    except ImportError:
+        pass
+    module = types.ModuleType("jax.config", "jax.config, removed in JAX 0.4.29: restored by "
+                              "ccshim.legacy (config, JAX's configuration object)")
+    module.config = jax.config
+
+    def __getattr__(attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise AttributeError(
+            f"jax.config.{attr}: the module jax.config was removed in JAX 0.4.29; "
+            f"ccshim.legacy restores only its config (JAX's configuration object, "
+            f"jax.config), not {attr}")
+    module.__getattr__ = __getattr__
+    _undo.append((sys.modules, "jax.config", _ABSENT))
+    sys.modules["jax.config"] = module
 
 
 def _translation_rules(xla: types.ModuleType) -> None:
