@@ -324,10 +324,10 @@ def test_the_forms_it_does_not_port_yet_are_said_with_where(tmp_path):
     done = _port(tree)
     assert done.returncode == 0 and done.stdout == "", done.stderr
     assert done.stderr.splitlines() == [
-        "ccshim port: k.pyx:5: not ported: a Cython capsule export of a legacy kernel: "
-        "not ported yet",
         "ccshim port: m.cc:3: not ported: a kernel registered with XLA's registration macro: "
         "not ported yet",
+        "ccshim port: k.pyx:5: not ported: a Cython capsule export other than "
+        "register(\"name\", <void*>(kernel)) through a helper: not ported yet",
         "ccshim port: rules.py:11: not ported: registers a kernel made at run time by numba "
         "(no source in the tree to port): kept as it is",
         "ccshim port: rules.py:15: not ported: an XlaBuilder translation rule's CustomCall: "
