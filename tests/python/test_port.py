@@ -349,3 +349,77 @@ def test_several_trees_make_one_patch_from_their_common_folder(tmp_path):
     patch.write_text(done.stdout)
     check = _git("apply", "--check", str(patch), cwd=tmp_path)
     assert check.returncode == 0, check.stderr
+
+
+# veros 1.7.0: Cython capsules of CPU kernels (docs/port.md) ---------------
+
+VEROS = "veros-1.7.0"
+VEROS_TARGETS = ["tdma_cython_double", "tdma_cython_float"]
+
+
+def _veros_tree(tmp_path: pathlib.Path, name="veros") -> pathlib.Path:
+    """A copy of veros's sdist tree, as published (dev/setup.sh unpacks it)."""
+    src = project_suites.cached("veros-1.7.0-src") / "veros-1.7.0"
+    if not (src / "setup.py").exists():
+        fixture_missing(f"{VEROS}'s sdist ({src})")
+    dst = tmp_path / name
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.so", "*.c", "build"))
+    return dst
+
+
+def _veros_patched(tmp_path: pathlib.Path) -> pathlib.Path:
+    tree = _veros_tree(tmp_path)
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    patch = tmp_path / "veros.patch"
+    patch.write_text(done.stdout)
+    for args in (("apply", "--check", str(patch)), ("apply", str(patch))):
+        ran = _git(*args, cwd=tree)
+        assert ran.returncode == 0, ran.stderr
+    return tree
+
+
+def test_veros_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_path):
+    tree = _veros_tree(tmp_path)
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (KEPT / f"{VEROS}.patch").read_text(), \
+        "dev/census/ports/ is stale: python dev/census/ports.py writes it anew"
+    assert done.stderr == (KEPT / f"{VEROS}.refused").read_text()
+    files = re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M)
+    special = "veros/core/special/"
+    assert files == ["pyproject.toml", "setup.py", special + "tdma_.py",
+                     special + "tdma_cython_.pyx", special + "tdma_cython__ffi.cpp",
+                     special + "tdma_cython__ffi.h", special + "xla_legacy_call.h"]
+    for target in VEROS_TARGETS:
+        # the kernel made public (C linkage), its handler's capsule exported
+        assert f"+cdef public void {target}(void** out_ptr, void** data_ptr) nogil:" \
+            in done.stdout
+        assert f"+register_custom_call_target('{target}', <void*>({target}_ffi))" in done.stdout
+        assert f"+XLA_FFI_DEFINE_HANDLER_SYMBOL({target}_ffi," in done.stdout
+    # the kernels' bodies are not touched: only their declarations change
+    removed = [line for line in done.stdout.splitlines()
+               if line.startswith("-") and not line.startswith("---")]
+    assert [line for line in removed if line.startswith("-cdef")] == [
+        f"-cdef void {t}(void** out_ptr, void** data_ptr) nogil:" for t in VEROS_TARGETS]
+    assert '+        "veros.core.special.tdma_cython_": ["tdma_cython_.pyx", ' \
+           '"tdma_cython__ffi.cpp"],' in done.stdout
+    assert "+            ext.include_dirs.append(jax_ffi.include_dir())" in done.stdout
+    assert '+        jax.ffi.register_ffi_target(kernel_name, fn, platform="cpu")\n' \
+        in done.stdout
+    assert "+    out = jax.ffi.ffi_lowering(\n" in done.stdout
+    assert "-    return out.results[:-1]\n" in done.stdout
+    assert "+    return out[:-1]\n" in done.stdout
+    # the CUDA kernels, their registration and lowering are said, not ported
+    assert re.findall(r"^ccshim port: (\S+:\d+): not ported: ", done.stderr, re.M) == [
+        "veros/core/special/tdma_cuda_.pyx:29", "veros/core/special/tdma_cuda_.pyx:30",
+        "veros/core/special/tdma_.py:37", "veros/core/special/tdma_.py:173"]
+    # git takes it; the ported tree ports to nothing; --apply writes the same
+    tree = _veros_patched(tmp_path / "applied")
+    again = _port(tree)
+    assert again.returncode == 0 and again.stdout == "", again.stderr
+    other = _veros_tree(tmp_path, "other")
+    assert _port(other, "--apply").returncode == 0
+    diff = subprocess.run(["diff", "-r", "-x", ".git", str(tree), str(other)],
+                          capture_output=True, text=True)
+    assert diff.returncode == 0, diff.stdout
