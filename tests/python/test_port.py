@@ -26,6 +26,7 @@ import pytest
 
 from conftest import BUILD, FIXTURES, ROOT, fixture_missing
 import project_suites
+from project_modules import veros_build
 
 pytest.importorskip("libcst", reason="ccshim port needs libcst (dev/setup.sh test installs it)")
 
@@ -423,3 +424,72 @@ def test_veros_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_pat
     diff = subprocess.run(["diff", "-r", "-x", ".git", str(tree), str(other)],
                           capture_output=True, text=True)
     assert diff.returncode == 0, diff.stdout
+
+
+def _veros_run(python: pathlib.Path, build: pathlib.Path, tmp_path: pathlib.Path,
+               name: str, no_site: bool) -> tuple[dict, list[str]]:
+    """veros_tdma_program.py's "xla" mode (no ccshim imported) on build;
+    its report and every custom-call line of the modules XLA compiled."""
+    dump = tmp_path / f"hlo-{name}"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CCSHIM_", "PYTHON", "XLA_", "JAX_"))}
+    env["XLA_FLAGS"] = f"--xla_dump_to={dump} --xla_dump_hlo_as_text"
+    flags = []
+    if no_site:
+        # no site processing: the venv's .pth puts this tree's python/ on
+        # the path; its site-packages alone on PYTHONPATH
+        env["PYTHONPATH"] = _site_packages(python)
+        flags = ["-S"]
+        probe = subprocess.run([str(python), "-S", "-c", "import ccshim"], env=env,
+                               capture_output=True, text=True)
+        assert "No module named 'ccshim'" in probe.stderr, probe.stderr
+    ran = subprocess.run([str(python), *flags, str(ROOT / "tests" / "python" /
+                                                    "veros_tdma_program.py"), "xla", str(build)],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    calls = [line for text in map(pathlib.Path.read_text, sorted(dump.glob("*.txt")))
+             for line in text.splitlines() if " custom-call(" in line]
+    return json.loads(ran.stdout.strip().splitlines()[-1]), calls
+
+
+@pytest.mark.skipif(os.environ.get("CCSHIM_SUITE") == "pinned",
+                    reason="it builds and runs on the newest JAX: make test runs it there")
+def test_ported_veros_builds_and_solves_as_the_legacy_path_without_ccshim(tmp_path):
+    """veros's patched tree built by its own setup.py (build_ext --inplace,
+    as dev/setup.sh builds it); its TDMA on the newest JAX in a Python where
+    ccshim cannot be imported gives the bytes XLA's legacy path gives with
+    the unported build, and every custom call XLA compiled is typed."""
+    if not NEWEST.exists():
+        pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
+    legacy_build = veros_build("cp312")
+    if not (legacy_build / ".complete").exists():
+        fixture_missing(f"veros 1.7.0 was not built for Python 3.12 ({legacy_build})")
+    tree = _veros_patched(tmp_path)
+    # its setup.py needs Cython, setuptools and (now) jax: the newest venv
+    # has the build venv's Cython and setuptools (dev/setup.sh)
+    built = subprocess.run([str(NEWEST), "setup.py", "build_ext", "--inplace"], cwd=tree,
+                           env={**os.environ, "PATH": f"{NEWEST.parent}{os.pathsep}"
+                                f"{os.environ['PATH']}", "VEROS_REQUIRE_CYTHON_EXT": "1"},
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    assert list((tree / "veros/core/special").glob("tdma_cython_.*.so")), built.stdout[-2000:]
+
+    ported, calls = _veros_run(NEWEST, tree, tmp_path, "ported", no_site=True)
+    legacy, legacy_calls = _veros_run(NEWEST, legacy_build, tmp_path, "legacy", no_site=True)
+    # XLA's legacy path on the unported build, the same JAX: the same bytes
+    assert ported["outputs"] == legacy["outputs"]
+    assert ported["targets"] == legacy["targets"] == {"float64": ["tdma_cython_double"],
+                                                      "float32": ["tdma_cython_float"]}
+    assert ported["scipy_error"]["float64"] < 1e-13 and ported["scipy_error"]["float32"] < 1e-5
+    # XLA's own dump of what it compiled: typed calls where the unported
+    # build's were legacy (API version 2)
+    assert set(re.findall(r'custom_call_target="([^"]+)"', "\n".join(calls))) == \
+        set(VEROS_TARGETS)
+    assert calls and all("api_version=API_VERSION_TYPED_FFI" in line for line in calls), calls
+    assert legacy_calls and all("API_VERSION_STATUS_RETURNING" in line for line in legacy_calls)
+    # and the bytes of XLA's legacy path on the pinned JAX (make test's
+    # other venv, veros built for it by dev/setup.sh)
+    pinned, pinned_build = ROOT / ".venv" / "bin" / "python", veros_build("cp311")
+    if pinned.exists() and (pinned_build / ".complete").exists():
+        there, _ = _veros_run(pinned, pinned_build, tmp_path, "pinned", no_site=False)
+        assert ported["outputs"] == there["outputs"]
