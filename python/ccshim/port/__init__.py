@@ -11,7 +11,10 @@ exports the handler; the build finds XLA's FFI headers with
 ``jax.ffi.include_dir()``; the registration becomes
 ``jax.ffi.register_ffi_target`` and the lowering ``jax.ffi.ffi_lowering``
 with the same operands, results and layouts.  What it cannot port is said
-on stderr, with where and why, and the rest is still ported.  docs/port.md.
+on stderr, with where and why, and the rest is still ported.  Cython
+capsules of CPU kernels (veros's form) are ported too: a C++ file of typed
+handlers beside the ``.pyx``, compiled into the same extension by its
+``setup.py`` (``_cython``).  docs/port.md.
 """
 
 from __future__ import annotations
