@@ -426,6 +426,62 @@ def test_veros_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_pat
     assert diff.returncode == 0, diff.stdout
 
 
+SYNTHETIC_PYX = """\
+from cpython.pycapsule cimport PyCapsule_New
+
+cdef extern from "c_kernels.h":
+    void from_c(void* out, const void** ins) nogil
+
+
+cdef void ok(void* out, const void** ins) nogil:
+    (<float*>out)[0] = (<const float*>ins[0])[0]
+
+
+cdef void odd(int n, double* x) nogil:
+    pass
+
+
+targets = {}
+
+cdef export(unicode name, void* fn):
+    targets[name] = PyCapsule_New(fn, "xla._CUSTOM_CALL_TARGET", NULL)
+
+export("ok", <void*>(ok))
+export("from_c", <void*>(from_c))
+export("odd", <void*>(odd))
+export("gone", <void*>(nowhere))
+"""
+
+
+def test_what_it_cannot_port_of_a_cython_export_is_said_and_the_rest_ported(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "k.pyx").write_text(SYNTHETIC_PYX)
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "ccshim port: pkg/k.pyx:21: not ported: 'from_c': from_c is declared cdef extern "
+        "(its source is not this .pyx): not ported yet",
+        "ccshim port: pkg/k.pyx:22: not ported: 'odd': odd (pkg/k.pyx:11) is a signature it "
+        "does not know (int n, double* x)",
+        "ccshim port: pkg/k.pyx:23: not ported: 'gone': nowhere has no definition in k.pyx",
+        "ccshim port: pkg/k.pyx:1: not ported: its build (no setup.py at the tree's root) is "
+        "not ported yet: compile the handlers' source into the extension"]
+    # the CPU kernel is ported (its `void*`/`const void**` as declared);
+    # the others are exported as they were
+    assert re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M) == [
+        "pkg/k.pyx", "pkg/k_ffi.cpp", "pkg/k_ffi.h", "pkg/xla_legacy_call.h"]
+    assert "+cdef public void ok(void* out, const void** ins) nogil:" in done.stdout
+    assert '+export("ok", <void*>(ok_ffi))' in done.stdout
+    assert "+void ok(void* out, const void** ins);" in done.stdout
+    assert "+  ok((void*)out, (const void**)in);" in done.stdout
+    assert "+export(\"odd\"" not in done.stdout and "odd_ffi" not in done.stdout
+    # ported, it ports to nothing more; the kernels left are said again
+    assert _port(tree, "--apply").returncode == 0
+    again = _port(tree)
+    assert again.stdout == "" and again.stderr.count("not ported:") == 3, again.stderr
+
+
 def _veros_run(python: pathlib.Path, build: pathlib.Path, tmp_path: pathlib.Path,
                name: str, no_site: bool) -> tuple[dict, list[str]]:
     """veros_tdma_program.py's "xla" mode (no ccshim imported) on build;
