@@ -370,7 +370,7 @@ def _veros_tree(tmp_path: pathlib.Path, name="veros") -> pathlib.Path:
     if not (src / "setup.py").exists():
         fixture_missing(f"{VEROS}'s sdist ({src})")
     dst = tmp_path / name
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.so", "*.c", "build"))
+    shutil.copytree(src, dst)
     return dst
 
 
