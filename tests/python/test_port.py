@@ -518,23 +518,33 @@ def _veros_run(python: pathlib.Path, build: pathlib.Path, tmp_path: pathlib.Path
                     reason="it builds and runs on the newest JAX: make test runs it there")
 def test_ported_veros_builds_and_solves_as_the_legacy_path_without_ccshim(tmp_path):
     """veros's patched tree built by its own setup.py (build_ext --inplace,
-    as dev/setup.sh builds it); its TDMA on the newest JAX in a Python where
-    ccshim cannot be imported gives the bytes XLA's legacy path gives with
-    the unported build, and every custom call XLA compiled is typed."""
+    as dev/setup.sh builds it); its TDMA on the newest JAX and on the one
+    veros pins, in a Python where ccshim cannot be imported, gives the bytes
+    XLA's legacy path gives with the unported build, and every custom call
+    XLA compiled is typed."""
     if not NEWEST.exists():
         pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
     legacy_build = veros_build("cp312")
     if not (legacy_build / ".complete").exists():
         fixture_missing(f"veros 1.7.0 was not built for Python 3.12 ({legacy_build})")
+    builder = project_suites.cached("venv-build-cp312") / "bin" / "python"
+    reference = project_suites.cached("venv-jax-0.11.2") / "bin" / "python"
+    for python in (builder, reference):
+        if not python.exists():
+            fixture_missing(f"{python} (dev/setup.sh test makes it)")
     tree = _veros_patched(tmp_path)
-    # its setup.py needs Cython, setuptools and (now) jax: the newest venv
-    # has the build venv's Cython and setuptools (dev/setup.sh)
-    built = subprocess.run([str(NEWEST), "setup.py", "build_ext", "--inplace"], cwd=tree,
-                           env={**os.environ, "PATH": f"{NEWEST.parent}{os.pathsep}"
-                                f"{os.environ['PATH']}", "VEROS_REQUIRE_CYTHON_EXT": "1"},
+    # As dev/setup.sh builds veros: setup.py build_ext --inplace with the
+    # build venv's Cython and setuptools.  The headers are those of the
+    # JAX veros pins (0.11.2, its reference venv's): handlers built against
+    # them load on that JAX and on newer ones, not the other way round.
+    built = subprocess.run([str(builder), "setup.py", "build_ext", "--inplace"], cwd=tree,
+                           env={**os.environ, "PATH": f"{builder.parent}{os.pathsep}"
+                                f"{os.environ['PATH']}", "VEROS_REQUIRE_CYTHON_EXT": "1",
+                                "PYTHONPATH": _site_packages(reference)},
                            capture_output=True, text=True, timeout=900)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     assert list((tree / "veros/core/special").glob("tdma_cython_.*.so")), built.stdout[-2000:]
+    assert "venv-jax-0.11.2" in built.stdout and "jaxlib/include" in built.stdout
 
     ported, calls = _veros_run(NEWEST, tree, tmp_path, "ported", no_site=True)
     legacy, legacy_calls = _veros_run(NEWEST, legacy_build, tmp_path, "legacy", no_site=True)
@@ -549,6 +559,10 @@ def test_ported_veros_builds_and_solves_as_the_legacy_path_without_ccshim(tmp_pa
         set(VEROS_TARGETS)
     assert calls and all("api_version=API_VERSION_TYPED_FFI" in line for line in calls), calls
     assert legacy_calls and all("API_VERSION_STATUS_RETURNING" in line for line in legacy_calls)
+    # the same build on the JAX veros pins, without ccshim: the same bytes
+    pinned_jax, pinned_calls = _veros_run(reference, tree, tmp_path, "0.11.2", no_site=True)
+    assert pinned_jax["outputs"] == ported["outputs"]
+    assert pinned_calls and all("API_VERSION_TYPED_FFI" in line for line in pinned_calls)
     # and the bytes of XLA's legacy path on the pinned JAX (make test's
     # other venv, veros built for it by dev/setup.sh)
     pinned, pinned_build = ROOT / ".venv" / "bin" / "python", veros_build("cp311")
