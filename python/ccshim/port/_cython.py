@@ -103,8 +103,9 @@ def _files(ext: CythonExtension, params: dict[str, str]) -> tuple[str, str]:
         out, inp = (p.strip() for p in params[n].split(","))
         out_t = re.sub(r"\s*\w+$", "", out)
         in_t = re.sub(r"\s*\w+$", "", inp)
+        what = n if k.target == n else f"'{k.target}': {n}"
         blocks.append(
-            f"// {k.target}: {n} ({k.where}), as a typed XLA FFI handler.\n"
+            f"// {what} ({k.where}), as a typed XLA FFI handler.\n"
             f"static void {n}_call(void* out, const void** in) {{\n"
             f"  {n}(({out_t})out, ({in_t})in);\n"
             f"}}\n"
