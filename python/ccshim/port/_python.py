@@ -4,7 +4,9 @@ Registration: ``xla_client.register_custom_call_target(name, fn, platform=P)``
 in a loop over an extension's ``registrations()`` becomes
 ``jax.ffi.register_ffi_target(name, fn, platform=P)`` when every kernel of
 that extension was ported, and ``jax.ffi.register_ffi_target(...,
-api_version=0)`` (today's name for the legacy registration) when none was.
+api_version=0)`` (today's name for the legacy registration) when none was;
+``jax.ffi.register_ffi_target(..., api_version=0)`` of targets now ported
+(a literal name, or a loop's over literals) is registered as typed.
 
 Lowering: ``mlir.custom_call`` / ``hlo_helpers.custom_call`` on ported
 targets, API version 1 or 2, becomes ``jax.ffi.ffi_lowering(name,
@@ -12,7 +14,9 @@ operand_layouts=..., result_layouts=..., skip_ffi_layout_processing=True)
 (ctx, *operands)``: the same operands, results and layouts, typed (API
 version 4).  The target name is followed through the rule's parameter to the
 ``partial(rule, "name")`` given to ``register_lowering``, and through the
-rule's ``if`` tests on it.
+rule's ``if`` tests on it, or to the literals a local of the rule is
+assigned; ``out = custom_call(...)`` used only as ``out.results`` becomes
+``out = ffi_lowering(...)(ctx, ...)`` used as ``out``.
 
 Removed plumbing the module imports is replaced by today's API.
 """
