@@ -24,8 +24,11 @@ sys.path.insert(0, str(HERE))
 import manifest  # noqa: E402
 
 # The projects whose legacy form `ccshim port` ports today (docs/port.md).
-PORTED = ("exoplanet-core-0.3.1",)
+PORTED = ("exoplanet-core-0.3.1", "veros-1.7.0")
 KEPT = HERE / "ports"
+# Where a project's suite folder is not its source (veros: its tests come
+# from its repository), the sdist dev/setup.sh unpacks into the cache.
+SDIST = {"veros-1.7.0": "veros-1.7.0-src/veros-1.7.0"}
 
 
 def cache() -> pathlib.Path:
@@ -36,6 +39,8 @@ def cache() -> pathlib.Path:
 
 def source_tree(project: str) -> pathlib.Path:
     """The project's sdist, unpacked in the cache."""
+    if project in SDIST:
+        return cache() / SDIST[project]
     suite = manifest.projects()[project]["suite"]
     return cache() / suite["folder"] / suite.get("inner", "")
 

@@ -12,6 +12,12 @@ build, passes its own suite on the newest JAX in a Python where ccshim
 cannot be imported, as it passed on its reference, and every custom call in
 the modules XLA compiled during that run is a typed-FFI one (read from
 XLA's own dump of them).
+
+The Cython form, on veros 1.7.0 (Cython capsules of CPU kernels,
+jax.ffi.register_ffi_target(api_version=0), jax's internal custom_call):
+its kept patch likewise; in make test's newest suite (about 25 s) the
+patched tree built by its own setup.py and its TDMA run without ccshim on
+the newest JAX give the bytes of XLA's legacy path, through typed calls only.
 """
 
 import json
@@ -26,6 +32,7 @@ import pytest
 
 from conftest import BUILD, FIXTURES, ROOT, fixture_missing
 import project_suites
+from project_modules import veros_build
 
 pytest.importorskip("libcst", reason="ccshim port needs libcst (dev/setup.sh test installs it)")
 
@@ -324,10 +331,10 @@ def test_the_forms_it_does_not_port_yet_are_said_with_where(tmp_path):
     done = _port(tree)
     assert done.returncode == 0 and done.stdout == "", done.stderr
     assert done.stderr.splitlines() == [
-        "ccshim port: k.pyx:5: not ported: a Cython capsule export of a legacy kernel: "
-        "not ported yet",
         "ccshim port: m.cc:3: not ported: a kernel registered with XLA's registration macro: "
         "not ported yet",
+        "ccshim port: k.pyx:5: not ported: a Cython capsule export other than "
+        "register(\"name\", <void*>(kernel)) through a helper: not ported yet",
         "ccshim port: rules.py:11: not ported: registers a kernel made at run time by numba "
         "(no source in the tree to port): kept as it is",
         "ccshim port: rules.py:15: not ported: an XlaBuilder translation rule's CustomCall: "
@@ -349,3 +356,216 @@ def test_several_trees_make_one_patch_from_their_common_folder(tmp_path):
     patch.write_text(done.stdout)
     check = _git("apply", "--check", str(patch), cwd=tmp_path)
     assert check.returncode == 0, check.stderr
+
+
+# veros 1.7.0: Cython capsules of CPU kernels (docs/port.md) ---------------
+
+VEROS = "veros-1.7.0"
+VEROS_TARGETS = ["tdma_cython_double", "tdma_cython_float"]
+
+
+def _veros_tree(tmp_path: pathlib.Path, name="veros") -> pathlib.Path:
+    """A copy of veros's sdist tree, as published (dev/setup.sh unpacks it)."""
+    src = project_suites.cached("veros-1.7.0-src") / "veros-1.7.0"
+    if not (src / "setup.py").exists():
+        fixture_missing(f"{VEROS}'s sdist ({src})")
+    dst = tmp_path / name
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _veros_patched(tmp_path: pathlib.Path) -> pathlib.Path:
+    tree = _veros_tree(tmp_path)
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    patch = tmp_path / "veros.patch"
+    patch.write_text(done.stdout)
+    for args in (("apply", "--check", str(patch)), ("apply", str(patch))):
+        ran = _git(*args, cwd=tree)
+        assert ran.returncode == 0, ran.stderr
+    return tree
+
+
+def test_veros_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_path):
+    tree = _veros_tree(tmp_path)
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (KEPT / f"{VEROS}.patch").read_text(), \
+        "dev/census/ports/ is stale: python dev/census/ports.py writes it anew"
+    assert done.stderr == (KEPT / f"{VEROS}.refused").read_text()
+    files = re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M)
+    special = "veros/core/special/"
+    assert files == ["pyproject.toml", "setup.py", special + "tdma_.py",
+                     special + "tdma_cython_.pyx", special + "tdma_cython__ffi.cpp",
+                     special + "tdma_cython__ffi.h", special + "xla_legacy_call.h"]
+    for target in VEROS_TARGETS:
+        # the kernel made public (C linkage), its handler's capsule exported
+        assert f"+cdef public void {target}(void** out_ptr, void** data_ptr) nogil:" \
+            in done.stdout
+        assert f"+register_custom_call_target('{target}', <void*>({target}_ffi))" in done.stdout
+        assert f"+XLA_FFI_DEFINE_HANDLER_SYMBOL({target}_ffi," in done.stdout
+    # the kernels' bodies are not touched: only their declarations change
+    removed = [line for line in done.stdout.splitlines()
+               if line.startswith("-") and not line.startswith("---")]
+    assert [line for line in removed if line.startswith("-cdef")] == [
+        f"-cdef void {t}(void** out_ptr, void** data_ptr) nogil:" for t in VEROS_TARGETS]
+    assert '+        "veros.core.special.tdma_cython_": ["tdma_cython_.pyx", ' \
+           '"tdma_cython__ffi.cpp"],' in done.stdout
+    assert "+            ext.include_dirs.append(jax_ffi.include_dir())" in done.stdout
+    assert '+        jax.ffi.register_ffi_target(kernel_name, fn, platform="cpu")\n' \
+        in done.stdout
+    assert "+    out = jax.ffi.ffi_lowering(\n" in done.stdout
+    assert "-    return out.results[:-1]\n" in done.stdout
+    assert "+    return out[:-1]\n" in done.stdout
+    # the CUDA kernels, their registration and lowering are said, not ported
+    assert re.findall(r"^ccshim port: (\S+:\d+): not ported: ", done.stderr, re.M) == [
+        "veros/core/special/tdma_cuda_.pyx:29", "veros/core/special/tdma_cuda_.pyx:30",
+        "veros/core/special/tdma_.py:37", "veros/core/special/tdma_.py:173"]
+    # git takes it; the ported tree ports to nothing; --apply writes the same
+    tree = _veros_patched(tmp_path / "applied")
+    again = _port(tree)
+    assert again.returncode == 0 and again.stdout == "", again.stderr
+    other = _veros_tree(tmp_path, "other")
+    assert _port(other, "--apply").returncode == 0
+    diff = subprocess.run(["diff", "-r", "-x", ".git", str(tree), str(other)],
+                          capture_output=True, text=True)
+    assert diff.returncode == 0, diff.stdout
+
+
+SYNTHETIC_PYX = """\
+from cpython.pycapsule cimport PyCapsule_New
+
+cdef extern from "c_kernels.h":
+    void from_c(void* out, const void** ins) nogil
+
+
+cdef void ok(void* out, const void** ins) nogil:
+    (<float*>out)[0] = (<const float*>ins[0])[0]
+
+
+cdef void odd(int n, double* x) nogil:
+    pass
+
+
+targets = {}
+
+cdef export(unicode name, void* fn):
+    targets[name] = PyCapsule_New(fn, "xla._CUSTOM_CALL_TARGET", NULL)
+
+export("ok", <void*>(ok))
+export("from_c", <void*>(from_c))
+export("odd", <void*>(odd))
+export("gone", <void*>(nowhere))
+"""
+
+
+def test_what_it_cannot_port_of_a_cython_export_is_said_and_the_rest_ported(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "k.pyx").write_text(SYNTHETIC_PYX)
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "ccshim port: pkg/k.pyx:21: not ported: 'from_c': from_c is declared cdef extern "
+        "(its source is not this .pyx): not ported yet",
+        "ccshim port: pkg/k.pyx:22: not ported: 'odd': odd (pkg/k.pyx:11) is a signature it "
+        "does not know (int n, double* x)",
+        "ccshim port: pkg/k.pyx:23: not ported: 'gone': nowhere has no definition in k.pyx",
+        "ccshim port: pkg/k.pyx:1: not ported: its build (no setup.py at the tree's root) is "
+        "not ported yet: compile the handlers' source into the extension"]
+    # the CPU kernel is ported (its `void*`/`const void**` as declared);
+    # the others are exported as they were
+    assert re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M) == [
+        "pkg/k.pyx", "pkg/k_ffi.cpp", "pkg/k_ffi.h", "pkg/xla_legacy_call.h"]
+    assert "+cdef public void ok(void* out, const void** ins) nogil:" in done.stdout
+    assert '+export("ok", <void*>(ok_ffi))' in done.stdout
+    assert "+void ok(void* out, const void** ins);" in done.stdout
+    assert "+  ok((void*)out, (const void**)in);" in done.stdout
+    assert "+export(\"odd\"" not in done.stdout and "odd_ffi" not in done.stdout
+    # ported, it ports to nothing more; the kernels left are said again
+    assert _port(tree, "--apply").returncode == 0
+    again = _port(tree)
+    assert again.stdout == "" and again.stderr.count("not ported:") == 3, again.stderr
+
+
+def _veros_run(python: pathlib.Path, build: pathlib.Path, tmp_path: pathlib.Path,
+               name: str, no_site: bool) -> tuple[dict, list[str]]:
+    """veros_tdma_program.py's "xla" mode (no ccshim imported) on build;
+    its report and every custom-call line of the modules XLA compiled."""
+    dump = tmp_path / f"hlo-{name}"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CCSHIM_", "PYTHON", "XLA_", "JAX_"))}
+    env["XLA_FLAGS"] = f"--xla_dump_to={dump} --xla_dump_hlo_as_text"
+    flags = []
+    if no_site:
+        # no site processing: the venv's .pth puts this tree's python/ on
+        # the path; its site-packages alone on PYTHONPATH
+        env["PYTHONPATH"] = _site_packages(python)
+        flags = ["-S"]
+        probe = subprocess.run([str(python), "-S", "-c", "import ccshim"], env=env,
+                               capture_output=True, text=True)
+        assert "No module named 'ccshim'" in probe.stderr, probe.stderr
+    ran = subprocess.run([str(python), *flags, str(ROOT / "tests" / "python" /
+                                                    "veros_tdma_program.py"), "xla", str(build)],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    calls = [line for text in map(pathlib.Path.read_text, sorted(dump.glob("*.txt")))
+             for line in text.splitlines() if " custom-call(" in line]
+    return json.loads(ran.stdout.strip().splitlines()[-1]), calls
+
+
+@pytest.mark.skipif(os.environ.get("CCSHIM_SUITE") == "pinned",
+                    reason="it builds and runs on the newest JAX: make test runs it there")
+def test_ported_veros_builds_and_solves_as_the_legacy_path_without_ccshim(tmp_path):
+    """veros's patched tree built by its own setup.py (build_ext --inplace,
+    as dev/setup.sh builds it); its TDMA on the newest JAX and on the one
+    veros pins, in a Python where ccshim cannot be imported, gives the bytes
+    XLA's legacy path gives with the unported build, and every custom call
+    XLA compiled is typed."""
+    if not NEWEST.exists():
+        pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
+    legacy_build = veros_build("cp312")
+    if not (legacy_build / ".complete").exists():
+        fixture_missing(f"veros 1.7.0 was not built for Python 3.12 ({legacy_build})")
+    builder = project_suites.cached("venv-build-cp312") / "bin" / "python"
+    reference = project_suites.cached("venv-jax-0.11.2") / "bin" / "python"
+    for python in (builder, reference):
+        if not python.exists():
+            fixture_missing(f"{python} (dev/setup.sh test makes it)")
+    tree = _veros_patched(tmp_path)
+    # As dev/setup.sh builds veros: setup.py build_ext --inplace with the
+    # build venv's Cython and setuptools.  The headers are those of the
+    # JAX veros pins (0.11.2, its reference venv's): handlers built against
+    # them load on that JAX and on newer ones, not the other way round.
+    built = subprocess.run([str(builder), "setup.py", "build_ext", "--inplace"], cwd=tree,
+                           env={**os.environ, "PATH": f"{builder.parent}{os.pathsep}"
+                                f"{os.environ['PATH']}", "VEROS_REQUIRE_CYTHON_EXT": "1",
+                                "PYTHONPATH": _site_packages(reference)},
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    assert list((tree / "veros/core/special").glob("tdma_cython_.*.so")), built.stdout[-2000:]
+    assert "venv-jax-0.11.2" in built.stdout and "jaxlib/include" in built.stdout
+
+    ported, calls = _veros_run(NEWEST, tree, tmp_path, "ported", no_site=True)
+    legacy, legacy_calls = _veros_run(NEWEST, legacy_build, tmp_path, "legacy", no_site=True)
+    # XLA's legacy path on the unported build, the same JAX: the same bytes
+    assert ported["outputs"] == legacy["outputs"]
+    assert ported["targets"] == legacy["targets"] == {"float64": ["tdma_cython_double"],
+                                                      "float32": ["tdma_cython_float"]}
+    assert ported["scipy_error"]["float64"] < 1e-13 and ported["scipy_error"]["float32"] < 1e-5
+    # XLA's own dump of what it compiled: typed calls where the unported
+    # build's were legacy (API version 2)
+    assert set(re.findall(r'custom_call_target="([^"]+)"', "\n".join(calls))) == \
+        set(VEROS_TARGETS)
+    assert calls and all("api_version=API_VERSION_TYPED_FFI" in line for line in calls), calls
+    assert legacy_calls and all("API_VERSION_STATUS_RETURNING" in line for line in legacy_calls)
+    # the same build on the JAX veros pins, without ccshim: the same bytes
+    pinned_jax, pinned_calls = _veros_run(reference, tree, tmp_path, "0.11.2", no_site=True)
+    assert pinned_jax["outputs"] == ported["outputs"]
+    assert pinned_calls and all("API_VERSION_TYPED_FFI" in line for line in pinned_calls)
+    # and the bytes of XLA's legacy path on the pinned JAX (make test's
+    # other venv, veros built for it by dev/setup.sh)
+    pinned, pinned_build = ROOT / ".venv" / "bin" / "python", veros_build("cp311")
+    if pinned.exists() and (pinned_build / ".complete").exists():
+        there, _ = _veros_run(pinned, pinned_build, tmp_path, "pinned", no_site=False)
+        assert ported["outputs"] == there["outputs"]

@@ -11,7 +11,10 @@ exports the handler; the build finds XLA's FFI headers with
 ``jax.ffi.include_dir()``; the registration becomes
 ``jax.ffi.register_ffi_target`` and the lowering ``jax.ffi.ffi_lowering``
 with the same operands, results and layouts.  What it cannot port is said
-on stderr, with where and why, and the rest is still ported.  docs/port.md.
+on stderr, with where and why, and the rest is still ported.  Cython
+capsules of CPU kernels (veros's form) are ported too: a C++ file of typed
+handlers beside the ``.pyx``, compiled into the same extension by its
+``setup.py`` (``_cython``).  docs/port.md.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import _build, _native
+from . import _build, _cython, _native
 from ._report import Problem, unified
 
 __all__ = ["main", "port"]
@@ -66,10 +69,27 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
         if done:
             for path, text in _build.port(root, [e.path for e in done], problems).items():
                 edits[path] = (path.read_text(), text)
-    ported = {k.target for e in exts for k in e.ported} | {t for e in exts for t in e.typed}
+        cython = _cython.scan(root, files, problems)
+        done_cy = [e for e in cython if e.text is not None]
+        for e in done_cy:
+            edits[e.path] = (e.path.read_text(), e.text)
+            folder = e.path.parent
+            edits[folder / f"{e.stem}_ffi.h"] = (None, e.header)
+            edits[folder / f"{e.stem}_ffi.cpp"] = (None, e.handlers)
+            edits[folder / _native.HEADER] = (None, (Path(__file__).parent /
+                                                     "legacy_call.h").read_text())
+        if done_cy:
+            setup = _cython.setup_py(root, done_cy, problems)
+            if setup is not None:
+                edits[root / "setup.py"] = ((root / "setup.py").read_text(), setup)
+            for path, text in _build.port_pyproject(root).items():
+                edits[path] = (path.read_text(), text)
+        exts += cython
+    ported = {k.target for e in exts for k in e.ported} | \
+        {t for e in exts for t in e.typed}
     legacy = {t for e in exts for t in e.legacy}
     modules = {e.module: ({k.target for k in e.ported} | set(e.typed), set(e.legacy))
-               for e in exts if e.module}
+               for e in exts if getattr(e, "module", None)}
     for root in roots:
         for path in _files(root):
             if path.suffix != ".py":

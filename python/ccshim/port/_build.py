@@ -87,9 +87,15 @@ def port(root: Path, sources: list[Path], problems: list[Problem]) -> dict[Path,
     else:
         problems.append(Problem(f"{rel[0]}:1", "its build (no CMakeLists.txt at the tree's "
                                 "root) is not ported yet: add jax.ffi.include_dir() to it"))
+    edits.update(port_pyproject(root))
+    return edits
+
+
+def port_pyproject(root: Path) -> dict[Path, str]:
+    """pyproject.toml edited so that its build has jax (XLA's FFI headers)."""
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         new = _pyproject(pyproject.read_text())
         if new != pyproject.read_text():
-            edits[pyproject] = new
-    return edits
+            return {pyproject: new}
+    return {}

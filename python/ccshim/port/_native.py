@@ -132,20 +132,15 @@ def _edit(text: str, kernels: list[Kernel]) -> str:
 _NOT_YET = (
     (re.compile(r"\bXLA_(?:CPU_)?REGISTER_CUSTOM_CALL_TARGET\w*\s*\("),
      "a kernel registered with XLA's registration macro: not ported yet"),
-    (re.compile(r"xla\._CUSTOM_CALL_TARGET"), None),   # Cython capsules (.pyx only)
 )
 
 
 def _not_yet(root: Path, files: list[Path], problems: list[Problem]) -> None:
     for path in files:
-        if not path.name.endswith(SOURCES + (".pyx", ".pxd")):
+        if not path.name.endswith(SOURCES):
             continue
         text = path.read_text(errors="replace")
         for pattern, why in _NOT_YET:
-            if why is None:
-                if not path.name.endswith((".pyx", ".pxd")):
-                    continue
-                why = "a Cython capsule export of a legacy kernel: not ported yet"
             for m in pattern.finditer(text):
                 problems.append(Problem(f"{path.relative_to(root)}:{_line(text, m.start())}",
                                         why))

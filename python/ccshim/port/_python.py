@@ -4,7 +4,9 @@ Registration: ``xla_client.register_custom_call_target(name, fn, platform=P)``
 in a loop over an extension's ``registrations()`` becomes
 ``jax.ffi.register_ffi_target(name, fn, platform=P)`` when every kernel of
 that extension was ported, and ``jax.ffi.register_ffi_target(...,
-api_version=0)`` (today's name for the legacy registration) when none was.
+api_version=0)`` (today's name for the legacy registration) when none was;
+``jax.ffi.register_ffi_target(..., api_version=0)`` of targets now ported
+(a literal name, or a loop's over literals) is registered as typed.
 
 Lowering: ``mlir.custom_call`` / ``hlo_helpers.custom_call`` on ported
 targets, API version 1 or 2, becomes ``jax.ffi.ffi_lowering(name,
@@ -12,7 +14,9 @@ operand_layouts=..., result_layouts=..., skip_ffi_layout_processing=True)
 (ctx, *operands)``: the same operands, results and layouts, typed (API
 version 4).  The target name is followed through the rule's parameter to the
 ``partial(rule, "name")`` given to ``register_lowering``, and through the
-rule's ``if`` tests on it.
+rule's ``if`` tests on it, or to the literals a local of the rule is
+assigned; ``out = custom_call(...)`` used only as ``out.results`` becomes
+``out = ffi_lowering(...)(ctx, ...)`` used as ``out``.
 
 Removed plumbing the module imports is replaced by today's API.
 """
@@ -49,8 +53,21 @@ def _dotted(node: cst.BaseExpression) -> str | None:
 def _string(node: cst.BaseExpression | None) -> str | None:
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value
+        if isinstance(value, bytes):     # a target name given as bytes
+            try:
+                return value.decode("ascii")
+            except UnicodeDecodeError:
+                return None
         return value if isinstance(value, str) else None
     return None
+
+
+def _literals(node: cst.BaseExpression | None) -> list[str] | None:
+    """The strings of a tuple or list of string literals; None otherwise."""
+    if not isinstance(node, (cst.Tuple, cst.List)):
+        return None
+    found = [_string(e.value) for e in node.elements]
+    return None if not found or None in found else found
 
 
 def _arg(call: cst.Call, index: int, keyword: str) -> cst.Arg | None:
@@ -165,6 +182,9 @@ class _Port(cst.CSTTransformer):
         self.modules, self.problems = modules, problems
         self.changed = False
         self.extend = False                # jax.extend.core is used
+        # (rule, name): `name = custom_call(...)` ported, whose `.results` are
+        # now `name` itself
+        self.result_vars: set[tuple[int, str]] = set()
 
     def where(self, node: cst.CSTNode) -> str:
         return f"{self.path}:{self.get_metadata(PositionProvider, node).start.line}"
@@ -240,6 +260,29 @@ class _Port(cst.CSTTransformer):
         return updated.with_changes(func=cst.parse_expression("jax.ffi.register_ffi_target"),
                                     args=args)
 
+    def _ffi_registration(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """jax.ffi.register_ffi_target(name, fn, ..., api_version=0) of
+        targets that are ported now: registered as typed (the default)."""
+        name = _arg(node, 0, "name")
+        literal = _string(name.value) if name else None
+        names = {literal} if literal is not None else set()
+        if literal is None and name is not None and isinstance(name.value, cst.Name):
+            loop = next((p for p, _ in self.parents(node) if isinstance(p, cst.For)), None)
+            if loop is not None and m.matches(loop.target, m.Name(name.value.value)):
+                names = set(_literals(loop.iter) or ())
+        if not names or not names & (self.ported | self.legacy):
+            return updated
+        where = self.where(node)
+        if not names <= self.ported:
+            left = ", ".join(sorted(names - self.ported))
+            self.problems.append(Problem(where, f"registers {left}, not ported (said above): "
+                                         "kept legacy (api_version=0)"))
+            return updated
+        args = [a for a in updated.args if not (a.keyword and a.keyword.value == "api_version")]
+        args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
+        self.changed = True
+        return updated.with_changes(args=args)
+
     # Lowering -------------------------------------------------------------
     def _names(self, node: cst.Call, name: cst.BaseExpression) -> tuple[set[str], str | None]:
         """The target names that reach a lowering site, and the name of the
@@ -251,6 +294,14 @@ class _Port(cst.CSTTransformer):
         ctx = next((p for p in params if p in ("ctx", "context")), None)
         if literal is not None:
             return {literal}, ctx
+        if fn is not None and isinstance(name, cst.Name) and name.value not in params:
+            # a local the rule assigns only literals to (veros: one per dtype)
+            values = [a.value for a in m.findall(fn, m.Assign(targets=[
+                m.AssignTarget(target=m.Name(name.value))]))]
+            names = {_string(v) for v in values}
+            if values and None not in names:
+                return names, ctx
+            return set(), ctx
         param = _dotted(name)
         if fn is None or param not in params or params.index(param) != 0:
             return set(), ctx
@@ -373,6 +424,12 @@ class _Port(cst.CSTTransformer):
             # Removed in JAX 0.6.0; today's name.
             self.extend = self.changed = True
             return cst.parse_expression("jax.extend.core.Primitive")
+        # out.results, where `out = custom_call(...)` was ported
+        if original.attr.value == "results" and isinstance(original.value, cst.Name):
+            fn = next((p for p, _ in self.parents(original) if isinstance(p, cst.FunctionDef)),
+                      None)
+            if fn is not None and (id(fn), original.value.value) in self.result_vars:
+                return updated.value
         # mlir.custom_call(...).results
         if original.attr.value == "results" and isinstance(original.value, cst.Call):
             call = original.value
@@ -382,10 +439,28 @@ class _Port(cst.CSTTransformer):
                     return new
         return updated
 
+    def _results_only(self, call: cst.Call, parent: cst.CSTNode) -> tuple[int, str] | None:
+        """(rule, name) for `name = custom_call(...)` in a rule that uses name
+        only as `name.results`; None otherwise."""
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and
+                isinstance(parent.targets[0].target, cst.Name)):
+            return None
+        name = parent.targets[0].target.value
+        fn = next((p for p, _ in self.parents(call) if isinstance(p, cst.FunctionDef)), None)
+        if fn is None:
+            return None
+        uses = len(m.findall(fn, m.Name(name)))
+        results = len(m.findall(fn, m.Attribute(value=m.Name(name), attr=m.Name("results"))))
+        assigned = len(m.findall(fn, m.AssignTarget(target=m.Name(name))))
+        return (id(fn), name) if assigned == 1 and uses == results + 1 else None
+
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         full = self.facts.full(original.func) or ""
         if full in {f"{mod}.register_custom_call_target" for mod in _XLA_CLIENT}:
             return self._registration(original, updated)
+        if full == "jax.ffi.register_ffi_target" and m.matches(
+                _arg(original, 99, "api_version"), m.Arg(value=m.Integer("0"))):
+            return self._ffi_registration(original, updated)
         for pattern, why in _NOT_YET:
             if pattern.search(full):
                 self.problems.append(Problem(self.where(original), why))
@@ -400,8 +475,13 @@ class _Port(cst.CSTTransformer):
             return updated
         if full in {f"{mod}.custom_call" for mod in _CUSTOM_CALL_MODULES}:
             parent = self.get_metadata(ParentNodeProvider, original)
-            if not (isinstance(parent, cst.Attribute) and parent.attr.value == "results"):
-                self._lowering(original, updated, results=False)
+            if isinstance(parent, cst.Attribute) and parent.attr.value == "results":
+                return updated
+            var = self._results_only(original, parent)
+            new = self._lowering(original, updated, results=var is not None)
+            if new is not None and var is not None:
+                self.result_vars.add(var)
+                return new
         return updated
 
 
