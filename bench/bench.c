@@ -55,7 +55,7 @@
 
 /* B1x not built: no handlers (the table says why). */
 #if !CCSHIM_BENCH_HAVE_FFI
-static ccshim_bench_ffi_handler* ccshim_bench_ffi(int form, int buffers) {
+ccshim_bench_ffi_handler* ccshim_bench_ffi(int form, int buffers) {
   (void)form;
   (void)buffers;
   return NULL;

@@ -25,7 +25,17 @@ static double over_ref(const double* i, int ref) { return (i[2] - i[0]) / (i[ref
 /* The table's cells for a variant: instructions ("-" when not measured or
  * not built) and the median time with its quartiles. */
 static void cell_ins(char* buf, size_t cap, const results* r, const double* i, int v) {
-  snprintf(buf, cap, r->have_instr && variant_built(v) ? "%.0f" : "-", i[v]);
+  if (r->have_instr && variant_built(v))
+    snprintf(buf, cap, "%.0f", i[v]);
+  else
+    snprintf(buf, cap, "-");
+}
+/* over_ref against reference `ref`, or "-" when not measured. */
+static void cell_ratio(char* buf, size_t cap, int measured, const double* i, int ref) {
+  if (measured)
+    snprintf(buf, cap, "%.2f", over_ref(i, ref));
+  else
+    snprintf(buf, cap, "-");
 }
 static void cell_ns(char* buf, size_t cap, const spread* t, int v) {
   if (variant_built(v))
@@ -66,9 +76,8 @@ int ccshim_bench_print_table(const results* r) {
         cell_ins(ins[v], sizeof ins[v], r, i, v);
         cell_ns(ns[v], sizeof ns[v], t, v);
       }
-      snprintf(ratio[0], sizeof ratio[0], r->have_instr ? "%.2f" : "-", over_ref(i, 1));
-      snprintf(ratio[1], sizeof ratio[1], r->have_instr && CCSHIM_BENCH_HAVE_FFI ? "%.2f" : "-",
-               CCSHIM_BENCH_HAVE_FFI ? over_ref(i, B1X) : 0.0);
+      cell_ratio(ratio[0], sizeof ratio[0], r->have_instr, i, 1);
+      cell_ratio(ratio[1], sizeof ratio[1], r->have_instr && CCSHIM_BENCH_HAVE_FFI, i, B1X);
       printf(
           "%-7s %4d | %6s %6s %7s %6s %7s | %5s %6s %6s | %5.2f %15s %15s %15s %6.2f | %9s %9s\n",
           form_names[f], arities[a], ins[0], ins[1], ins[B1X], ins[2], ins[3], ratio[0], ratio[1],

@@ -44,7 +44,9 @@ def markdown(results):
                    "| B1 ns | B1x ns | B2 ns | time vs B1 / B1x |")
         out.append("|---|---|---|---|---|---|---|---|---|")
         for r in s["rows"]:
-            i, t = r["instructions"], r["ns_spread"]
+            t = r["ns_spread"]
+            # Without callgrind (--no-instructions, no valgrind): no counts.
+            i = r["instructions"] if s.get("instructions_measured", True) else {}
             ratio = ["{:.2f}".format((i["B2"] - i["B0"]) / (i[v] - i["B0"])) if v in i else "—"
                      for v in ("B1", "B1x")]
             ns = ["{median:.1f} [{q1:.1f}–{q3:.1f}]".format(**t[v]) if v in t else "—"
