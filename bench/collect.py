@@ -21,29 +21,40 @@ FORM_NAMES = {"cpu_v1": "CPU v1", "cpu_v2": "CPU v2", "cpu_v3": "CPU v3", "gpu":
 
 
 def verdict(b1, b2):
-    """As ccshim bench words it (bench.c time_verdict)."""
+    """As ccshim bench words it (bench.c time_verdict); b1: the reference's
+    spread (B1 or B1x), b2: the adapter's."""
     if b2["median"] <= b1["median"]:
         return "met"
     return "in spread" if b2["median"] <= b1["q3"] else "MISSED"
 
 
 def markdown(results):
-    """One table per build, one row per form and arity."""
+    """One table per build, one row per form and arity: the adapter (B2)
+    against both hand-written references, B1 (C API) and B1x (ffi.h; "—"
+    where the build had no jaxlib headers)."""
     out = []
     for s in results["builds"]:
         b = s["build"]
+        ffi = s.get("ffi_reference", {"built": False, "why_not": "not measured"})
         out.append(f"{b['compiler']}, {b['type']} `{b['flags']}` ({b['folder']}), "
-                   f"ns the median of {s['runs']} runs [quartiles]:\n")
-        out.append("| form | buffers | B0 / B1 / B2 instructions | (B2−B0)/(B1−B0) "
-                   "| B1 ns | B2 ns | time |")
-        out.append("|---|---|---|---|---|---|---|")
+                   f"ns the median of {s['runs']} runs [quartiles]; B1x: "
+                   + (f"{b['cxx_compiler']} `{b['cxx_flags']} -std=c++17`:\n" if ffi["built"]
+                      else f"not built ({ffi['why_not']}):\n"))
+        out.append("| form | buffers | B0 / B1 / B1x / B2 instructions | B2 vs B1 | B2 vs B1x "
+                   "| B1 ns | B1x ns | B2 ns | time vs B1 / B1x |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
         for r in s["rows"]:
-            i, t = r["instructions"], r["ns_spread"]
-            ratio = (i["B2"] - i["B0"]) / (i["B1"] - i["B0"])
-            ns = ["{median:.1f} [{q1:.1f}–{q3:.1f}]".format(**t[v]) for v in ("B1", "B2")]
-            out.append(f"| {FORM_NAMES[r['form']]} | {r['buffers']} | {i['B0']:.0f} / "
-                       f"{i['B1']:.0f} / {i['B2']:.0f} | {ratio:.2f} | {ns[0]} | {ns[1]} | "
-                       f"{verdict(t['B1'], t['B2'])} |")
+            t = r["ns_spread"]
+            # Without callgrind (--no-instructions, no valgrind): no counts.
+            i = r["instructions"] if s.get("instructions_measured", True) else {}
+            ratio = ["{:.2f}".format((i["B2"] - i["B0"]) / (i[v] - i["B0"])) if v in i else "—"
+                     for v in ("B1", "B1x")]
+            ns = ["{median:.1f} [{q1:.1f}–{q3:.1f}]".format(**t[v]) if v in t else "—"
+                  for v in ("B1", "B1x", "B2")]
+            ins = " / ".join(f"{i[v]:.0f}" if v in i else "—" for v in ("B0", "B1", "B1x", "B2"))
+            times = " / ".join(verdict(t[v], t["B2"]) if v in t else "—" for v in ("B1", "B1x"))
+            out.append(f"| {FORM_NAMES[r['form']]} | {r['buffers']} | {ins} | {ratio[0]} | "
+                       f"{ratio[1]} | {ns[0]} | {ns[1]} | {ns[2]} | {times} |")
         out.append("")
     return "\n".join(out)
 

@@ -1,7 +1,8 @@
 """Draws the benchmark chart of docs/c-api.md from bench/results.json (one
 figure set per build, as bench/collect.py writes it): per build, the
 instructions a call costs over the direct call, and the time per call
-(median, with its interquartile range as a band).
+(median, with its interquartile range as a band), of the hand-written
+handlers (B1 against the C API, B1x with ffi.h where built) and the adapter.
 
 usage: python bench/plot.py [bench/results.json] [docs/bench.png]
 """
@@ -25,13 +26,17 @@ def draw(ins, ns, figures):
         x = [r["buffers"] for r in rows]
         c = COLORS[form]
         ins.plot(x, [r["instructions"]["B1"] - r["instructions"]["B0"] for r in rows],
-                 color=c, marker="o", label=f"{form} B1 (by hand)")
+                 color=c, marker="o", label=f"{form} B1 (by hand, C API)")
+        if all("B1x" in r["instructions"] for r in rows):
+            ins.plot(x, [r["instructions"]["B1x"] - r["instructions"]["B0"] for r in rows],
+                     color=c, marker="^", linestyle=":", label=f"{form} B1x (by hand, ffi.h)")
         ins.plot(x, [r["instructions"]["B2"] - r["instructions"]["B0"] for r in rows],
                  color=c, marker="s", linestyle="--", label=f"{form} B2 (ccshim)")
-        for v, style in (("B1", "-"), ("B2", "--")):
+        for v, style, marker in (("B1", "-", "o"), ("B1x", ":", "^"), ("B2", "--", "s")):
+            if not all(v in r["ns_spread"] for r in rows):
+                continue  # B1x: not built (the JSON's ffi_reference says why)
             s = [r["ns_spread"][v] for r in rows]
-            ns.plot(x, [p["median"] for p in s], color=c, linestyle=style,
-                    marker="o" if v == "B1" else "s")
+            ns.plot(x, [p["median"] for p in s], color=c, linestyle=style, marker=marker)
             ns.fill_between(x, [p["q1"] for p in s], [p["q3"] for p in s], color=c,
                             alpha=0.15)
     b = figures["build"]
@@ -57,8 +62,9 @@ def main():
     for (ins, ns), figures in zip(axes, builds):
         draw(ins, ns, figures)
     axes[0][0].legend(fontsize=7, ncol=2)
-    fig.suptitle(f"ccshim {data['version']}, Release builds: adapter (dashed) vs a "
-                 "hand-written typed handler (solid), same legacy kernel and frame")
+    fig.suptitle(f"ccshim {data['version']}, Release builds: adapter (dashed) vs typed "
+                 "handlers written by hand, C API (solid) and ffi.h (dotted); same kernel "
+                 "and frame", fontsize=10)
     fig.tight_layout()
     fig.savefig(dst, dpi=110)
     print(f"wrote {dst}")

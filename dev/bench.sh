@@ -5,7 +5,8 @@
 #
 #   build-bench-zig  the wheel's own configuration (dev/wheel.py
 #                    --print-configure): zig cc, glibc 2.27, libffi inside;
-#                    plus valgrind's headers, for the instruction counts
+#                    plus valgrind's headers, for the instruction counts,
+#                    and jaxlib's, for B1x (the ffi.h handlers, zig c++)
 #   build-bench-gcc  the system's gcc, as `pip install .` builds it
 #
 # Each build's `ccshim bench` writes its table and its JSON (which say the
@@ -25,16 +26,26 @@ else
   echo "bench: no /usr/include/valgrind/callgrind.h (Debian's valgrind): no instruction counts" >&2
 fi
 
+# B1x, the ffi.h reference handlers, need jaxlib's headers (the Python's
+# JAX): without them both builds measure without it, and say why.
+jaxlib_inc=()
+if inc=$("$python" -c 'import jax; print(jax.ffi.include_dir())' 2>/dev/null) &&
+  [ -f "$inc/xla/ffi/api/ffi.h" ]; then
+  jaxlib_inc=(-DCCSHIM_JAXLIB_INCLUDE="$inc")
+else
+  echo "bench: no jaxlib headers from $python (jax.ffi.include_dir()): no B1x (ffi.h) column" >&2
+fi
+
 echo "== build-bench-zig: the wheel's build (zig cc), Release"
 mapfile -t zig_configure < <(python3 dev/wheel.py --print-configure x86_64 build-bench-zig)
-"${zig_configure[@]}" "${valgrind_inc[@]}" >/dev/null
+"${zig_configure[@]}" "${valgrind_inc[@]}" "${jaxlib_inc[@]}" >/dev/null
 cmake --build build-bench-zig -j "$jobs" --target ccshim_tool >/dev/null
 
 echo "== build-bench-gcc: the system's gcc, Release"
 # The compiler by CC, not -DCMAKE_C_COMPILER: a cache made with another one
 # would be deleted by CMake and the other -D settings lost with it.
 CC=gcc CXX=g++ cmake -S . -B build-bench-gcc -DCMAKE_BUILD_TYPE=Release -DCCSHIM_WERROR=ON \
-  -DCCSHIM_BUILD_EXAMPLES=OFF "${valgrind_inc[@]}" >/dev/null
+  -DCCSHIM_BUILD_EXAMPLES=OFF "${valgrind_inc[@]}" "${jaxlib_inc[@]}" >/dev/null
 cmake --build build-bench-gcc -j "$jobs" --target ccshim_tool ccshim_e2e_kernels >/dev/null
 
 # Both must be what they claim, whatever their folders held before.
