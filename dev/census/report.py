@@ -138,7 +138,7 @@ def _section(p: dict, result: dict | None) -> list[str]:
         spellings = sorted({v for t in scan for v in t.get("via") or () if "register" in v.lower()})
         if spellings:  # results of census.py scan from issue 45 on
             out.append("- registered through: " + ", ".join(f"`{v}`" for v in spellings)
-                       + " (each restored where JAX lost it: docs/legacy-surface.md)")
+                       + " (which JAX removed each, and what ccshim restores: docs/legacy-surface.md)")
     gpu = result.get("gpu")
     if gpu:
         if gpu.get("error"):

@@ -50,6 +50,6 @@ def test_a_project_section_names_the_registration_spellings_scan_met():
              "defined": None, "via": ["register_ffi_target", "register_cpu_custom_call_target"]}]
     lines = report._section(p, {"scan": scan})
     assert "- registered through: `register_cpu_custom_call_target`, `register_ffi_target` " \
-           "(each restored where JAX lost it: docs/legacy-surface.md)" in lines, lines
+           "(which JAX removed each, and what ccshim restores: docs/legacy-surface.md)" in lines, lines
     assert not any(line.startswith("- registered through") for line in
                    report._section(p, {"scan": [{**t, "via": ["EncapsulateFunction"]} for t in scan]}))
