@@ -217,6 +217,26 @@ def _site_packages(python: pathlib.Path) -> str:
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
+def _built_without_ccshim(tree: pathlib.Path, tmp_path: pathlib.Path):
+    """The ported tree built by its own build, as pip runs it (scikit-build-core,
+    CMake, pybind11), into tmp_path/site; and the environment of a Python
+    where ccshim cannot be imported (run with -S: no site processing, since
+    the venv's .pth puts this tree's python/ on the path), with its
+    site-packages and the built project on PYTHONPATH and XLA dumping every
+    module it compiles into the folder returned beside it."""
+    site = tmp_path / "site"
+    built = subprocess.run([str(NEWEST), "-m", "pip", "install", "-q", "--no-deps",
+                            "--no-build-isolation", "--target", str(site), str(tree)],
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    dump = tmp_path / "hlo"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CCSHIM_", "PYTHON", "XLA_", "JAX_"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(site), _site_packages(NEWEST)]),
+               XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_text")
+    return env, dump
+
+
 @pytest.mark.skipif(not os.environ.get("CCSHIM_TEST_PROJECTS"),
                     reason="make test-projects runs it: the project's build and its suite take "
                            "it past make test's time budget")
@@ -224,21 +244,7 @@ def test_the_ported_project_builds_and_passes_its_suite_without_ccshim(tmp_path)
     if not NEWEST.exists():
         pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
     tree = _patched(tmp_path)
-    site = tmp_path / "site"
-    # Its own build (scikit-build-core, CMake, pybind11), as pip runs it.
-    built = subprocess.run([str(NEWEST), "-m", "pip", "install", "-q", "--no-deps",
-                            "--no-build-isolation", "--target", str(site), str(tree)],
-                           capture_output=True, text=True, timeout=900)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-
-    # A Python where ccshim cannot be imported: no site processing (the
-    # venv's .pth puts this tree's python/ on the path), its site-packages
-    # and the built project on PYTHONPATH.
-    dump = tmp_path / "hlo"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("CCSHIM_", "PYTHON", "XLA_", "JAX_"))}
-    env.update(PYTHONPATH=os.pathsep.join([str(site), _site_packages(NEWEST)]),
-               XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_text")
+    env, dump = _built_without_ccshim(tree, tmp_path)
     no_ccshim = subprocess.run([str(NEWEST), "-S", "-c", "import ccshim"], env=env,
                                capture_output=True, text=True)
     assert "No module named 'ccshim'" in no_ccshim.stderr, no_ccshim.stderr
@@ -299,16 +305,7 @@ def test_a_ported_status_kernel_fails_as_an_ffi_error_with_its_message(tmp_path)
     done = _port(tree, "--apply")
     assert done.returncode == 0 and done.stderr == "ccshim port: 6 files written\n", done.stderr
     assert _port(tree).stdout == ""
-    site = tmp_path / "site"
-    built = subprocess.run([str(NEWEST), "-m", "pip", "install", "-q", "--no-deps",
-                            "--no-build-isolation", "--target", str(site), str(tree)],
-                           capture_output=True, text=True, timeout=900)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    dump = tmp_path / "hlo"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("CCSHIM_", "PYTHON", "XLA_", "JAX_"))}
-    env.update(PYTHONPATH=os.pathsep.join([str(site), _site_packages(NEWEST)]),
-               XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_text")
+    env, dump = _built_without_ccshim(tree, tmp_path)
     ran = subprocess.run([str(NEWEST), "-S", "-c", "import sys\ntry:\n import ccshim\n"
                           " sys.exit('ccshim imported')\nexcept ImportError:\n pass\n" +
                           STATUS_RUN], cwd=tmp_path, env=env, capture_output=True, text=True,
