@@ -99,6 +99,12 @@ def _after(name):
 
 
 def _load_carried_preload():
+    # Most Pythons have nothing to load (no preload carried, or LD_PRELOAD
+    # kept): they do not read _carried.py at start-up.
+    if os.environ.get("LD_PRELOAD") or not any(
+            os.path.basename(p).startswith("preload=") and
+            os.path.basename(os.path.dirname(p)) == "carried" for p in sys.path):
+        return
     spec = importlib.util.spec_from_file_location(
         "_ccshim_boot_carried", os.path.join(os.path.dirname(os.path.dirname(_here)),
                                              "_carried.py"))
