@@ -221,21 +221,23 @@ def compare_alone(key: str, folder: pathlib.Path, out=sys.stdout) -> bool:
             problems.append("a case's outputs are not finite")
     else:
         problems.append("its CASES did not run through ccshim")
+    return _conclude(folder, out, f"{key}: legacy path not run "
+                     f"({suite.get('legacy_why', '')}); ccshim {_count(ours)}{cases}",
+                     problems, {}, ours, suite)
+
+
+def _conclude(folder, out, head, problems, legacy, ours, suite) -> bool:
+    """The run's verdict: its kernels must be in the report as typed cuda
+    targets; its line (HEAD, those targets, the problems) printed, and
+    summary.json written beside the run, which `record` puts in the
+    census's results.  True when there is no problem."""
+    import datetime
     typed = _typed(folder)
     if not typed:
         problems.append("the report lists no typed target of its on cuda")
-    line = (f"{key}: legacy path not run ({suite.get('legacy_why', '')}); ccshim "
-            f"{_count(ours)}{cases}; through ccshim on cuda: {', '.join(typed) or 'none'}"
+    line = (f"{head}; through ccshim on cuda: {', '.join(typed) or 'none'}"
             f"{'; ' + '; '.join(problems) if problems else ''}")
     print(line, file=out)
-    _summary(folder, line, problems, {}, ours, suite)
-    return not problems
-
-
-def _summary(folder, line, problems, legacy, ours, suite) -> None:
-    """summary.json beside the run: what `record` puts in the census's
-    results."""
-    import datetime
     ran = folder / "ccshim.json"
     where = json.loads(ran.read_text()) if ran.exists() else {}
     (folder / "summary.json").write_text(json.dumps({
@@ -243,6 +245,7 @@ def _summary(folder, line, problems, legacy, ours, suite) -> None:
         "device": where.get("device"), "jax": where.get("jax"),
         "selection": suite.get("selection"), "ok": not problems, "summary": line,
         "legacy": _count(legacy), "ccshim": _count(ours)}, indent=1) + "\n")
+    return not problems
 
 
 def record(logs: pathlib.Path, results: pathlib.Path = HERE_RESULTS) -> list[str]:
@@ -307,15 +310,8 @@ def compare(key: str, folder: pathlib.Path, out=sys.stdout) -> bool:
         cases = (f"; CASES: forward outputs byte-identical {fwd_same} of {fwd}" +
                  (f", gradients {grad_same} of {grad} (not judged: its backward kernel is not"
                   " deterministic)" if grad else ""))
-    typed = _typed(folder)
-    if not typed:
-        problems.append("the report lists no typed target of its on cuda")
-    line = (f"{key}: legacy {_count(legacy)}; ccshim {_count(ours)}; {same}{cases}; "
-            f"through ccshim on cuda: {', '.join(typed) or 'none'}"
-            f"{'; ' + '; '.join(problems) if problems else ''}")
-    print(line, file=out)
-    _summary(folder, line, problems, legacy, ours, suite)
-    return not problems
+    return _conclude(folder, out, f"{key}: legacy {_count(legacy)}; ccshim {_count(ours)}; "
+                     f"{same}{cases}", problems, legacy, ours, suite)
 
 
 def main(argv: list[str]) -> int:
