@@ -24,11 +24,12 @@ sys.path.insert(0, str(HERE))
 import manifest  # noqa: E402
 
 # The projects whose legacy form `ccshim port` ports today (docs/port.md).
-PORTED = ("exoplanet-core-0.3.1", "veros-1.7.0")
+PORTED = ("celerite2-0.3.2", "exoplanet-core-0.3.1", "veros-1.7.0")
 KEPT = HERE / "ports"
 # Where a project's suite folder is not its source (veros: its tests come
 # from its repository), the sdist dev/setup.sh unpacks into the cache.
-SDIST = {"veros-1.7.0": "veros-1.7.0-src/veros-1.7.0"}
+SDIST = {"veros-1.7.0": "veros-1.7.0-src/veros-1.7.0",
+         "celerite2-0.3.2": "celerite2-0.3.2-src/celerite2-0.3.2"}
 
 
 def cache() -> pathlib.Path:

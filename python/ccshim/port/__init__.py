@@ -85,9 +85,9 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
             for path, text in _build.port_pyproject(root).items():
                 edits[path] = (path.read_text(), text)
         exts += cython
-    ported = {k.target for e in exts for k in e.ported} | \
-        {t for e in exts for t in e.typed}
-    legacy = {t for e in exts for t in e.legacy}
+    named = [e for e in exts if not getattr(e, "functions", False)]
+    ported = {k.target for e in named for k in e.ported} | {t for e in named for t in e.typed}
+    legacy = {t for e in named for t in e.legacy}
     modules = {e.module: ({k.target for k in e.ported} | set(e.typed), set(e.legacy))
                for e in exts if getattr(e, "module", None)}
     for root in roots:

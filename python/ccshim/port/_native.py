@@ -22,7 +22,12 @@ SOURCES = (".cc", ".cpp", ".cxx", ".cu", ".cu.cc", ".h", ".hpp", ".cuh")
 
 # dict["name"] = EncapsulateFunction(fn);  (or any one-argument wrapper)
 _ENTRY = re.compile(r'(\w+)\s*\[\s*"([^"]+)"\s*\]\s*=\s*(\w+)\s*\(\s*([A-Za-z_][\w:]*)\s*\)\s*;')
+# m.def("name", []() { return EncapsulateFunction(fn); })  (celerite2's form:
+# a module function that returns the capsule)
+_EXPORT = re.compile(r'\.def\s*\(\s*"(\w+)"\s*,\s*\[\]\s*\(\s*\)\s*\{\s*return\s+(\w+)\s*\(\s*'
+                     r'([A-Za-z_][\w:]*)\s*\)\s*;\s*\}\s*\)')
 _MODULE = re.compile(r"(?:PYBIND11_MODULE|NB_MODULE)\s*\(\s*(\w+)\s*,")
+_MODULE_LINE = re.compile(r"^[ \t]*(?:PYBIND11_MODULE|NB_MODULE)\s*\(", re.M)
 _DICT_FN = re.compile(r"^[ \t]*(?:pybind11::|py::|nb::|nanobind::)?dict\s+\w+\s*\([^)]*\)\s*\{",
                       re.M)
 _STATUS_INCLUDE = re.compile(
@@ -49,6 +54,9 @@ class Extension:
     typed: list[str] = field(default_factory=list)    # targets already typed
     text: str | None = None                  # the new text, when ported
     status_header: str | None = None         # the status header it includes, to add
+    # its capsules are returned by module functions (m.def("f", ...)): the
+    # names are the functions', not target names
+    functions: bool = False
 
 
 def _line(text: str, pos: int) -> int:
@@ -59,7 +67,7 @@ def _params(text: str, function: str) -> tuple[list[str], int] | None:
     """The parameters of `void function(...)` defined or declared in text,
     and where; None when it is not there."""
     name = function.split("::")[-1]
-    m = re.search(r"\bvoid\s+" + re.escape(name) + r"\s*\(([^)]*)\)", text)
+    m = re.search(r"\b(?:void|auto)\s+" + re.escape(name) + r"\s*\(([^)]*)\)", text)
     if not m:
         return None
     params = [p.strip() for p in m.group(1).split(",") if p.strip()]
@@ -95,23 +103,28 @@ def _handler_name(function: str) -> str:
     return function.split("::")[-1] + "_ffi"
 
 
+def _entries(text: str) -> list[tuple[re.Match, str, str, tuple[int, int]]]:
+    """Each capsule the source exports: (match, target, function, the span
+    of the function's name), a dict's entries then module functions'."""
+    found = [(m, m.group(2), m.group(4), m.span(4)) for m in _ENTRY.finditer(text)]
+    if _DICT_FN.search(text):
+        return found
+    return found + [(m, m.group(1), m.group(3), m.span(3)) for m in _EXPORT.finditer(text)]
+
+
 def _edit(text: str, kernels: list[Kernel]) -> str:
-    """text with the handlers added before the registrations function, the
-    dict's entries of the ported kernels exporting the handlers, and the
-    header included."""
+    """text with the handlers added before the function that exports the
+    capsules (the registrations dict's, or the module's), the ported
+    kernels' entries exporting the handlers, and the header included."""
     entries = {k.target: k for k in kernels}
-
-    def entry(m: re.Match) -> str:
-        k = entries.get(m.group(2))
-        if k is None:
-            return m.group(0)
-        start, end = m.span(4)
-        return (m.group(0)[:start - m.start()] + _handler_name(k.function) +
-                m.group(0)[end - m.start():])
-
-    first = min(m.start() for m in _ENTRY.finditer(text) if m.group(2) in entries)
-    dict_fns = [m for m in _DICT_FN.finditer(text) if m.start() < first]
-    at = dict_fns[-1].start() if dict_fns else text.rfind("\n", 0, first) + 1
+    ported = [(m, span, entries[target]) for m, target, _fn, span in _entries(text)
+              if target in entries]
+    first = min(m.start() for m, _span, _k in ported)
+    exporters = [m for m in list(_DICT_FN.finditer(text)) + list(_MODULE_LINE.finditer(text))
+                 if m.start() < first]
+    at = max(m.start() for m in exporters) if exporters else text.rfind("\n", 0, first) + 1
+    for _m, (start, end), k in sorted(ported, key=lambda e: -e[1][0]):
+        text = text[:start] + _handler_name(k.function) + text[end:]
     block = []
     for k in kernels:
         block.append(
@@ -121,7 +134,6 @@ def _edit(text: str, kernels: list[Kernel]) -> str:
             f"{'CpuStatusHandler' if k.status else 'CpuHandler'}<{k.function}>,\n"
             f"                       xla::ffi::Ffi::Bind().RemainingArgs().RemainingRets());\n")
     text = text[:at] + "\n".join(block) + "\n" + text[at:]
-    text = _ENTRY.sub(entry, text)
     includes = list(re.finditer(r'^#include\s*[<"][^>"]+[>"][^\n]*\n', text, re.M))
     inc = f'#include "{HEADER}"\n'
     pos = includes[-1].end() if includes else 0
@@ -152,15 +164,15 @@ def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extensi
     sources = {p: p.read_text(errors="replace") for p in files if p.name.endswith(SOURCES)}
     found = []
     for path, text in sources.items():
-        entries = list(_ENTRY.finditer(text))
-        if not entries or not _DICT_FN.search(text):
+        entries = _entries(text)
+        if not entries or not (_DICT_FN.search(text) or _MODULE_LINE.search(text)):
             continue
         module = _MODULE.search(text)
-        ext = Extension(path, module.group(1) if module else None)
+        ext = Extension(path, module.group(1) if module else None,
+                        functions=not _DICT_FN.search(text))
         typed = set(_TYPED.findall(text))
         rel = path.relative_to(root)
-        for m in entries:
-            target, function = m.group(2), m.group(4)
+        for m, target, function, _span in entries:
             where = f"{rel}:{_line(text, m.start())}"
             if function.split("::")[-1] in typed:
                 ext.typed.append(target)

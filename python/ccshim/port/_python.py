@@ -29,6 +29,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
+from ._names import Names, Part, expand, literal, registrations_module
 from ._report import Problem
 
 _XLA_CLIENT = {"jax.lib.xla_client", "jaxlib.xla_client", "jax._src.lib.xla_client"}
@@ -103,12 +104,16 @@ class _Facts(cst.CSTVisitor):
             self.aliases[local] = f"{base}.{name}"
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        # ad.primitive_jvps[prim] = rule
+        # ad.primitive_jvps[prim] = rule  (or partial(rule, ...))
+        rule = node.value
+        if isinstance(rule, cst.Call) and self.full(rule.func) in ("functools.partial",
+                                                                   "partial") and rule.args:
+            rule = rule.args[0].value
         for target in node.targets:
             if (isinstance(target.target, cst.Subscript) and
                     (self.full(target.target.value) or "").endswith("ad.primitive_jvps") and
-                    isinstance(node.value, cst.Name)):
-                self.jvps.add(node.value.value)
+                    isinstance(rule, cst.Name)):
+                self.jvps.add(rule.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         # register_lowering(prim, partial(rule, "name"), platform="p")
@@ -162,6 +167,33 @@ def _test(test: cst.BaseExpression, param: str, name: str) -> bool | None:
     return None
 
 
+def _calls(module: cst.Module) -> list[cst.Call]:
+    found = []
+
+    class Visit(cst.CSTVisitor):
+        def visit_Call(self, node):
+            found.append(node)
+
+    module.visit(Visit())
+    return found
+
+
+def _shown(part) -> str:
+    """How a symbolic part of a target name is written in a message."""
+    return part.key[1] if isinstance(part, Part) and part.key[0] == "expr" else "..."
+
+
+class _Replace(cst.CSTTransformer):
+    """Puts an expression where a placeholder name is."""
+
+    def __init__(self, placeholder: str, by: cst.BaseExpression):
+        super().__init__()
+        self.placeholder, self.by = placeholder, by
+
+    def leave_Name(self, original, updated):
+        return self.by if updated.value == self.placeholder else updated
+
+
 def _one_per_line(t: cst.Tuple) -> cst.Tuple:
     """A parenthesized tuple laid out one element a line, as black would."""
     def line(extra: str) -> cst.ParenthesizedWhitespace:
@@ -176,10 +208,13 @@ class _Port(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider)
 
     def __init__(self, path: str, facts: _Facts, ported: set[str], legacy: set[str],
-                 modules: dict[str, tuple[set[str], set[str]]], problems: list[Problem]):
+                 modules: dict[str, tuple[set[str], set[str]]], problems: list[Problem],
+                 names: Names):
         super().__init__()
         self.path, self.facts, self.ported, self.legacy = path, facts, ported, legacy
-        self.modules, self.problems = modules, problems
+        self.modules, self.problems, self.names = modules, problems, names
+        # the module's registrations: [(name template, ported?)] (None: unknown)
+        self.registered: list[tuple[tuple, bool | None]] = []
         self.changed = False
         self.extend = False                # jax.extend.core is used
         # (rule, name): `name = custom_call(...)` ported, whose `.results` are
@@ -199,6 +234,88 @@ class _Port(cst.CSTTransformer):
             yield parent, child
             child = parent
 
+
+    # What the module registers ---------------------------------------------
+    def collect(self, module: cst.Module) -> None:
+        """Every registration of the module, before any is edited: its name
+        templates, and whether each registers a ported handler."""
+        self.states: dict[int, list[bool | None]] = {}
+        for call in _calls(module):
+            full = self.facts.full(call.func) or ""
+            if full not in {f"{mod}.register_custom_call_target" for mod in _XLA_CLIENT} | \
+                    {"jax.ffi.register_ffi_target", "jax.extend.ffi.register_ffi_target"}:
+                continue
+            name, fn = _arg(call, 0, "name"), _arg(call, 1, "fn")
+            if name is None or fn is None:
+                continue
+            templates = self.names.templates(name.value)
+            if templates is None:
+                continue
+            loop = self.names.parents.get(call)
+            while loop is not None and not isinstance(loop, cst.For):
+                loop = self.names.parents.get(loop)
+            module_name = registrations_module(loop.iter) if loop is not None else None
+            keys = {}
+            if module_name in self.modules:
+                keys = {module_name: sorted(set().union(*self.modules[module_name]))}
+            states = []
+            for template in templates:
+                for t, key in expand(template, keys):
+                    if key is not None:
+                        state = key in self.modules[module_name][0]
+                    else:
+                        state = self._capsule(fn.value)
+                        lit = literal(t)
+                        if state is None and lit is not None:
+                            state = True if lit in self.ported else (
+                                False if lit in self.legacy else None)
+                    self.registered.append((t, state))
+                    states.append(state)
+            self.states[id(call)] = states
+
+    def _capsule(self, fn: cst.BaseExpression) -> bool | None:
+        """Whether a registration's capsule is a ported handler (True), a
+        legacy kernel (False), or it cannot tell (None): `M.f()` or
+        `getattr(M, name)()` of a native module whose functions return
+        capsules."""
+        if not isinstance(fn, cst.Call) or fn.args:
+            return None
+        module = attr = None
+        if isinstance(fn.func, cst.Attribute):
+            module, attr = self.facts.full(fn.func.value), fn.func.attr.value
+        elif isinstance(fn.func, cst.Call) and _dotted(fn.func.func) == "getattr" and \
+                len(fn.func.args) == 2:
+            module, attr = self.facts.full(fn.func.args[0].value), _string(fn.func.args[1].value)
+        key = (module or "").split(".")[-1]
+        if key not in self.modules:
+            return None
+        ported, legacy = self.modules[key]
+        if attr is not None:
+            return True if attr in ported else (False if attr in legacy else None)
+        return True if ported and not legacy else (False if legacy and not ported else None)
+
+    def _followed(self, name: cst.BaseExpression) -> tuple[set[str], set[str]] | None:
+        """The targets a call site's name can be, as (every one, the ported
+        ones), each written as a template (`{...}` for what is known only
+        symbolically), by following the name to the module's registrations;
+        None when some cannot be followed."""
+        templates = self.names.templates(name)
+        if templates is None:
+            return None
+        every, ported = set(), set()
+        for t in templates:
+            lit = literal(t)
+            states = [st for rt, st in self.registered if rt == t]
+            if not states and lit is not None and (lit in self.ported or lit in self.legacy):
+                states = [lit in self.ported]
+            if not states or None in states:
+                return None
+            shown = "".join(p if isinstance(p, str) else "{" + _shown(p) + "}" for p in t)
+            every.add(shown)
+            if all(states):
+                ported.add(shown)
+        return every, ported
+
     # Registration ---------------------------------------------------------
     def _registration(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         name, fn = _arg(node, 0, "name"), _arg(node, 1, "fn")
@@ -215,7 +332,7 @@ class _Port(cst.CSTTransformer):
                     module = inner.split(".")[-2]
         literal = _string(name.value) if name else None
         where = self.where(node)
-        version = None       # the api_version to register with: None for typed (1)
+        version = None       # the api_version to register with: None for typed (4)
         if module is not None and module in self.modules:
             ported, legacy = self.modules[module]
             if legacy and ported:
@@ -242,6 +359,14 @@ class _Port(cst.CSTTransformer):
             self.problems.append(Problem(where, "registers a kernel made at run time by numba "
                                          "(no source in the tree to port): kept as it is"))
             return updated
+        elif self.states.get(id(node)) and None not in self.states[id(node)] and \
+                len(set(self.states[id(node)])) == 1:
+            # a name followed to its capsule: a native module's function
+            if not self.states[id(node)][0]:
+                version = "0"
+                self.problems.append(Problem(where, "registers a legacy kernel, not ported "
+                                             "(said above): kept as "
+                                             "jax.ffi.register_ffi_target(..., api_version=0)"))
         else:
             what = f"the targets of {module}" if module else (
                 f"'{literal}'" if literal else "a name it cannot follow")
@@ -270,9 +395,18 @@ class _Port(cst.CSTTransformer):
             loop = next((p for p, _ in self.parents(node) if isinstance(p, cst.For)), None)
             if loop is not None and m.matches(loop.target, m.Name(name.value.value)):
                 names = set(_literals(loop.iter) or ())
+        where = self.where(node)
+        states = self.states.get(id(node))
+        if not names and states and None not in states:
+            # followed: a loop over a native module's registrations(), or a
+            # name made at run time whose capsule is a native module's
+            if not all(states):
+                self.problems.append(Problem(where, "registers legacy targets, not ported "
+                                             "(said above): kept legacy (api_version=0)"))
+                return updated
+            names = set(self.ported)
         if not names or not names & (self.ported | self.legacy):
             return updated
-        where = self.where(node)
         if not names <= self.ported:
             left = ", ".join(sorted(names - self.ported))
             self.problems.append(Problem(where, f"registers {left}, not ported (said above): "
@@ -328,15 +462,19 @@ class _Port(cst.CSTTransformer):
         if name is None:
             return None
         names, ctx = self._names(node, name.value)
+        ported = names & self.ported
         where = self.where(node)
         if not names:
-            self.problems.append(Problem(where, "a custom call whose target is a name it cannot "
-                                         "follow (a literal, or a parameter of its lowering "
-                                         "rule bound by partial(rule, 'name'))"))
-            return None
-        if not names <= self.ported:
-            left = sorted(names - self.ported)
-            if names & self.ported:
+            followed = self._followed(name.value)
+            if followed is None:
+                self.problems.append(Problem(where, "a custom call whose target is a name it "
+                                             "cannot follow to a registration in its module or "
+                                             "to a literal"))
+                return None
+            names, ported = followed
+        if names != ported:
+            left = sorted(names - ported)
+            if ported:
                 self.problems.append(Problem(where, f"lowers ported and legacy targets "
                                              f"({', '.join(left)} not ported): kept legacy"))
             else:
@@ -345,9 +483,9 @@ class _Port(cst.CSTTransformer):
             return None
         version = _arg(node, 99, "api_version")
         if version is not None and not (isinstance(version.value, cst.Integer) and
-                                        version.value.value in ("1", "2")):
+                                        version.value.value in ("1", "2", "3")):
             self.problems.append(Problem(where, "a custom call with an API version other than "
-                                         "1 or 2 on a ported CPU target: not ported yet"))
+                                         "1, 2 or 3 on a ported CPU target: not ported yet"))
             return None
         if ctx is None or not results:
             self.problems.append(Problem(where, "a custom call outside a lowering rule with a "
@@ -384,6 +522,8 @@ class _Port(cst.CSTTransformer):
         lowering = cst.Call(func=cst.parse_expression("jax.ffi.ffi_lowering"), args=args,
                             whitespace_before_args=updated.whitespace_before_args)
         self.changed = True
+        if isinstance(operands, cst.BinaryOperation) and not operands.lpar:
+            operands = operands.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return cst.Call(func=lowering, args=[
             cst.Arg(cst.Name(ctx), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
             cst.Arg(operands, star="*")])
@@ -395,9 +535,24 @@ class _Port(cst.CSTTransformer):
         fn = next((p for p, _ in self.parents(original) if isinstance(p, cst.FunctionDef)), None)
         ad = next((k for k, v in self.facts.aliases.items() if v == "jax.interpreters.ad"), None)
         value = updated.value
-        if fn is None or fn.name.value not in self.facts.jvps or not m.matches(
-                value, m.Tuple(elements=[m.Element(value=m.Tuple()),
-                                         m.Element(value=m.Tuple())])):
+        if fn is None or fn.name.value not in self.facts.jvps:
+            return updated
+        if ad is not None and m.matches(value, m.Tuple(elements=[
+                m.Element(value=m.Name()), m.Element(value=~m.Tuple())])) and \
+                m.findall(value.elements[1].value, m.Name("None")):
+            # tangents made by an expression with None in it: each None
+            # replaced where it lands
+            self.changed = True
+            primals, tangents = (e.value for e in value.elements)
+            # (libcst indents these lines by the statement's own indentation)
+            fixed = cst.parse_expression(
+                f"tuple(\n    {ad}.Zero(p.aval.to_tangent_aval()) if t is None else t\n"
+                f"    for p, t in zip({primals.value}, TANGENTS)\n)")
+            fixed = fixed.visit(_Replace("TANGENTS", tangents))
+            return updated.with_changes(value=value.with_changes(elements=[
+                value.elements[0], value.elements[1].with_changes(value=fixed)]))
+        if not m.matches(value, m.Tuple(elements=[m.Element(value=m.Tuple()),
+                                                  m.Element(value=m.Tuple())])):
             return updated
         primals, tangents = (e.value for e in value.elements)
         if not any(m.matches(e.value, m.Name("None")) for e in tangents.elements):
@@ -599,7 +754,8 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     wrapper = MetadataWrapper(module)
     facts = _Facts()
     wrapper.visit(facts)
-    porter = _Port(path, facts, ported, legacy, modules, problems)
+    porter = _Port(path, facts, ported, legacy, modules, problems, Names(wrapper, facts.aliases))
+    porter.collect(wrapper.module)
     new = wrapper.visit(porter)
     if not porter.changed:
         return None

@@ -1,0 +1,304 @@
+"""Target names as the port follows them: a registration's or a call site's
+name expression read as the strings it can take.
+
+A name is a *template*: a tuple of literal strings and symbolic parts.  A
+literal is a literal; a symbolic part stands for a value the port cannot
+know but can recognise again: a parameter it cannot follow further, or an
+expression (``self._unique_name()``, ``str(self.basisClass.identifier)``)
+keyed by its code and by the bindings of the names in it, so that the same
+expression over the same variables is the same part.  That is the one
+assumption: such an expression gives the same string each time it is
+evaluated (PyBaMM's per-object suffix, tfc's identifier).  A registration's
+name and a call site's name denote the same target when their templates
+are equal once adjacent literals are joined.
+
+Followed: literals (``str``, ``bytes``, implicit concatenation), ``+``,
+f-strings without conversions or format specs, locals (every assignment;
+an ``if``/``else`` pair gives both), names of enclosing functions
+(closures), a parameter through every call of its function in the module
+(``partial(rule, NAME, ...)`` and direct calls) when those are all the
+function's uses, and the key of a loop over ``M.registrations().items()``
+(each key of that native module's dict).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, ScopeProvider
+
+_LIMIT = 64      # templates per expression, past which it gives up
+_DEPTH = 8       # parameters followed through calls, nested
+
+
+@dataclass(frozen=True)
+class Part:
+    """A value the port cannot know, recognised by its key."""
+    key: tuple
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Each key of a native module's registrations() dict."""
+    module: str
+
+
+Template = tuple  # of str | Part | Keys
+
+
+def normal(parts) -> Template:
+    """parts with adjacent literals joined and empty ones dropped."""
+    out: list = []
+    for p in parts:
+        if isinstance(p, str):
+            if not p:
+                continue
+            if out and isinstance(out[-1], str):
+                out[-1] += p
+                continue
+        out.append(p)
+    return tuple(out)
+
+
+def literal(t: Template) -> str | None:
+    """The string a template is, when it is only literals."""
+    if all(isinstance(p, str) for p in t):
+        return "".join(t)
+    return None
+
+
+def expand(t: Template, keys: dict[str, list[str]]) -> list[tuple[Template, str | None]]:
+    """(template, key) for each key a Keys part of t stands for; (t, None)
+    when t has none.  keys: a native module's dict keys."""
+    spots = [p for p in t if isinstance(p, Keys)]
+    if not spots:
+        return [(t, None)]
+    if len({s.module for s in spots}) != 1:
+        return []
+    return [(normal(k if isinstance(p, Keys) else p for p in t), k)
+            for k in keys.get(spots[0].module, [])]
+
+
+def _string(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        if isinstance(value, bytes):
+            try:
+                return value.decode("ascii")
+            except UnicodeDecodeError:
+                return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _product(choices: list[list[Template]]) -> list[Template] | None:
+    count = 1
+    for c in choices:
+        count *= len(c)
+    if count > _LIMIT:
+        return None
+    return [normal(itertools.chain.from_iterable(combo)) for combo in itertools.product(*choices)]
+
+
+class Names:
+    """Follows name expressions in one module (a MetadataWrapper's)."""
+
+    def __init__(self, wrapper, aliases: dict[str, str]):
+        self.scopes = wrapper.resolve(ScopeProvider)
+        self.parents = wrapper.resolve(ParentNodeProvider)
+        self.module = wrapper.module
+        self.aliases = aliases
+        self._calls: dict[str, list[cst.Call]] | None = None
+        self._uses: dict[str, int] | None = None
+
+    # What a name is bound to ------------------------------------------------
+    def _assignments(self, node: cst.Name):
+        scope = self.scopes.get(node)
+        if scope is None:
+            return None
+        try:
+            found = list(scope[node.value])
+        except Exception:
+            return None
+        return found or None
+
+    def _function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        while node is not None:
+            node = self.parents.get(node)
+            if isinstance(node, cst.FunctionDef):
+                return node
+        return None
+
+    def _all_calls(self) -> dict[str, list[cst.Call]]:
+        if self._calls is None:
+            self._calls = {}
+            for call in _walk(self.module, cst.Call):
+                fn = call.func
+                if _dotted(fn) in ("partial", "functools.partial") and call.args:
+                    fn = call.args[0].value
+                    args = call.args[1:]
+                else:
+                    args = call.args
+                if isinstance(fn, cst.Name):
+                    self._calls.setdefault(fn.value, []).append((call, args))
+        return self._calls
+
+    def _param(self, param: cst.Param, depth: int) -> list[Template]:
+        """A parameter's templates: its arguments at every call of its
+        function, where those calls are all of the function's uses; else the
+        parameter itself, as a symbolic part."""
+        opaque = [(Part(("param", id(param))),)]
+        fn = self._function(param)
+        if fn is None or depth >= _DEPTH or param.star:
+            return opaque
+        positional = [p.name.value for p in fn.params.params]
+        name = param.name.value
+        calls = self._all_calls().get(fn.name.value, [])
+        if self._uses is None:
+            self._uses = {}
+            for n in _walk(self.module, cst.Name):
+                self._uses[n.value] = self._uses.get(n.value, 0) + 1
+        # every use is a call's function or partial's first argument (the def's
+        # own name is one more)
+        if not calls or self._uses.get(fn.name.value, 0) != len(calls) + 1:
+            return opaque
+        found: list[Template] = []
+        for call, args in calls:
+            arg = next((a for a in args if a.keyword and a.keyword.value == name), None)
+            if arg is None and name in positional:
+                plain = [a for a in args if a.keyword is None and not a.star]
+                index = positional.index(name)
+                if any(a.star for a in args[:index + 1]):
+                    return opaque
+                arg = plain[index] if index < len(plain) else None
+            if arg is None:
+                return opaque
+            got = self.templates(arg.value, depth + 1)
+            if got is None:
+                return opaque
+            found += got
+        return found if len(found) <= _LIMIT else opaque
+
+    def _bound(self, node: cst.Name, depth: int) -> list[Template] | None:
+        assignments = self._assignments(node)
+        if assignments is None:
+            return None
+        found: list[Template] = []
+        for a in assignments:
+            target = a.node
+            if isinstance(target, cst.Param):
+                found += self._param(target, depth)
+                continue
+            if not isinstance(target, cst.Name):
+                return None
+            got = self._assigned(target, depth)
+            if got is None:
+                return None
+            found += got
+        return found if len(found) <= _LIMIT else None
+
+    def _assigned(self, target: cst.Name, depth: int) -> list[Template] | None:
+        parent = self.parents.get(target)
+        if isinstance(parent, cst.AssignTarget):
+            assign = self.parents.get(parent)
+            if isinstance(assign, cst.Assign):
+                return self.templates(assign.value, depth)
+            return None
+        # for KEY, VALUE in M.registrations().items() / for NAME in ("a", "b")
+        loop = parent
+        if isinstance(loop, cst.Element):
+            loop = self.parents.get(self.parents.get(loop))
+        if not isinstance(loop, cst.For):
+            return None
+        module = registrations_module(loop.iter)
+        if module is not None and isinstance(loop.target, cst.Tuple) and \
+                loop.target.elements[0].value is target:
+            return [(Keys(module),)]
+        if loop.target is target and isinstance(loop.iter, (cst.Tuple, cst.List)):
+            values = [_string(e.value) for e in loop.iter.elements]
+            if values and None not in values:
+                return [(v,) for v in values]
+        return None
+
+    # Expressions ------------------------------------------------------------
+    def templates(self, node: cst.BaseExpression, depth: int = 0) -> list[Template] | None:
+        """Every template node can take; None when it cannot follow it."""
+        lit = _string(node)
+        if lit is not None:
+            return [(lit,)]
+        if isinstance(node, cst.ConcatenatedString):
+            parts = [self.templates(node.left, depth), self.templates(node.right, depth)]
+            return None if None in parts else _product(parts)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            parts = [self.templates(node.left, depth), self.templates(node.right, depth)]
+            return None if None in parts else _product(parts)
+        if isinstance(node, cst.FormattedString):
+            parts = []
+            for p in node.parts:
+                if isinstance(p, cst.FormattedStringText):
+                    parts.append([(p.value,)])
+                elif p.conversion is None and p.format_spec is None:
+                    parts.append(self.templates(p.expression, depth) or
+                                 [(self._part(p.expression),)])
+                else:
+                    return None
+            return _product(parts)
+        if isinstance(node, cst.Name):
+            return self._bound(node, depth)
+        if isinstance(node, (cst.Attribute, cst.Call, cst.Subscript)):
+            return [(self._part(node),)]
+        return None
+
+    def _part(self, node: cst.BaseExpression) -> Part:
+        """An expression the port cannot evaluate, keyed by its code and the
+        bindings of the names it reads."""
+        bindings = []
+        attrs = {id(a.attr) for a in _walk(node, cst.Attribute)} | \
+            {id(a.keyword) for a in _walk(node, cst.Arg) if a.keyword is not None}
+        for name in _walk(node, cst.Name):
+            if id(name) in attrs:
+                continue
+            assignments = self._assignments(name) if name in self.scopes else None
+            bindings.append((name.value, tuple(sorted(id(a.node) for a in assignments))
+                             if assignments else None))
+        return Part(("expr", cst.Module([]).code_for_node(node), tuple(bindings)))
+
+
+def registrations_module(node: cst.BaseExpression) -> str | None:
+    """M for `M.registrations().items()` (also `M.registrations.items()`)."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and
+            node.func.attr.value == "items"):
+        return None
+    inner = node.func.value
+    if isinstance(inner, cst.Call):
+        inner = inner.func
+    dotted = _dotted(inner) or ""
+    if not dotted.endswith(".registrations") and dotted != "registrations":
+        return None
+    parts = dotted.split(".")
+    return parts[-2] if len(parts) > 1 else None
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def _walk(node: cst.CSTNode, kind):
+    """Every node of a kind under node (node included), in source order."""
+    found = []
+
+    class Visit(cst.CSTVisitor):
+        def on_visit(self, n):
+            if isinstance(n, kind):
+                found.append(n)
+            return True
+
+    node.visit(Visit())
+    return found
