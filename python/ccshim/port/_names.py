@@ -105,13 +105,17 @@ def _product(choices: list[list[Template]]) -> list[Template] | None:
 class Names:
     """Follows name expressions in one module (a MetadataWrapper's)."""
 
-    def __init__(self, wrapper, aliases: dict[str, str]):
+    def __init__(self, wrapper, aliases: dict[str, str], test=None):
         self.scopes = wrapper.resolve(ScopeProvider)
         self.parents = wrapper.resolve(ParentNodeProvider)
         self.module = wrapper.module
         self.aliases = aliases
+        # test(if_test, param, value): the value of an `if` test on a
+        # parameter, for one value of it; None when it cannot tell
+        self.test = test
         self._calls: dict[str, list[cst.Call]] | None = None
         self._uses: dict[str, int] | None = None
+        self._fixed: dict[int, list[Template]] = {}   # a parameter's values, pinned
 
     # What a name is bound to ------------------------------------------------
     def _assignments(self, node: cst.Name):
@@ -149,6 +153,8 @@ class Names:
         """A parameter's templates: its arguments at every call of its
         function, where those calls are all of the function's uses; else the
         parameter itself, as a symbolic part."""
+        if id(param) in self._fixed:
+            return self._fixed[id(param)]
         opaque = [(Part(("param", id(param))),)]
         fn = self._function(param)
         if fn is None or depth >= _DEPTH or param.star:
@@ -187,7 +193,7 @@ class Names:
             return None
         found: list[Template] = []
         for a in assignments:
-            target = a.node
+            target = getattr(a, "node", None)     # none for a builtin
             if isinstance(target, cst.Param):
                 found += self._param(target, depth)
                 continue
@@ -223,6 +229,52 @@ class Names:
         return None
 
     # Expressions ------------------------------------------------------------
+    def reaching(self, node: cst.BaseExpression) -> list[Template] | None:
+        """The templates of a call site's name that reach it: where the name
+        reads one parameter of the enclosing function, only the values of it
+        for which the `if` tests on it around the site let the site run."""
+        fn = self._function(node)
+        params = []
+        if fn is not None and self.test is not None:
+            for name in _reads(node):
+                for a in self._assignments(name) or []:
+                    if isinstance(getattr(a, "node", None), cst.Param) and \
+                            self._function(a.node) is fn:
+                        params.append((name.value, a.node))
+        if len({id(p) for _n, p in params}) != 1:
+            return self.templates(node)
+        name, param = params[0]
+        kept = []
+        for t in self._param(param, 0):
+            value = literal(t)
+            if value is None:
+                return self.templates(node)
+            reaches = self._reaches(node, fn, name, value)
+            if reaches is None:
+                return None
+            if reaches:
+                kept.append(t)
+        self._fixed = {id(param): kept}
+        try:
+            return self.templates(node)
+        finally:
+            self._fixed = {}
+
+    def _reaches(self, node, fn, name: str, value: str) -> bool | None:
+        """Whether the `if` tests between fn and node let node run when the
+        parameter name is value; None when a test on it cannot be told."""
+        child, parent = node, self.parents.get(node)
+        while parent is not None and parent is not fn:
+            if isinstance(parent, cst.If) and child is not parent.test:
+                result = self.test(parent.test, name, value)
+                if result is None:
+                    if any(n.value == name for n in _reads(parent.test)):
+                        return None
+                elif result != (child is parent.body):
+                    return False
+            child, parent = parent, self.parents.get(parent)
+        return True
+
     def templates(self, node: cst.BaseExpression, depth: int = 0) -> list[Template] | None:
         """Every template node can take; None when it cannot follow it."""
         lit = _string(node)
@@ -255,13 +307,10 @@ class Names:
         """An expression the port cannot evaluate, keyed by its code and the
         bindings of the names it reads."""
         bindings = []
-        attrs = {id(a.attr) for a in _walk(node, cst.Attribute)} | \
-            {id(a.keyword) for a in _walk(node, cst.Arg) if a.keyword is not None}
-        for name in _walk(node, cst.Name):
-            if id(name) in attrs:
-                continue
+        for name in _reads(node):
             assignments = self._assignments(name) if name in self.scopes else None
-            bindings.append((name.value, tuple(sorted(id(a.node) for a in assignments))
+            bindings.append((name.value, tuple(sorted(id(getattr(a, "node", None))
+                                                      for a in assignments))
                              if assignments else None))
         return Part(("expr", cst.Module([]).code_for_node(node), tuple(bindings)))
 
@@ -288,6 +337,13 @@ def _dotted(node: cst.BaseExpression) -> str | None:
         base = _dotted(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
     return None
+
+
+def _reads(node: cst.CSTNode) -> list[cst.Name]:
+    """The names an expression reads (not attributes' or keywords' names)."""
+    skip = {id(a.attr) for a in _walk(node, cst.Attribute)} | \
+        {id(a.keyword) for a in _walk(node, cst.Arg) if a.keyword is not None}
+    return [n for n in _walk(node, cst.Name) if id(n) not in skip]
 
 
 def _walk(node: cst.CSTNode, kind):

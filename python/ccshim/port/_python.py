@@ -299,7 +299,7 @@ class _Port(cst.CSTTransformer):
         ones), each written as a template (`{...}` for what is known only
         symbolically), by following the name to the module's registrations;
         None when some cannot be followed."""
-        templates = self.names.templates(name)
+        templates = self.names.reaching(name)
         if templates is None:
             return None
         every, ported = set(), set()
@@ -754,7 +754,7 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     wrapper = MetadataWrapper(module)
     facts = _Facts()
     wrapper.visit(facts)
-    porter = _Port(path, facts, ported, legacy, modules, problems, Names(wrapper, facts.aliases))
+    porter = _Port(path, facts, ported, legacy, modules, problems, Names(wrapper, facts.aliases, _test))
     porter.collect(wrapper.module)
     new = wrapper.visit(porter)
     if not porter.changed:

@@ -57,6 +57,15 @@ ffi::Error CpuHandler(ffi::RemainingArgs args, ffi::RemainingRets rets) {
   });
 }
 
+// The same, for a kernel that declares its operand table `void** in`.
+template <void (*Kernel)(void*, void**)>
+ffi::Error CpuHandler(ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return CallCpu(args, rets, [](void* out, const void** in) {
+    Kernel(out, const_cast<void**>(in));
+    return ffi::Error::Success();
+  });
+}
+
 #ifdef XLA_LEGACY_CUSTOM_CALL_STATUS_H_
 // A kernel `void f(void* out, const void** in, XlaCustomCallStatus* status)`
 // (API version 2): a failure it reports is an INTERNAL error with its
