@@ -24,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import _build, _cython, _native
+from . import _build, _cython, _makers, _native
 from ._report import Problem, unified
 
 __all__ = ["main", "port"]
@@ -54,7 +54,7 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
     exts = []
     for root in roots:
         files = _files(root)
-        found = _native.scan(root, files, problems)
+        found = _native.scan(root, files, problems) + _makers.scan(root, files, problems)
         exts += found
         done = [e for e in found if e.text is not None]
         for e in done:
@@ -90,18 +90,31 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
     legacy = {t for e in named for t in e.legacy}
     modules = {e.module: ({k.target for k in e.ported} | set(e.typed), set(e.legacy))
                for e in exts if getattr(e, "module", None)}
+    capsules = {k: v for e in exts for k, v in e.capsules.items()}
     for root in roots:
         for path in _files(root):
             if path.suffix != ".py":
                 continue
             text = path.read_text(errors="replace")
             new = _python.port(str(path.relative_to(base)), text, ported, legacy, modules,
-                               problems)
+                               problems, capsules)
             if new is not None and new != text:
                 edits[path] = (text, new)
+    edits = {p: _line_ends(p, old, new) for p, (old, new) in edits.items()}
     # Problems are said relative to the patch's base.
     problems = [Problem(_rebase(p.where, roots, base), p.why) for p in problems]
     return {p: edits[p] for p in sorted(edits)}, problems
+
+
+def _line_ends(path: Path, old: str | None, new: str) -> tuple[str | None, str]:
+    """An edit of a file whose lines end in CRLF (tfc's sources), as that
+    file is: everything above reads text with its line ends made \\n."""
+    if old is None:
+        return old, new
+    raw = path.read_bytes().decode(errors="replace")
+    if "\r\n" not in raw or raw.count("\r\n") != raw.count("\n"):
+        return old, new
+    return raw, new.replace("\r\n", "\n").replace("\n", "\r\n")
 
 
 def _rebase(where: str, roots: list[Path], base: Path) -> str:
@@ -145,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.apply:
         for path, (_old, new) in edits.items():
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(new)
+            path.write_text(new, newline="")
         print(f"ccshim port: {len(edits)} files written", file=sys.stderr)
     else:
         sys.stdout.write(patch(edits, base))

@@ -19,6 +19,15 @@ message(STATUS "XLA include directory: ${{XLA_DIR}}")
 """
 
 
+# GCC refuses XLA's c_api.h under -pedantic (its API struct names fields as
+# the typedefs of their types: "changes meaning"); -fpermissive makes that a
+# warning, which the SYSTEM include then keeps quiet.
+_PERMISSIVE = """\
+# XLA's c_api.h does not pass GCC's -pedantic (fields named as their types).
+target_compile_options({target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fpermissive>)
+"""
+
+
 def _cmake(text: str, rel_sources: list[str], where: str,
            problems: list[Problem]) -> str | None:
     """CMakeLists text with the targets building rel_sources given XLA's
@@ -36,10 +45,14 @@ def _cmake(text: str, rel_sources: list[str], where: str,
         return None
     if "XLA_DIR" not in text:
         found = re.search(r"^find_package\s*\(\s*pybind11\b[^)]*\)[ \t]*\n", text, re.M)
-        python = "Python_EXECUTABLE" if "PYBIND11_NEWPYTHON ON" in text else "PYTHON_EXECUTABLE"
+        python = "Python_EXECUTABLE" if re.search(r"PYBIND11_(?:NEW|FIND)PYTHON ON", text) \
+            else "PYTHON_EXECUTABLE"
         if found is None:
-            found = re.search(r"^project\s*\((?:[^()]|\([^)]*\))*\)\s*\n", text, re.M)
-            python = "Python_EXECUTABLE"
+            # after the project's own find_package(Python ...), if it has one
+            found = re.search(r"^find_package\s*\(\s*(Python3?)\b[^)]*\)[ \t]*\n", text, re.M)
+            python = f"{found.group(1)}_EXECUTABLE" if found else "Python_EXECUTABLE"
+        if found is None:
+            found = re.search(r"^project\s*\((?:[^()]|\([^)]*\))*\)[ \t]*\n", text, re.M)
             block = "find_package(Python COMPONENTS Interpreter REQUIRED)\n" + \
                 _XLA_DIR.format(python=python)
         else:
@@ -53,11 +66,14 @@ def _cmake(text: str, rel_sources: list[str], where: str,
         m = feature.search(text)
         if m and int(m.group(2)) < 17:
             text = text[:m.start(2)] + "17" + text[m.end(2):]
-        line = f"target_include_directories({target} PRIVATE ${{XLA_DIR}})\n"
+        # SYSTEM: the headers' own warnings are not the project's (tfc builds -Werror)
+        line = f"target_include_directories({target} SYSTEM PRIVATE ${{XLA_DIR}})\n"
         if line in text:
             continue
         if not m:
             line += f"target_compile_features({target} PRIVATE cxx_std_17)\n"
+        if re.search(r"-pedantic", text):
+            line += _PERMISSIVE.format(target=target)
         add = re.search(r"(?:pybind11_add_module|nanobind_add_module|add_library)\s*\(\s*" +
                         target + r"\b[^)]*\)\s*\n", text)
         text = text[:add.end()] + line + text[add.end():]
@@ -70,25 +86,49 @@ def _pyproject(text: str) -> str:
     if not m or re.search(r"""["']jax(?:lib)?\b""", m.group(1)):
         return text
     inner = m.group(1)
-    sep = ", " if inner.strip() else ""
-    new = inner.rstrip() + sep + '"jax"'
+    body, tail = inner.rstrip(), inner[len(inner.rstrip()):]
+    if body.endswith(",") and "\n" in inner:
+        # one requirement a line, each with its comma: "jax" likewise
+        last = body[body.rfind("\n") + 1:]
+        new = body + "\n" + last[:len(last) - len(last.lstrip())] + '"jax",' + tail
+    else:
+        sep = ", " if inner.strip() else ""
+        new = body + sep + '"jax"'
     return text[:m.start(1)] + new + text[m.end(1):]
 
 
 def port(root: Path, sources: list[Path], problems: list[Problem]) -> dict[Path, str]:
     """The build files of root, edited for the ported sources."""
     edits: dict[Path, str] = {}
-    cmake = root / "CMakeLists.txt"
-    rel = [str(s.relative_to(root)) for s in sources]
-    if cmake.is_file():
-        new = _cmake(cmake.read_text(), rel, "CMakeLists.txt:1", problems)
+    builds: dict[Path, list[str]] = {}
+    for source in sources:
+        cmake = _cmake_of(root, source)
+        if cmake is None:
+            problems.append(Problem(f"{source.relative_to(root)}:1", "its build (no "
+                                    "CMakeLists.txt in its folder or above) is not ported yet: "
+                                    "add jax.ffi.include_dir() to it"))
+            continue
+        builds.setdefault(cmake, []).append(source.relative_to(cmake.parent).as_posix())
+    for cmake, rel in builds.items():
+        new = _cmake(cmake.read_text(), rel, f"{cmake.relative_to(root)}:1", problems)
         if new is not None and new != cmake.read_text():
             edits[cmake] = new
-    else:
-        problems.append(Problem(f"{rel[0]}:1", "its build (no CMakeLists.txt at the tree's "
-                                "root) is not ported yet: add jax.ffi.include_dir() to it"))
     edits.update(port_pyproject(root))
     return edits
+
+
+def _cmake_of(root: Path, source: Path) -> Path | None:
+    """The CMakeLists.txt nearest above source (up to root) that names it;
+    else root's, if any (which then says that no target builds it)."""
+    folder = source.parent
+    while True:
+        cmake = folder / "CMakeLists.txt"
+        if cmake.is_file() and source.relative_to(folder).as_posix() in cmake.read_text():
+            return cmake
+        if folder == root or root not in folder.parents:
+            break
+        folder = folder.parent
+    return root / "CMakeLists.txt" if (root / "CMakeLists.txt").is_file() else None
 
 
 def port_pyproject(root: Path) -> dict[Path, str]:

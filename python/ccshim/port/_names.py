@@ -128,6 +128,16 @@ class Names:
             return None
         return found or None
 
+    def value(self, node: cst.Name) -> cst.BaseExpression | None:
+        """The expression a name is assigned, where it is assigned once."""
+        assignments = self._assignments(node)
+        if not assignments or len(assignments) != 1:
+            return None
+        target = getattr(assignments[0], "node", None)
+        parent = self.parents.get(target) if isinstance(target, cst.Name) else None
+        assign = self.parents.get(parent) if isinstance(parent, cst.AssignTarget) else None
+        return assign.value if isinstance(assign, cst.Assign) else None
+
     def _function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         while node is not None:
             node = self.parents.get(node)

@@ -57,6 +57,8 @@ class Extension:
     # its capsules are returned by module functions (m.def("f", ...)): the
     # names are the functions', not target names
     functions: bool = False
+    # capsules made by hand, by the member that holds each: ported or not
+    capsules: dict[str, bool] = field(default_factory=dict)
 
 
 def _line(text: str, pos: int) -> int:

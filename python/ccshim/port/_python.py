@@ -215,6 +215,7 @@ class _Port(cst.CSTTransformer):
         self.modules, self.problems, self.names = modules, problems, names
         # the module's registrations: [(name template, ported?)] (None: unknown)
         self.registered: list[tuple[tuple, bool | None]] = []
+        self.capsules: dict[str, bool] = {}    # capsules made by hand, by member
         self.changed = False
         self.extend = False                # jax.extend.core is used
         # (rule, name): `name = custom_call(...)` ported, whose `.results` are
@@ -278,6 +279,14 @@ class _Port(cst.CSTTransformer):
         legacy kernel (False), or it cannot tell (None): `M.f()` or
         `getattr(M, name)()` of a native module whose functions return
         capsules."""
+        if isinstance(fn, cst.Name):
+            # a local holding a capsule made by hand (tfc: obj = x.xlaCapsule)
+            value = self.names.value(fn)
+            if isinstance(value, cst.Attribute) and value.attr.value in self.capsules:
+                return self.capsules[value.attr.value]
+            return None
+        if isinstance(fn, cst.Attribute) and fn.attr.value in self.capsules:
+            return self.capsules[fn.attr.value]
         if not isinstance(fn, cst.Call) or fn.args:
             return None
         module = attr = None
@@ -399,15 +408,14 @@ class _Port(cst.CSTTransformer):
         states = self.states.get(id(node))
         if not names and states and None not in states:
             # followed: a loop over a native module's registrations(), or a
-            # name made at run time whose capsule is a native module's
+            # name made at run time whose capsule is a ported kernel's
             if not all(states):
                 self.problems.append(Problem(where, "registers legacy targets, not ported "
                                              "(said above): kept legacy (api_version=0)"))
                 return updated
-            names = set(self.ported)
-        if not names or not names & (self.ported | self.legacy):
+        elif not names or not names & (self.ported | self.legacy):
             return updated
-        if not names <= self.ported:
+        elif not names <= self.ported:
             left = ", ".join(sorted(names - self.ported))
             self.problems.append(Problem(where, f"registers {left}, not ported (said above): "
                                          "kept legacy (api_version=0)"))
@@ -742,7 +750,8 @@ def _import_jax(module: cst.Module, extend: bool) -> cst.Module:
 
 
 def port(path: str, text: str, ported: set[str], legacy: set[str],
-         modules: dict[str, tuple[set[str], set[str]]], problems: list[Problem]) -> str | None:
+         modules: dict[str, tuple[set[str], set[str]]], problems: list[Problem],
+         capsules: dict[str, bool] | None = None) -> str | None:
     """text ported, or None when nothing in it is a legacy target's use."""
     if not re.search(r"custom_?call|ffi_call", text, re.I):
         return None
@@ -755,6 +764,7 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     facts = _Facts()
     wrapper.visit(facts)
     porter = _Port(path, facts, ported, legacy, modules, problems, Names(wrapper, facts.aliases, _test))
+    porter.capsules = capsules or {}
     porter.collect(wrapper.module)
     new = wrapper.visit(porter)
     if not porter.changed:
