@@ -50,9 +50,10 @@ veros_model_pkgs=(click==8.5.0 entrypoints==0.4 requests==2.34.2 h5netcdf==1.8.1
 # jax-finufft 0.1.0's requirement and its suite's (JAX's test_util).
 finufft_pkgs=(pydantic==2.12.5 absl-py==2.3.1)
 # ccshim.port edits Python with libcst; a ported project (exoplanet-core) is
-# built from its patched tree with its own backend, without build isolation.
+# built from its patched tree with its own backend, without build isolation
+# (nanobind: jaxbind's).
 port_pkgs=(libcst==1.9.0)
-port_build_pkgs=(scikit-build-core==1.1.2 pybind11==3.1.0 setuptools-scm==10.3.4)
+port_build_pkgs=(scikit-build-core==1.1.2 pybind11==3.1.0 setuptools-scm==10.3.4 nanobind==2.7.0)
 test_pkgs=(pytest==9.2.0 matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19
            atheris==3.0.0 mpich==5.0.2 mpi4py==4.1.2 cython==3.3.1 "${veros_model_pkgs[@]}"
            "${finufft_pkgs[@]}" "${port_pkgs[@]}")

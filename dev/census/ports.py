@@ -24,7 +24,8 @@ sys.path.insert(0, str(HERE))
 import manifest  # noqa: E402
 
 # The projects whose legacy form `ccshim port` ports today (docs/port.md).
-PORTED = ("celerite2-0.3.2", "exoplanet-core-0.3.1", "veros-1.7.0")
+PORTED = ("celerite2-0.3.2", "exoplanet-core-0.3.1", "jaxbind-1.2.1", "tfc-1.4.0",
+          "veros-1.7.0")
 KEPT = HERE / "ports"
 # Where a project's suite folder is not its source (veros: its tests come
 # from its repository), the sdist dev/setup.sh unpacks into the cache.

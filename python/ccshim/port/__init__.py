@@ -90,7 +90,7 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
     legacy = {t for e in named for t in e.legacy}
     modules = {e.module: ({k.target for k in e.ported} | set(e.typed), set(e.legacy))
                for e in exts if getattr(e, "module", None)}
-    capsules = {k: v for e in exts for k, v in e.capsules.items()}
+    capsules = {k: v for e in exts for k, v in getattr(e, "capsules", {}).items()}
     for root in roots:
         for path in _files(root):
             if path.suffix != ".py":

@@ -39,6 +39,8 @@ _NOT_YET = (
      "not ported yet"),
     (re.compile(r"(^|\.)CustomCallOp$"), "a CustomCallOp built by hand: not ported yet"),
 )
+# Imports of what today's JAX no longer has, dropped once nothing uses them.
+_REMOVED = _XLA_CLIENT | {"jax.core", "jaxlib.hlo_helpers", "jaxlib.hlo_helpers.custom_call"}
 _CUSTOM_CALL_MODULES = {"jax.interpreters.mlir", "jaxlib.hlo_helpers", "jax._src.interpreters.mlir"}
 
 
@@ -617,8 +619,26 @@ class _Port(cst.CSTTransformer):
         assigned = len(m.findall(fn, m.AssignTarget(target=m.Name(name))))
         return (id(fn), name) if assigned == 1 and uses == results + 1 else None
 
+    def _ir_constant(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """mlir.ir_constant(x) without aval=: since JAX 0.7.2 a Python scalar
+        x needs its aval, and had the constant of its Python type's dtype
+        (int: int64), which np.asarray(x) gives it; a NumPy value keeps its
+        dtype."""
+        np = next((k for k, v in self.facts.aliases.items() if v == "numpy"), None)
+        if np is None or len(updated.args) != 1 or updated.args[0].keyword is not None:
+            return updated
+        value = updated.args[0].value
+        called = self.facts.full(value.func) if isinstance(value, cst.Call) else None
+        if called is not None and called.startswith("numpy."):
+            return updated          # np.int32(...), np.array(...): a NumPy value
+        self.changed = True
+        wrapped = cst.Call(func=cst.parse_expression(f"{np}.asarray"), args=[cst.Arg(value)])
+        return updated.with_changes(args=[updated.args[0].with_changes(value=wrapped)])
+
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         full = self.facts.full(original.func) or ""
+        if full == "jax.interpreters.mlir.ir_constant":
+            return self._ir_constant(original, updated)
         if full in {f"{mod}.register_custom_call_target" for mod in _XLA_CLIENT}:
             return self._registration(original, updated)
         if full == "jax.ffi.register_ffi_target" and m.matches(
@@ -659,7 +679,7 @@ class _Plumbing(cst.CSTTransformer):
     def _unused_client(self, alias: cst.ImportAlias, base: str) -> bool:
         local = alias.asname.name.value if alias.asname else _dotted(alias.name).split(".")[-1]
         full = f"{base}.{_dotted(alias.name)}" if base else _dotted(alias.name)
-        return full in _XLA_CLIENT | {"jax.core"} and self.uses.get(local, 0) == 0
+        return full in _REMOVED and self.uses.get(local, 0) == 0
 
     def leave_SimpleStatementLine(self, original, updated):
         body = []
