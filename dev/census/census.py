@@ -18,9 +18,15 @@ path (dev/census/README.md).
                                       cuda and rewritten: dev/census/results/
     census.py scan [PROJECT...]       `ccshim scan` of each tree anew, into its
                                       results (its suites' runs kept as they are)
+    census.py port [PROJECT...]       `ccshim port` of each tree into its results:
+                                      the files its patch edits and what it
+                                      refused; for a port kept in
+                                      dev/census/ports/, that port built by the
+                                      project's own build and its suite run
+                                      without ccshim on its newest JAX
     census.py doc                     docs/census.md and the README's table, from
                                       the results
-    census.py all [--quick]           fetch, run, doc (make census)
+    census.py all [--quick]           fetch, run, port, doc (make census)
 
 A PROJECT is a name (dev/census/projects/NAME.toml).  --quick: the rows make
 test runs (quick = true).  Exits 1 when a project that runs loses a test its
@@ -47,6 +53,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 sys.path.insert(0, str(ROOT / "python"))  # ccshim of this tree (its report's fields)
 import manifest  # noqa: E402
+import ports  # noqa: E402
+import project_ports  # noqa: E402
 import project_suites  # noqa: E402
 from project_modules import CACHE, fetch as fetcher  # noqa: E402
 
@@ -312,6 +320,71 @@ def census_run(p: dict) -> dict:
     return result
 
 
+def port_tree(p: dict) -> pathlib.Path | None:
+    """The project's source tree `ccshim port` reads: its kept port's, else
+    its [scan] (or suite) folder's one sdist."""
+    if p["key"] in ports.PORTED:
+        return project_ports.source_tree(p["key"])
+    folder = p.get("scan") or p.get("suite", {}).get("folder")
+    if not folder or not (CACHE / folder).is_dir():
+        return None
+    inside = [d for d in (CACHE / folder).iterdir() if d.is_dir()]
+    return inside[0] if len(inside) == 1 else CACHE / folder
+
+
+def port_check(p: dict) -> dict | None:
+    """What `ccshim port` makes of the project's tree (the files its patch
+    edits, what it refused); for a project whose port is kept
+    (dev/census/ports.py), that port built by the project's own build and
+    its suite run without ccshim on the newest JAX of its runs."""
+    tree = port_tree(p)
+    if tree is None:
+        return None
+    patch, refused = ports.port(tree)
+    out = {"files": re.findall(r"^diff --git a/(\S+) ", patch, re.M),
+           "refused": [line.split(": not ported: ", 1)[-1] for line in refused.splitlines()
+                       if ": not ported: " in line],
+           "kept": p["key"] in ports.PORTED}
+    if not out["kept"] or p["status"] != "runs":
+        return out
+    run = max(p["runs"], key=lambda r: manifest.jax_version(r["jax"]))
+    baseline = json.loads((BASELINES / f"{p['key']}.json").read_text())
+    there = baseline["runs"]["1"]["tests"]
+    out["run"] = {"jax": run["jax"]}
+    try:
+        if patch != ports.kept(ports.KEPT / f"{p['key']}.patch"):
+            raise RuntimeError("its kept patch is stale: python dev/census/ports.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            site = pathlib.Path(tmp) / "site"
+            project_ports.build(project_ports.patched(p["key"], pathlib.Path(tmp)), site)
+            ran = project_ports.run(p["key"], site, run_python(p, run),
+                                    timeout=p["suite"].get("timeout", 1800))
+    except Exception as e:  # said in the results and the doc
+        out["run"]["error"] = f"{type(e).__name__}: {str(e)[-600:]}"
+        return out
+    found = ran["found"]
+    out["run"].update({
+        "counts": project_suites.counts(found), "ccshim": ran["ccshim"],
+        "lost": sorted(t for t, o in there.items() if o == "passed" and found.get(t) != "passed"),
+        "calls": ran["calls"], "untyped": ran["untyped"][:5],
+        "tail": ran["tail"][-1500:] if not found else ""})
+    return out
+
+
+def port_unexplained(port: dict | None) -> list[str]:
+    """What is wrong with a kept port's run: it failed, lost a test its
+    reference passed, could import ccshim, or left a call untyped."""
+    run = (port or {}).get("run")
+    if not run:
+        return []
+    if run.get("error"):
+        return [run["error"]]
+    bad = [f"lost {t}" for t in run["lost"]] + [f"untyped: {c}" for c in run["untyped"]]
+    if "No module named 'ccshim'" not in run["ccshim"]:
+        bad.append(f"ccshim importable there ({run['ccshim']})")
+    return bad
+
+
 def _today() -> str:
     return datetime.date.today().isoformat()
 
@@ -364,7 +437,7 @@ def main(argv: list[str]) -> int:
         print(f"census: no project {', '.join(sorted(unknown))} in {manifest.PROJECTS}",
               file=sys.stderr)
         return 2
-    if verb not in ("fetch", "baseline", "run", "scan", "doc", "all"):
+    if verb not in ("fetch", "baseline", "run", "scan", "port", "doc", "all"):
         print(f"census: unknown verb {verb!r}\n{__doc__}", file=sys.stderr)
         return 2
     failed = 0
@@ -383,9 +456,26 @@ def main(argv: list[str]) -> int:
         for p in chosen:
             say(f"{p['key']} ({p['status']})")
             result = json.loads(scrub(json.dumps(census_run(p))))
+            old = RESULTS / f"{p['key']}.json"
+            if old.exists() and "port" in json.loads(old.read_text()):
+                result["port"] = json.loads(old.read_text())["port"]  # census.py port's
             (RESULTS / f"{p['key']}.json").write_text(json.dumps(result, indent=1) + "\n")
             for line in unexplained(result):
                 say(f"  {p['key']}: {line}")
+                failed += 1
+    if verb in ("port", "all"):
+        for p in chosen:
+            path = RESULTS / f"{p['key']}.json"
+            if not path.exists():
+                say(f"{p['key']}: no results yet: census.py run {p['name']} makes them")
+                failed += 1
+                continue
+            say(f"{p['key']}: ccshim port")
+            result = json.loads(path.read_text())
+            result["port"] = json.loads(scrub(json.dumps(port_check(p))))
+            path.write_text(json.dumps(result, indent=1) + "\n")
+            for line in port_unexplained(result["port"]):
+                say(f"  {p['key']}: port: {line}")
                 failed += 1
     if verb == "scan":
         for p in chosen:

@@ -17,46 +17,52 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-import manifest  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+from project_ports import TREES, side_by_side, source_tree  # noqa: E402
 
 # The projects whose legacy form `ccshim port` ports today (docs/port.md).
-PORTED = ("celerite2-0.3.2", "exoplanet-core-0.3.1", "jaxbind-1.2.1", "tfc-1.4.0",
-          "veros-1.7.0")
+PORTED = ("celerite2-0.3.2", "exoplanet-core-0.3.1", "jaxbind-1.2.1", "pybamm-26.10.1.1",
+          "tfc-1.4.0", "veros-1.7.0")
+# Kept ports not built here, and why.
+NOT_BUILT = {
+    "pybamm-26.10.1.1": "pybammsolvers' sdist has no SUNDIALS or SuiteSparse sources (its build "
+                        "wants its git submodules, or both installed and named by SUNDIALS_ROOT "
+                        "and SuiteSparse_ROOT), and PyBaMM's suite is in its repository only",
+}
 KEPT = HERE / "ports"
-# Where a project's suite folder is not its source (veros: its tests come
-# from its repository), the sdist dev/setup.sh unpacks into the cache.
-SDIST = {"veros-1.7.0": "veros-1.7.0-src/veros-1.7.0",
-         "celerite2-0.3.2": "celerite2-0.3.2-src/celerite2-0.3.2"}
 
 
-def cache() -> pathlib.Path:
-    out = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "fetch.py"),
-                          "--where"], capture_output=True, text=True, check=True)
-    return pathlib.Path(out.stdout.strip())
-
-
-def source_tree(project: str) -> pathlib.Path:
-    """The project's sdist, unpacked in the cache."""
-    if project in SDIST:
-        return cache() / SDIST[project]
-    suite = manifest.projects()[project]["suite"]
-    return cache() / suite["folder"] / suite.get("inner", "")
-
-
-def port(tree: pathlib.Path) -> tuple[str, str]:
-    """(the patch, what it refused) of `python -m ccshim.port tree`."""
+def port(*trees: pathlib.Path) -> tuple[str, str]:
+    """(the patch, what it refused) of `python -m ccshim.port TREE...`."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "python"),
                                                       env.get("PYTHONPATH")]))
-    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree)], env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "ccshim.port", *map(str, trees)], env=env,
+                          capture_output=True)
     if done.returncode != 0:
-        raise SystemExit(f"ccshim port {tree} failed ({done.returncode}):\n{done.stderr}")
-    return done.stdout, done.stderr
+        raise SystemExit(f"ccshim port {' '.join(map(str, trees))} failed ({done.returncode}):\n"
+                         f"{done.stderr.decode(errors='replace')}")
+    # bytes as printed: a CRLF source's lines keep their CR (tfc's)
+    return done.stdout.decode(), done.stderr.decode()
+
+
+def ported(project: str) -> tuple[str, str]:
+    """(the patch, what it refused) of `ccshim port` on the project's
+    tree(s), each a copy under its name where it has several."""
+    if project not in TREES:
+        return port(source_tree(project))
+    with tempfile.TemporaryDirectory() as tmp:
+        return port(*side_by_side(project, pathlib.Path(tmp)))
+
+
+def kept(path: pathlib.Path) -> str | None:
+    """A kept file's text, its line ends as they are."""
+    return path.read_bytes().decode() if path.is_file() else None
 
 
 def main(argv: list[str]) -> int:
@@ -66,19 +72,19 @@ def main(argv: list[str]) -> int:
         return 2
     differ = []
     for project in PORTED:
-        tree = source_tree(project)
-        if not tree.is_dir():
-            print(f"{project}: no source tree at {tree} (dev/setup.sh test fetches it)",
+        try:
+            patch, refused = ported(project)
+        except FileNotFoundError as e:
+            print(f"{project}: no source tree ({e.filename}): census.py fetch gets it",
                   file=sys.stderr)
             return 1
-        patch, refused = port(tree)
         for path, text in ((KEPT / f"{project}.patch", patch),
                            (KEPT / f"{project}.refused", refused)):
             if check:
-                if not path.is_file() or path.read_text() != text:
+                if kept(path) != text:
                     differ.append(path.relative_to(ROOT))
             else:
-                path.write_text(text)
+                path.write_bytes(text.encode())
     for path in differ:
         print(f"{path} differs from what ccshim port prints now: "
               "run python dev/census/ports.py", file=sys.stderr)

@@ -93,7 +93,50 @@ def _summary_row(p: dict, result: dict | None) -> str:
     kernels = sorted({k for r in (run or {}).get("ranks", {}).values() for k in r["kernels"]})
     return (f"| {p['name']} {p['version']} | {p['released']} | {', '.join(p['platforms'])} | "
             f"{ref_text} | {texts[0]} | {texts[1]} | {len(kernels) or ''} | "
-            f"{verdict(p, result)} |")
+            f"{verdict(p, result)} | {_ported((result or {}).get('port'))} |")
+
+
+def _ported(port: dict | None) -> str:
+    """The summary's "ported" cell: a kept port's run, else what `ccshim
+    port` made of the tree."""
+    if not port:
+        return ""
+    run = port.get("run")
+    if run and run.get("error"):
+        return "port kept; could not run"
+    if run:
+        typed = "every call typed" if not run["untyped"] else f"{len(run['untyped'])}+ untyped"
+        return f"{_counts(run['counts'])}, no ccshim; {typed}"
+    if not port["files"]:
+        return f"nothing ({len(port['refused'])} refused)"
+    return f"partly ({len(port['files'])} files; {len(port['refused'])} refused)"
+
+
+def _port_lines(port: dict | None, key: str) -> list[str]:
+    """The per-project lines of `ccshim port`."""
+    if not port:
+        return []
+    out = []
+    if port["kept"]:
+        out.append(f"- `ccshim port`: its patch edits {len(port['files'])} files, kept as "
+                   f"`dev/census/ports/{key}.patch` (what it refused: `{key}.refused`)")
+    else:
+        out.append(f"- `ccshim port` of its tree: a patch of {len(port['files'])} files "
+                   "(not kept: not yet built and run)")
+    run = port.get("run")
+    if run and run.get("error"):
+        out.append(f"  - the ported build and suite on JAX {run['jax']}: could not run: "
+                   f"{run['error'][:300]}")
+    elif run:
+        calls = ", ".join(f"{t} {n}" for t, n in sorted(run["calls"].items()))
+        out.append(f"  - built by its own build, its suite on JAX {run['jax']} where ccshim "
+                   f"cannot be imported: {_counts(run['counts'])}; lost: "
+                   f"{', '.join(run['lost']) or 'none'}; custom calls XLA compiled: {calls}; "
+                   f"not typed: {len(run['untyped']) or 'none'}")
+    for why in sorted(set(port["refused"])):
+        n = port["refused"].count(why)
+        out.append(f"  - not ported{f' ({n}×)' if n > 1 else ''}: {why[:300]}")
+    return out
 
 
 def _scanned(t: dict) -> str:
@@ -139,6 +182,7 @@ def _section(p: dict, result: dict | None) -> list[str]:
         if spellings:  # results of census.py scan from issue 45 on
             out.append("- registered through: " + ", ".join(f"`{v}`" for v in spellings)
                        + " (which JAX removed each, and what ccshim restores: docs/legacy-surface.md)")
+    out += _port_lines(result.get("port"), p["key"])
     gpu = result.get("gpu")
     if gpu:
         if gpu.get("error"):
@@ -176,14 +220,18 @@ def documents(projects: dict, results_dir: pathlib.Path, readme: str) -> tuple[s
         "reference on XLA's legacy path of the newest JAX it allows (committed once, "
         "`tests/fixtures/projects/`), then the same suite through `ccshim legacy --strict "
         "--report` on JAX 0.12.0.1 and 0.10.2, with the kernels that went through ccshim; "
-        "`ccshim scan` of its tree; and for GPU-only projects their GPU path lowered for "
-        "cuda on the CPU and rewritten.", "",
+        "`ccshim scan` of its tree; for GPU-only projects their GPU path lowered for "
+        "cuda on the CPU and rewritten; and `ccshim port` of its tree (docs/port.md): what "
+        "it ported and refused, and where its patch is kept, the ported tree built by the "
+        "project's own build and its suite run on that build in a Python where ccshim "
+        "cannot be imported, every custom call XLA compiled read back from XLA's dump.", "",
         f"**{len(passing)} pass their own suites through ccshim on JAX {NEWEST} with no test "
         f"that passes on the reference lost ({len(set(passing) - set(unreleased))} of them "
         f"released on PyPI):** {', '.join(passing) or 'none'}.", "",
         "| project | released | platforms | reference (XLA's legacy path) | "
-        f"JAX {NEWEST} through ccshim | JAX {PINNED} through ccshim | kernels | verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        f"JAX {NEWEST} through ccshim | JAX {PINNED} through ccshim | kernels | verdict | "
+        f"ported (`ccshim port`, JAX {NEWEST}) |",
+        "|---|---|---|---|---|---|---|---|---|",
         *[_summary_row(p, results[k]) for k, p in projects.items()], "",
         "## Per project", ""]
     for key, p in projects.items():

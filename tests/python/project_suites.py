@@ -130,21 +130,23 @@ def counts(found: dict) -> dict:
             for k in ("passed", "failed", "error", "skipped")}
 
 
-def run(project: str, prefix=(), env=None, ranks=1, timeout=1200, why=None, python=None):
+def run(project: str, prefix=(), env=None, ranks=1, timeout=1200, why=None, python=None,
+        package=None, flags=()):
     """Runs the suite on ``ranks`` MPI ranks (1: no mpiexec) with ``prefix +
-    [..., python, -m, pytest, ...]`` (default: this Python) and the
-    project's package for that Python on PYTHONPATH; returns ({test id:
-    "passed" | "failed" | "error" | "skipped"}, pytest's tail).  On several
-    ranks a test passed only where it passed on every rank."""
+    [..., python, *flags, -m, pytest, ...]`` (default: this Python) and the
+    project's package for that Python (or ``package``: a port's build) on
+    PYTHONPATH; returns ({test id: "passed" | "failed" | "error" |
+    "skipped"}, pytest's tail).  On several ranks a test passed only where
+    it passed on every rank."""
     python = str(python or sys.executable)
-    package = SUITES[project]["package"](abi(python))
+    package = package or SUITES[project]["package"](abi(python))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         suite_folder(project, tmp)
         env = dict(os.environ if env is None else env)
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [env.get("PYTHONPATH"), str(package)]))
-        pytest = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        pytest = [python, *flags, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                   "-o", "junit_family=xunit2", *SUITES[project]["pytest"]]
         if ranks == 1:
             cmd = [*prefix, *pytest, "--junitxml=report-0.xml"]

@@ -53,3 +53,25 @@ def test_a_project_section_names_the_registration_spellings_scan_met():
            "(which JAX removed each, and what ccshim restores: docs/legacy-surface.md)" in lines, lines
     assert not any(line.startswith("- registered through") for line in
                    report._section(p, {"scan": [{**t, "via": ["EncapsulateFunction"]} for t in scan]}))
+
+
+def test_a_project_section_and_row_say_what_its_port_did():
+    """census.py port's result: a kept port's run (its counts, the calls XLA
+    compiled, what is not typed) and what it refused, in the section and
+    the summary's "ported" cell; a run that lost a test or left a call
+    untyped is said so."""
+    p = next(iter(manifest.projects().values()))
+    run = {"jax": "0.12.0.1", "counts": {"passed": 3, "skipped": 1}, "lost": [],
+           "calls": {"k1": 5}, "untyped": [], "ccshim": "ModuleNotFoundError: ..."}
+    port = {"files": ["a.cc", "b.py"], "refused": ["GPU kernel", "GPU kernel"], "kept": True,
+            "run": run}
+    lines = report._section(p, {"port": port})
+    assert any("where ccshim cannot be imported: 3 passed, 1 skipped; lost: none; custom "
+               "calls XLA compiled: k1 5; not typed: none" in line for line in lines), lines
+    assert "  - not ported (2×): GPU kernel" in lines
+    assert report._ported(port) == "3 passed, 1 skipped, no ccshim; every call typed"
+    assert report._ported({**port, "run": {**run, "untyped": ["x"]}}) == \
+        "3 passed, 1 skipped, no ccshim; 1+ untyped"
+    assert report._ported({"files": [], "refused": ["why"], "kept": False}) == \
+        "nothing (1 refused)"
+    assert report._ported(None) == ""

@@ -31,6 +31,7 @@ import sys
 import pytest
 
 from conftest import BUILD, FIXTURES, ROOT, fixture_missing
+import project_ports
 import project_suites
 from project_modules import veros_build
 
@@ -45,12 +46,13 @@ TARGETS = {"solve_kepler", "quad_solution_vector", "contact_points"}
 def _port(*args, cwd=None, command=None) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), CCSHIM_PYTHON=sys.executable)
     prefix = command or [sys.executable, "-m", "ccshim.port"]
-    return subprocess.run([*prefix, *map(str, args)], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run([*prefix, *map(str, args)], env=env, cwd=cwd, capture_output=True,
+                          timeout=300)
+    # decoded as printed: a CRLF source's lines keep their CR in the patch
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
+                                       done.stderr.decode())
 
 
-# Where a project's source is not its suite's folder: (cache folder, tree)
-SOURCES = {"celerite2-0.3.2": ("celerite2-0.3.2-src", "celerite2-0.3.2")}
 # The projects whose ports are built and run under make test-projects, and
 # the targets each must call, typed.
 BUILT = {
@@ -64,13 +66,11 @@ BUILT = {
 
 def _tree(tmp_path: pathlib.Path, name="tree", project=PROJECT) -> pathlib.Path:
     """A copy of the project's sdist tree, as published."""
-    folder, inner, _parts = project_suites.SUITES[project]["suite"]
-    folder, inner = SOURCES.get(project, (folder, inner))
-    src = project_suites.cached(folder)
-    if not (src / ".complete").exists():
-        fixture_missing(f"{project}'s sdist ({folder})")
+    src = project_ports.source_tree(project)
+    if not src.is_dir():
+        fixture_missing(f"{project}'s sdist ({src.parent.name})")
     dst = tmp_path / name
-    shutil.copytree(src / inner, dst)
+    shutil.copytree(src, dst)
     return dst
 
 
@@ -94,9 +94,9 @@ def _patched(tmp_path: pathlib.Path, project=PROJECT) -> pathlib.Path:
 def test_the_kept_patch_is_what_port_prints_now(tmp_path):
     done = _port(_tree(tmp_path))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (KEPT / f"{PROJECT}.patch").read_text(), \
+    assert done.stdout == (KEPT / f"{PROJECT}.patch").read_bytes().decode(), \
         "dev/census/ports/ is stale: python dev/census/ports.py writes it anew"
-    assert done.stderr == (KEPT / f"{PROJECT}.refused").read_text()
+    assert done.stderr == (KEPT / f"{PROJECT}.refused").read_bytes().decode()
     files = re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M)
     assert files == ["CMakeLists.txt", "pyproject.toml", "src/exoplanet_core/jax/cpu_driver.cpp",
                      "src/exoplanet_core/jax/ops.py", "src/exoplanet_core/jax/xla_legacy_call.h"]
@@ -136,9 +136,9 @@ def test_a_kept_patch_is_what_port_prints_applies_and_ports_once(tmp_path, proje
     tree = _tree(tmp_path, project=project)
     done = _port(tree)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (KEPT / f"{project}.patch").read_text(), \
+    assert done.stdout == (KEPT / f"{project}.patch").read_bytes().decode(), \
         "dev/census/ports/ is stale: python dev/census/ports.py writes it anew"
-    assert done.stderr == (KEPT / f"{project}.refused").read_text()
+    assert done.stderr == (KEPT / f"{project}.refused").read_bytes().decode()
     (tmp_path / "port.patch").write_text(done.stdout)
     applied = _git("apply", str(tmp_path / "port.patch"), cwd=tree)
     assert applied.returncode == 0, applied.stderr
@@ -244,29 +244,13 @@ def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
     assert "+target_compile_features(kernels PRIVATE cxx_std_17)" in done.stdout
 
 
-def _site_packages(python: pathlib.Path) -> str:
-    return subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-
-
 def _built_without_ccshim(tree: pathlib.Path, tmp_path: pathlib.Path):
-    """The ported tree built by its own build, as pip runs it (scikit-build-core,
-    CMake, pybind11), into tmp_path/site; and the environment of a Python
-    where ccshim cannot be imported (run with -S: no site processing, since
-    the venv's .pth puts this tree's python/ on the path), with its
-    site-packages and the built project on PYTHONPATH and XLA dumping every
-    module it compiles into the folder returned beside it."""
-    site = tmp_path / "site"
-    built = subprocess.run([str(NEWEST), "-m", "pip", "install", "-q", "--no-deps",
-                            "--no-build-isolation", "--target", str(site), str(tree)],
-                           capture_output=True, text=True, timeout=900)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    dump = tmp_path / "hlo"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("CCSHIM_", "PYTHON", "XLA_", "JAX_"))}
-    env.update(PYTHONPATH=os.pathsep.join([str(site), _site_packages(NEWEST)]),
-               XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_text")
-    return env, dump
+    """The ported tree built by its own build into tmp_path/site, and the
+    environment of a Python where ccshim cannot be imported with XLA dumping
+    what it compiles into the folder returned beside it (project_ports)."""
+    site, dump = tmp_path / "site", tmp_path / "hlo"
+    project_ports.build(tree, site)
+    return project_ports.environment(site, NEWEST, dump), dump
 
 
 @pytest.mark.skipif(not os.environ.get("CCSHIM_TEST_PROJECTS"),
@@ -276,21 +260,11 @@ def _built_without_ccshim(tree: pathlib.Path, tmp_path: pathlib.Path):
 def test_the_ported_project_builds_and_passes_its_suite_without_ccshim(tmp_path, project):
     if not NEWEST.exists():
         pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
-    tree = _patched(tmp_path, project)
-    env, dump = _built_without_ccshim(tree, tmp_path)
-    no_ccshim = subprocess.run([str(NEWEST), "-S", "-c", "import ccshim"], env=env,
-                               capture_output=True, text=True)
-    assert "No module named 'ccshim'" in no_ccshim.stderr, no_ccshim.stderr
-
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    project_suites.suite_folder(project, suite)
-    report = tmp_path / "junit.xml"
-    ran = subprocess.run([str(NEWEST), "-S", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          f"--junitxml={report}", *project_suites.SUITES[project]["pytest"]],
-                         cwd=suite, env=env, capture_output=True, text=True, timeout=1200)
-    tail = ran.stdout[-3000:] + ran.stderr[-2000:]
-    found = project_suites.outcomes(report)
+    site = tmp_path / "site"
+    project_ports.build(project_ports.patched(project, tmp_path), site)
+    ran = project_ports.run(project, site, NEWEST, timeout=1200)
+    assert ran["ccshim"] == "ModuleNotFoundError: No module named 'ccshim'", ran["ccshim"]
+    found, tail = ran["found"], ran["tail"]
     baseline = json.loads((FIXTURES / "projects" / f"{project}.json").read_text())
     there = baseline["runs"]["1"]["tests"]
     passed_there = sorted(t for t, o in there.items() if o == "passed")
@@ -298,15 +272,10 @@ def test_the_ported_project_builds_and_passes_its_suite_without_ccshim(tmp_path,
     lost = {t: found.get(t, "not run") for t in passed_there if found.get(t) != "passed"}
     assert not lost, f"passed on JAX {baseline['jax']}'s legacy path, not here: {lost}\n{tail}"
     assert sorted(found) == sorted(there), tail
-
     # Every custom call XLA compiled is typed (API version 4), the
     # project's targets among them.
-    calls = [line for text in map(pathlib.Path.read_text, sorted(dump.glob("*.txt")))
-             for line in text.splitlines() if " custom-call(" in line]
-    seen = set(re.findall(r'custom_call_target="([^"]+)"', "\n".join(calls)))
-    assert BUILT[project] <= seen, seen
-    legacy = [line for line in calls if "api_version=API_VERSION_TYPED_FFI" not in line]
-    assert not legacy, legacy[:5]
+    assert BUILT[project] <= set(ran["calls"]), ran["calls"]
+    assert not ran["untyped"], ran["untyped"][:5]
 
 
 STATUS_RUN = """\
@@ -420,9 +389,9 @@ def test_veros_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_pat
     tree = _veros_tree(tmp_path)
     done = _port(tree)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (KEPT / f"{VEROS}.patch").read_text(), \
+    assert done.stdout == (KEPT / f"{VEROS}.patch").read_bytes().decode(), \
         "dev/census/ports/ is stale: python dev/census/ports.py writes it anew"
-    assert done.stderr == (KEPT / f"{VEROS}.refused").read_text()
+    assert done.stderr == (KEPT / f"{VEROS}.refused").read_bytes().decode()
     files = re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M)
     special = "veros/core/special/"
     assert files == ["pyproject.toml", "setup.py", special + "tdma_.py",
@@ -530,7 +499,7 @@ def _veros_run(python: pathlib.Path, build: pathlib.Path, tmp_path: pathlib.Path
     if no_site:
         # no site processing: the venv's .pth puts this tree's python/ on
         # the path; its site-packages alone on PYTHONPATH
-        env["PYTHONPATH"] = _site_packages(python)
+        env["PYTHONPATH"] = project_ports.site_packages(python)
         flags = ["-S"]
         probe = subprocess.run([str(python), "-S", "-c", "import ccshim"], env=env,
                                capture_output=True, text=True)
@@ -570,7 +539,7 @@ def test_ported_veros_builds_and_solves_as_the_legacy_path_without_ccshim(tmp_pa
     built = subprocess.run([str(builder), "setup.py", "build_ext", "--inplace"], cwd=tree,
                            env={**os.environ, "PATH": f"{builder.parent}{os.pathsep}"
                                 f"{os.environ['PATH']}", "VEROS_REQUIRE_CYTHON_EXT": "1",
-                                "PYTHONPATH": _site_packages(reference)},
+                                "PYTHONPATH": project_ports.site_packages(reference)},
                            capture_output=True, text=True, timeout=900)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     assert list((tree / "veros/core/special").glob("tdma_cython_.*.so")), built.stdout[-2000:]

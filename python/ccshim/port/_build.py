@@ -28,19 +28,44 @@ target_compile_options({target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fpermissive>)
 """
 
 
+def _target_calls(text: str) -> dict[str, tuple[int, int]]:
+    """Each pybind11_add_module / nanobind_add_module / add_library call:
+    its target and its span, to its closing parenthesis (comments and
+    quoted strings skipped: PyBaMM's sources list has "(SUNDIALS)" in a
+    comment)."""
+    found = {}
+    for m in re.finditer(r"\b(?:pybind11_add_module|nanobind_add_module|add_library)\s*\(\s*"
+                         r"(\w+)", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            c = text[i]
+            if c == "#":
+                i = text.find("\n", i)
+                i = len(text) if i < 0 else i
+                continue
+            if c == '"':
+                i = text.find('"', i + 1)
+                i = len(text) if i < 0 else i
+            depth += {"(": 1, ")": -1}.get(c, 0)
+            i += 1
+        found.setdefault(m.group(1), (m.start(), i))
+    return found
+
+
 def _cmake(text: str, rel_sources: list[str], where: str,
            problems: list[Problem]) -> str | None:
     """CMakeLists text with the targets building rel_sources given XLA's
     headers and C++17; None (and a problem) when no target builds them."""
     targets = []
+    adds = _target_calls(text)
     for src in rel_sources:
-        m = re.search(r"(?:pybind11_add_module|nanobind_add_module|add_library)\s*\(\s*(\w+)"
-                      r"[^)]*" + re.escape(src), text)
-        if not m:
+        found = [target for target, (start, end) in adds.items()
+                 if re.search(r"(?<![\w/.])" + re.escape(src) + r"\b", text[start:end])]
+        if not found:
             problems.append(Problem(where, f"no target here builds {src}: its build is not "
                                     "ported (add XLA's headers, jax.ffi.include_dir(), to it)"))
             continue
-        targets.append(m.group(1))
+        targets.append(found[0])
     if not targets:
         return None
     if "XLA_DIR" not in text:
@@ -74,9 +99,9 @@ def _cmake(text: str, rel_sources: list[str], where: str,
             line += f"target_compile_features({target} PRIVATE cxx_std_17)\n"
         if re.search(r"-pedantic", text):
             line += _PERMISSIVE.format(target=target)
-        add = re.search(r"(?:pybind11_add_module|nanobind_add_module|add_library)\s*\(\s*" +
-                        target + r"\b[^)]*\)\s*\n", text)
-        text = text[:add.end()] + line + text[add.end():]
+        end = _target_calls(text)[target][1]
+        end = text.index("\n", end) + 1 if "\n" in text[end:] else len(text)
+        text = text[:end] + line + text[end:]
     return text
 
 

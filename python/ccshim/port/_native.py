@@ -160,6 +160,21 @@ def _not_yet(root: Path, files: list[Path], problems: list[Problem]) -> None:
                                         why))
 
 
+def _module_of(text: str, sources: dict[Path, str]) -> str | None:
+    """The Python module that exports a dict function defined in another
+    source (pybammsolvers: IdakluJax.cpp's, exported by idaklu.cpp's
+    `m.def("registrations", &Registrations)`)."""
+    fn = _DICT_FN.search(text)
+    name = re.search(r"(\w+)\s*\(", fn.group(0)).group(1) if fn else None
+    if name is None:
+        return None
+    found = {m.group(1) for other in sources.values()
+             for m in [_MODULE.search(other)] if m and
+             re.search(r'"registrations"\s*,\s*&?\s*(?:\w+::)*' + re.escape(name) + r"\b",
+                       other)}
+    return found.pop() if len(found) == 1 else None
+
+
 def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extension]:
     """Every registrations dict under root, its CPU kernels ported."""
     _not_yet(root, files, problems)
@@ -170,7 +185,7 @@ def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extensi
         if not entries or not (_DICT_FN.search(text) or _MODULE_LINE.search(text)):
             continue
         module = _MODULE.search(text)
-        ext = Extension(path, module.group(1) if module else None,
+        ext = Extension(path, module.group(1) if module else _module_of(text, sources),
                         functions=not _DICT_FN.search(text))
         typed = set(_TYPED.findall(text))
         rel = path.relative_to(root)

@@ -29,7 +29,8 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from ._names import Names, Part, expand, literal, registrations_module
+from ._layouts import RowMajor
+from ._names import Names, Part, _reads, expand, literal, registrations_module
 from ._report import Problem
 
 _XLA_CLIENT = {"jax.lib.xla_client", "jaxlib.xla_client", "jax._src.lib.xla_client"}
@@ -167,6 +168,16 @@ def _test(test: cst.BaseExpression, param: str, name: str) -> bool | None:
             len(test.args) == 1 and _string(test.args[0].value) is not None):
         return name.startswith(_string(test.args[0].value))
     return None
+
+
+def _uncommented(comma):
+    """A comma's layout without the comment that follows it."""
+    if not isinstance(comma, cst.Comma):
+        return comma
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        after = after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+    return comma.with_changes(whitespace_after=after)
 
 
 def _calls(module: cst.Module) -> list[cst.Call]:
@@ -423,7 +434,8 @@ class _Port(cst.CSTTransformer):
                                          "kept legacy (api_version=0)"))
             return updated
         args = [a for a in updated.args if not (a.keyword and a.keyword.value == "api_version")]
-        args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
+        args[-1] = args[-1].with_changes(comma=updated.args[-1].comma,
+                                         whitespace_after_arg=updated.args[-1].whitespace_after_arg)
         self.changed = True
         return updated.with_changes(args=args)
 
@@ -519,16 +531,33 @@ class _Port(cst.CSTTransformer):
                 kwargs.append(a)
         if operands is None:
             return None
+        rows = RowMajor(self.names.module, self.names)   # (reads the original nodes)
+        odd = [a.keyword.value for a in node.args if a.keyword is not None and
+               a.keyword.value in ("operand_layouts", "result_layouts") and
+               not rows.many(a.value)]
+        if odd:
+            self.problems.append(Problem(where, f"a custom call whose {' and '.join(odd)} it "
+                                         "cannot show row-major: jax.ffi.ffi_lowering with "
+                                         "skip_ffi_layout_processing=True would drop them for "
+                                         "XLA's row-major default: not ported yet"))
+            return None
         # Each argument keeps its own line; the new one goes last, with the
         # call's closing comma (or none, as the call had).
+        # A kept argument keeps its own comma (and the comment after it);
+        # one that had none (it was last) gets the name's, less its comment.
         name_arg = next(a for a in updated.args
                         if a.keyword is None or a.keyword.value == "call_target_name")
-        between = name_arg.comma
+        between = _uncommented(name_arg.comma)
         kept = [name_arg.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)] + kwargs
         skip = cst.Arg(cst.Name("True"), keyword=cst.Name("skip_ffi_layout_processing"),
                        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-                       comma=updated.args[-1].comma)
-        args = [a.with_changes(comma=between) for a in kept] + [skip]
+                       comma=updated.args[-1].comma,
+                       whitespace_after_arg=updated.args[-1].whitespace_after_arg)
+        last = updated.args[-1]
+        args = [a.with_changes(comma=a.comma if isinstance(a.comma, cst.Comma) and
+                               not a.deep_equals(last) else between,
+                               whitespace_after_arg=cst.SimpleWhitespace(""))
+                for a in kept] + [skip]
         lowering = cst.Call(func=cst.parse_expression("jax.ffi.ffi_lowering"), args=args,
                             whitespace_before_args=updated.whitespace_before_args)
         self.changed = True
@@ -614,7 +643,7 @@ class _Port(cst.CSTTransformer):
         fn = next((p for p, _ in self.parents(call) if isinstance(p, cst.FunctionDef)), None)
         if fn is None:
             return None
-        uses = len(m.findall(fn, m.Name(name)))
+        uses = sum(1 for n in _reads(fn) if n.value == name)   # (not `.results` itself)
         results = len(m.findall(fn, m.Attribute(value=m.Name(name), attr=m.Name("results"))))
         assigned = len(m.findall(fn, m.AssignTarget(target=m.Name(name))))
         return (id(fn), name) if assigned == 1 and uses == results + 1 else None
@@ -641,7 +670,8 @@ class _Port(cst.CSTTransformer):
             return self._ir_constant(original, updated)
         if full in {f"{mod}.register_custom_call_target" for mod in _XLA_CLIENT}:
             return self._registration(original, updated)
-        if full == "jax.ffi.register_ffi_target" and m.matches(
+        if full in ("jax.ffi.register_ffi_target", "jax.extend.ffi.register_ffi_target") and \
+                m.matches(
                 _arg(original, 99, "api_version"), m.Arg(value=m.Integer("0"))):
             return self._ffi_registration(original, updated)
         for pattern, why in _NOT_YET:

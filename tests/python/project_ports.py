@@ -1,0 +1,139 @@
+"""A census project's kept port (dev/census/ports/PROJECT.patch, what
+`ccshim port` prints for its sdist), applied to a copy of that sdist, built
+by the project's own build as a user would (pip install, no build
+isolation) and its own suite run where ccshim cannot be imported; the
+modules XLA compiled during the run read back from XLA's own dump.  Shared
+by tests/python/test_port.py (make test-projects) and dev/census/census.py
+port (make census).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import tempfile
+
+import project_suites
+from project_modules import cached
+
+ROOT = project_suites.ROOT
+KEPT = ROOT / "dev" / "census" / "ports"
+NEWEST = ROOT / ".venv-newest" / "bin" / "python"
+# Where a project's source is not its suite's folder (cache folder, tree).
+SOURCES = {
+    "celerite2-0.3.2": ("celerite2-0.3.2-src", "celerite2-0.3.2"),
+    "veros-1.7.0": ("veros-1.7.0-src", "veros-1.7.0"),
+}
+# Projects whose kernels live in another package: each tree under the name
+# it has in the patch, copied side by side as a user's two checkouts are.
+TREES = {
+    "pybamm-26.10.1.1": {"PyBaMM": ("census/pybamm-26.10.1.1-src", "pybamm-26.10.1.1"),
+                         "pybammsolvers": ("census/pybammsolvers-0.11.1-src",
+                                           "pybammsolvers-0.11.1")},
+}
+# Custom calls XLA handles itself (sharding and layout annotations): they
+# are no project's target, and HLO text prints them with no api_version.
+XLA_OWN = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "LayoutConstraint",
+           "MoveToHost", "MoveToDevice", "annotate_device_placement"}
+
+
+def source_tree(project: str) -> pathlib.Path:
+    """The project's sdist, unpacked in the cache."""
+    if project in SOURCES:
+        folder, inner = SOURCES[project]
+    else:
+        suite = project_suites.PROJECTS[project]["suite"]
+        folder, inner = suite["folder"], suite.get("inner", "")
+    return cached(folder) / inner
+
+
+def side_by_side(project: str, into: pathlib.Path) -> list[pathlib.Path]:
+    """The trees `ccshim port` reads for the project: its sdist's copy in
+    into, or, for a project of several trees, their copies side by side
+    under into."""
+    if project not in TREES:
+        shutil.copytree(source_tree(project), into)
+        return [into]
+    found = []
+    for name, (folder, inner) in TREES[project].items():
+        shutil.copytree(cached(folder) / inner, into / name)
+        found.append(into / name)
+    return found
+
+
+def patched(project: str, into: pathlib.Path) -> pathlib.Path:
+    """A copy of the project's sdist (or trees, side by side) in into/tree
+    with its kept patch applied (git apply)."""
+    tree = into / "tree"
+    side_by_side(project, tree)
+    patch = KEPT / f"{project}.patch"
+    done = subprocess.run(["git", "apply", str(patch)], cwd=tree, capture_output=True,
+                          text=True)
+    if done.returncode:
+        raise RuntimeError(f"git apply {patch.name} failed: {done.stderr.strip()[-600:]}")
+    return tree
+
+
+def build(tree: pathlib.Path, site: pathlib.Path, python: pathlib.Path = NEWEST,
+          timeout: int = 1200) -> None:
+    """The ported tree built by its own build (its pyproject's backend,
+    without build isolation: the build Python has its requirements) into
+    site."""
+    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
+                           "--no-build-isolation", "--target", str(site), str(tree)],
+                          capture_output=True, text=True, timeout=timeout)
+    if done.returncode:
+        raise RuntimeError("its build failed:\n" + (done.stdout + done.stderr)[-3000:])
+
+
+def site_packages(python: pathlib.Path) -> str:
+    return subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def environment(site: pathlib.Path, python: pathlib.Path, dump: pathlib.Path) -> dict:
+    """The environment of a Python started with -S (no site processing:
+    make test's venvs put this tree's python/ on the path with a .pth) with
+    the built project and the venv's packages on PYTHONPATH, and XLA dumping
+    every module it compiles into dump."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CCSHIM_", "PYTHON", "XLA_", "JAX_"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(site), site_packages(python)]),
+               XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_text")
+    return env
+
+
+def custom_calls(dump: pathlib.Path) -> tuple[dict[str, int], list[str]]:
+    """From XLA's dump: each custom-call target's count, and the calls that
+    are not typed-FFI ones (XLA's own annotations aside)."""
+    lines = [line for path in sorted(dump.glob("*.txt"))
+             for line in path.read_text(errors="replace").splitlines() if " custom-call(" in line]
+    counts: dict[str, int] = {}
+    untyped = []
+    for line in lines:
+        target = re.search(r'custom_call_target="([^"]+)"', line)
+        name = target.group(1) if target else "?"
+        counts[name] = counts.get(name, 0) + 1
+        if name not in XLA_OWN and "api_version=API_VERSION_TYPED_FFI" not in line:
+            untyped.append(line.strip()[:300])
+    return counts, untyped
+
+
+def run(project: str, site: pathlib.Path, python: pathlib.Path, ranks: int = 1,
+        timeout: int = 1800) -> dict:
+    """The project's suite on its ported build, without ccshim: {"found":
+    {test: outcome}, "tail", "calls": {target: count}, "untyped": [...],
+    "ccshim": what `import ccshim` said there}."""
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = pathlib.Path(tmp) / "hlo"
+        env = environment(site, python, dump)
+        probe = subprocess.run([str(python), "-S", "-c", "import ccshim"], env=env,
+                               capture_output=True, text=True)
+        found, tail = project_suites.run(project, env=env, ranks=ranks, timeout=timeout,
+                                         python=python, package=site, flags=["-S"])
+        calls, untyped = custom_calls(dump)
+    return {"found": found, "tail": tail, "calls": calls, "untyped": untyped,
+            "ccshim": (probe.stderr.strip().splitlines() or ["imported"])[-1]}

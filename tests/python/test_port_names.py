@@ -1,0 +1,164 @@
+"""How `ccshim port` follows a target's name (python/ccshim/port/_names.py):
+each name expression read as the templates of literals and symbolic parts
+it can take, in the forms the census's projects use (celerite2's parameter
+bound by its callers, tfc's closure over a local, PyBaMM's f-string over a
+registrations() key and a per-object suffix, jaxbind's platform pruned by the
+rule's `if`), and what it refuses to guess."""
+
+import pytest
+
+cst = pytest.importorskip("libcst", reason="ccshim port needs libcst (dev/setup.sh test "
+                                           "installs it)")
+from libcst.metadata import MetadataWrapper  # noqa: E402
+
+from ccshim.port._names import Keys, Names, Part, expand, literal  # noqa: E402
+from ccshim.port._python import _test  # noqa: E402
+
+
+def _names(source: str):
+    wrapper = MetadataWrapper(cst.parse_module(source))
+    return Names(wrapper, {}, _test), wrapper.module
+
+
+def _call_arg(module, func: str, index: int = 0):
+    """The index-th argument of the first call of func."""
+    found = []
+
+    class Visit(cst.CSTVisitor):
+        def visit_Call(self, node):
+            if isinstance(node.func, cst.Name) and node.func.value == func:
+                found.append(node.args[index].value)
+
+    module.visit(Visit())
+    return found[0]
+
+
+def test_a_parameter_is_followed_through_every_call_of_its_function():
+    names, module = _names(
+        "from functools import partial\n"
+        "def rule(name, ctx, x):\n"
+        "    return lower(name, x)\n"
+        "def rev_rule(name, ctx, x):\n"
+        "    return rule(name, ctx, x)\n"
+        "def build(name):\n"
+        "    register(name, cap())\n"
+        "    register_lowering(p, partial(rule, name))\n"
+        "    register_lowering(q, partial(rev_rule, name + '_rev'))\n"
+        "build('celerite2_factor')\n"
+        "build('celerite2_solve')\n")
+    got = sorted(literal(t) for t in names.templates(_call_arg(module, "lower")))
+    assert got == ["celerite2_factor", "celerite2_factor_rev", "celerite2_solve",
+                   "celerite2_solve_rev"]
+    assert sorted(literal(t) for t in names.templates(_call_arg(module, "register"))) == \
+        ["celerite2_factor", "celerite2_solve"]
+
+
+def test_a_parameter_used_otherwise_than_called_stays_symbolic():
+    names, module = _names(
+        "def build(name):\n"
+        "    lower(name)\n"
+        "build('a')\n"
+        "table = {'f': build}\n")
+    (t,) = names.templates(_call_arg(module, "lower"))
+    assert len(t) == 1 and isinstance(t[0], Part) and t[0].key[0] == "param"
+
+
+def test_a_closure_over_a_local_is_the_same_name_as_its_registration():
+    names, module = _names(
+        "def setup(self):\n"
+        "    xlaName = 'BasisFunc' + str(self.basisClass.identifier)\n"
+        "    register(xlaName, obj)\n"
+        "    def H_xla(ctx, x):\n"
+        "        return lower(xlaName, x)\n")
+    registered = names.templates(_call_arg(module, "register"))
+    lowered = names.templates(_call_arg(module, "lower"))
+    assert registered == lowered and len(lowered) == 1
+    assert lowered[0][0] == "BasisFunc" and isinstance(lowered[0][1], Part)
+
+
+def test_the_same_code_over_other_bindings_is_another_part():
+    names, module = _names(
+        "def a(self):\n"
+        "    register(f'k_{self.uid()}', c)\n"
+        "def b(self):\n"
+        "    lower(f'k_{self.uid()}')\n")
+    assert names.templates(_call_arg(module, "register")) != \
+        names.templates(_call_arg(module, "lower"))
+
+
+def test_an_f_string_over_a_registrations_key_expands_per_key():
+    names, module = _names(
+        "def jaxify(self):\n"
+        "    for _name, _value in idaklu.registrations().items():\n"
+        "        register(f'{_name}_{self.unique()}', _value)\n"
+        "    def lowering(ctx, t):\n"
+        "        if f64:\n"
+        "            op_name = f'cpu_idaklu_f64_{self.unique()}'\n"
+        "        else:\n"
+        "            op_name = f'cpu_idaklu_f32_{self.unique()}'\n"
+        "        return lower(op_name, t)\n")
+    (registered,) = names.templates(_call_arg(module, "register"))
+    assert registered[0] == Keys("idaklu")
+    keys = {"idaklu": ["cpu_idaklu_f64", "cpu_idaklu_f32", "cpu_idaklu_jvp_f64"]}
+    expanded = dict(expand(registered, keys))
+    lowered = names.templates(_call_arg(module, "lower"))
+    assert sorted(expanded[t] for t in lowered) == ["cpu_idaklu_f32", "cpu_idaklu_f64"]
+
+
+def test_a_platform_parameter_is_pruned_by_the_if_around_the_call():
+    names, module = _names(
+        "from functools import partial\n"
+        "def _lowering(ctx, *args, _platform):\n"
+        "    if _platform == 'cpu':\n"
+        "        return lower(_platform + '_pycall', args)\n"
+        "    elif _platform == 'gpu':\n"
+        "        raise ValueError('no gpu')\n"
+        "for platform in ['cpu', 'gpu']:\n"
+        "    register_lowering(prim, partial(_lowering, _platform=platform), platform=platform)\n")
+    call = _call_arg(module, "lower")
+    assert [literal(t) for t in names.reaching(call)] == ["cpu_pycall"]
+    assert sorted(literal(t) for t in names.templates(call)) == ["cpu_pycall", "gpu_pycall"]
+
+
+def test_what_it_cannot_follow_is_none_not_a_guess():
+    names, module = _names(
+        "import os\n"
+        "def rule(ctx, x):\n"
+        "    return lower(os.environ['TARGET'] if x else NAME, x)\n")
+    assert names.templates(_call_arg(module, "lower")) is None
+    names, module = _names("def rule(ctx, x):\n    return lower(GLOBAL_FROM_ELSEWHERE, x)\n")
+    assert names.templates(_call_arg(module, "lower")) is None
+
+
+def test_layouts_are_ported_only_where_the_code_shows_them_row_major():
+    """jax.ffi.ffi_lowering(skip_ffi_layout_processing=True) drops the
+    layouts for XLA's row-major default, so the port reads that they are
+    row-major (python/ccshim/port/_layouts.py) in the census's forms, and
+    refuses what it cannot show: a column-major layout, a value it cannot
+    read."""
+    from ccshim.port._layouts import RowMajor
+    wrapper = MetadataWrapper(cst.parse_module(
+        "def _default_layouts(shapes):\n"
+        "    return [range(len(shape) - 1, -1, -1) for shape in shapes]\n"
+        "def rule(ctx, avals, other):\n"
+        "    ops = [()] * 3 + _default_layouts(a.shape for a in avals)\n"
+        "    lyt = tuple(range(ctx.ndim - 1, -1, -1))\n"
+        "    acc = [()]\n"
+        "    acc += [()] * (2 + ctx.ndim) + [lyt]\n"
+        "    acc += [(), (), [0]]\n"
+        "    mixed = [()]\n"
+        "    mixed += [(0, 1)]\n"
+        "    lower(ops, acc, [(), lyt, *([lyt] * 2)], mixed, [(0, 1)], other, [[1, 0, 2]])\n"))
+    names = Names(wrapper, {}, _test)
+    rows = RowMajor(wrapper.module, names)
+    found = []
+
+    class Visit(cst.CSTVisitor):
+        def visit_Call(self, node):
+            if isinstance(node.func, cst.Name) and node.func.value == "lower":
+                found.extend(a.value for a in node.args)
+
+    wrapper.module.visit(Visit())
+    assert [rows.many(a) for a in found] == \
+        [True, True, True, False, False, False, False]
+
