@@ -340,12 +340,14 @@ def port_check(p: dict) -> dict | None:
     tree = port_tree(p)
     if tree is None:
         return None
-    patch, refused = ports.port(tree)
+    patch, refused = ports.ported(p["key"]) if p["key"] in ports.PORTED else ports.port(tree)
     out = {"files": re.findall(r"^diff --git a/(\S+) ", patch, re.M),
            "refused": [line.split(": not ported: ", 1)[-1] for line in refused.splitlines()
                        if ": not ported: " in line],
            "kept": p["key"] in ports.PORTED}
-    if not out["kept"] or p["status"] != "runs":
+    if p["key"] in ports.NOT_BUILT:
+        out["not_built"] = ports.NOT_BUILT[p["key"]]
+    if not out["kept"] or p["status"] != "runs" or "not_built" in out:
         return out
     run = max(p["runs"], key=lambda r: manifest.jax_version(r["jax"]))
     baseline = json.loads((BASELINES / f"{p['key']}.json").read_text())

@@ -102,6 +102,8 @@ def _ported(port: dict | None) -> str:
     if not port:
         return ""
     run = port.get("run")
+    if port.get("not_built"):
+        return f"ported ({len(port['files'])} files), not built here"
     if run and run.get("error"):
         return "port kept; could not run"
     if run:
@@ -124,6 +126,8 @@ def _port_lines(port: dict | None, key: str) -> list[str]:
         out.append(f"- `ccshim port` of its tree: a patch of {len(port['files'])} files "
                    "(not kept: not yet built and run)")
     run = port.get("run")
+    if port.get("not_built"):
+        out.append(f"  - not built or run here: {port['not_built']}")
     if run and run.get("error"):
         out.append(f"  - the ported build and suite on JAX {run['jax']}: could not run: "
                    f"{run['error'][:300]}")
