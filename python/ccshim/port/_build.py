@@ -70,8 +70,16 @@ def _pyproject(text: str) -> str:
     if not m or re.search(r"""["']jax(?:lib)?\b""", m.group(1)):
         return text
     inner = m.group(1)
-    sep = ", " if inner.strip() else ""
-    new = inner.rstrip() + sep + '"jax"'
+    if "\n" in inner.strip():
+        # one requirement a line: "jax" on its own line, as the last one is
+        last = inner.rstrip().rsplit("\n", 1)[1]
+        indent = last[:len(last) - len(last.lstrip())]
+        comma = "," if inner.rstrip().endswith(",") else ""
+        new = inner.rstrip().rstrip(",") + ",\n" + indent + '"jax"' + comma + \
+            inner[len(inner.rstrip()):]
+    else:
+        sep = ", " if inner.strip() else ""
+        new = inner.rstrip().rstrip(",") + sep + '"jax"'
     return text[:m.start(1)] + new + text[m.end(1):]
 
 
@@ -85,8 +93,10 @@ def port(root: Path, sources: list[Path], problems: list[Problem]) -> dict[Path,
         if new is not None and new != cmake.read_text():
             edits[cmake] = new
     else:
-        problems.append(Problem(f"{rel[0]}:1", "its build (no CMakeLists.txt at the tree's "
-                                "root) is not ported yet: add jax.ffi.include_dir() to it"))
+        from ._setup import setup_py   # libcst: only where a port runs
+        new = setup_py(root, sources, problems)
+        if new is not None:
+            edits[root / "setup.py"] = new
     edits.update(port_pyproject(root))
     return edits
 
