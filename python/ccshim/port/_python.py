@@ -30,12 +30,11 @@ import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from ._report import Problem
+from ._translation import Translations
 
 _XLA_CLIENT = {"jax.lib.xla_client", "jaxlib.xla_client", "jax._src.lib.xla_client"}
 # The other legacy forms the census met, said and left as they are (docs/port.md).
 _NOT_YET = (
-    (re.compile(r"(^|\.)ops\.CustomCall\w*$"), "an XlaBuilder translation rule's CustomCall: "
-     "not ported yet"),
     (re.compile(r"(^|\.)CustomCallOp$"), "a CustomCallOp built by hand: not ported yet"),
 )
 _CUSTOM_CALL_MODULES = {"jax.interpreters.mlir", "jaxlib.hlo_helpers", "jax._src.interpreters.mlir"}
@@ -599,9 +598,11 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     wrapper = MetadataWrapper(module)
     facts = _Facts()
     wrapper.visit(facts)
+    rules = Translations(path, module, facts, ported, legacy, problems)   # XlaBuilder's
     porter = _Port(path, facts, ported, legacy, modules, problems)
     new = wrapper.visit(porter)
-    if not porter.changed:
+    new, translated = rules.apply(new)
+    if not (porter.changed or translated):
         return None
     new = new.visit(_Plumbing(_uses(new)))
     new = _import_jax(new, porter.extend)
