@@ -46,6 +46,9 @@ class {SHAPE}(NamedTuple):
             return tuple(range(len(self.dimensions) - 1, -1, -1))
         return tuple(self.minor_to_major)
 
+    def aval(self):
+        return jax.core.ShapedArray(self.dimensions, self.dtype)
+
     def ir_type(self):
         return {{mlir}}.ir.RankedTensorType.get(
             self.dimensions, {{mlir}}.dtype_to_ir_type({{np}}.dtype(self.dtype)))

@@ -29,6 +29,7 @@ the rule is left as it was.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import re
 from typing import Callable
 
 import libcst as cst
@@ -42,6 +43,7 @@ _CUSTOM_CALLS = {"ops.CustomCall": ("shape", 3), "ops.CustomCallWithLayout":
                  ("shape_with_layout", 3)}
 _TRANSLATED = {"ops.ConstantLiteral", "ops.Constant", "Shape.array_shape", "Shape.tuple_shape",
                *_CUSTOM_CALLS}
+_WIDTH = 99      # the longest line the lowering writes, where it can
 _CPU_VERSIONS = {"API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING", "1", "2"}
 
 
@@ -73,10 +75,26 @@ def _arg(call: cst.Call, index: int, keyword: str) -> cst.Arg | None:
     return positional[index] if index < len(positional) else None
 
 
-def _code(node: cst.CSTNode) -> str:
+def _code(node: cst.CSTNode) -> str | None:
     """node's code on one line (its layout inside a call's parentheses
-    does not survive being moved out of them)."""
-    return " ".join(cst.Module([]).code_for_node(node).split())
+    does not survive being moved out of them); None where a comment in it
+    would be lost."""
+    if m.findall(node, m.Comment()):
+        return None
+    code = " ".join(cst.Module([]).code_for_node(node).split())
+    return re.sub(r"\s+([)\]])", r"\1", re.sub(r"([(\[])\s+", r"\1", code))
+
+
+class _Align(cst.CSTTransformer):
+    """Continuation lines aligned at a column (after `name = (`)."""
+
+    def __init__(self, column: int):
+        super().__init__()
+        self.column = column
+
+    def leave_ParenthesizedWhitespace(self, original, updated):
+        return updated.with_changes(indent=True,
+                                    last_line=cst.SimpleWhitespace(" " * self.column))
 
 
 def _name_literal(node: cst.BaseExpression) -> str | None:
@@ -121,10 +139,15 @@ class _Check(cst.CSTVisitor):
                 raise Refused(node, f"xla_client.{kind} on another builder than {r.c}")
             self.allowed.add(id(first))
 
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)      # a keyword is no use of a name
+        return False
+
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         kind = self.rule.names.xla(node)
         if kind is None:
-            return True
+            node.value.visit(self)  # x.attr: attr is no use of a name
+            return False
         if kind not in _TRANSLATED and not kind.startswith("ops.CustomCallApiVersion."):
             raise Refused(node, f"xla_client.{kind.removeprefix('client.')}")
         return False
@@ -152,6 +175,8 @@ class Rule:
         self.c = params.params[0].name.value
         # operand i of the primitive: the rule's positional parameter i + 1
         self.operands = [p.name.value for p in params.params[1:]]
+        self.star = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) \
+            else None
         self.shape_vars: set[str] = set()    # v = c.get_shape(x)
         self.shape_targets: set[int] = set()
         self.tuples: dict[str, cst.BaseExpression] = {}   # v = Shape.tuple_shape(...)
@@ -233,7 +258,9 @@ class _Lower(cst.CSTTransformer):
         super().__init__()
         self.rule = rule
         self.hoisted: list[cst.BaseStatement] = []
-        self.used: set[str] = {n.value for n in m.findall(rule.fn, m.Name())}
+        keywords = {id(a.keyword) for a in m.findall(rule.fn, m.Arg()) if a.keyword}
+        self.used: set[str] = {n.value for n in m.findall(rule.fn, m.Name())
+                               if id(n) not in keywords}
 
     def _fresh(self, name: str) -> str:
         while name in self.used:
@@ -266,13 +293,22 @@ class _Lower(cst.CSTTransformer):
             return self._custom_call(original, updated, kind)
         return updated
 
-    def _sequence(self, value: cst.BaseExpression, name: str) -> str:
-        """A name for a sequence of shapes: value's own, or one it is
-        assigned to before the call."""
+    def _hoist(self, value: cst.BaseExpression, name: str) -> str:
+        """A name for value: its own, or one it is assigned to before the
+        call (on one line where it fits and has no comment, else laid out
+        as it was, its lines aligned after the parenthesis)."""
         if isinstance(value, cst.Name):
             return value.value
         var = self._fresh(name)
-        self.hoisted.append(cst.parse_statement(f"{var} = {_code(value)}\n"))
+        code = _code(value)
+        if code is not None and len(f"        {var} = {code}") <= _WIDTH:
+            self.hoisted.append(cst.parse_statement(f"{var} = {code}\n"))
+            return var
+        if not getattr(value, "lpar", None):
+            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        value = value.visit(_Align(len(f"{var} = (")))
+        self.hoisted.append(cst.SimpleStatementLine([cst.Assign(
+            targets=[cst.AssignTarget(cst.Name(var))], value=value)]))
         return var
 
     def _custom_call(self, original: cst.Call, updated: cst.Call, kind: str) -> cst.BaseExpression:
@@ -284,18 +320,18 @@ class _Lower(cst.CSTTransformer):
         shape = _arg(updated, 3, shape_kw).value
         kwargs = []
         if kind == "ops.CustomCallWithLayout":
-            operand_shapes = self._sequence(_arg(updated, 4, "operand_shapes_with_layout").value,
+            operand_shapes = self._hoist(_arg(updated, 4, "operand_shapes_with_layout").value,
                                             "operand_shapes")
             kwargs.append(f"operand_layouts=[s.layout() for s in {operand_shapes}]")
         several = (isinstance(shape_orig, cst.Call) and
                    r.names.xla(shape_orig.func) == "Shape.tuple_shape") or (
             isinstance(shape_orig, cst.Name) and shape_orig.value in r.tuples)
         if several:
-            results = self._sequence(shape, "result_shapes")
+            results = self._hoist(shape, "result_shapes")
             layouts = f"[s.layout() for s in {results}]"
             types = f"[s.ir_type() for s in {results}]"
         else:
-            one = self._sequence(shape, "result_shape") if not isinstance(shape, cst.Name) \
+            one = self._hoist(shape, "result_shape") if not isinstance(shape, cst.Name) \
                 else shape.value
             layouts, types = f"[{one}.layout()]", f"[{one}.ir_type()]"
         if kind == "ops.CustomCallWithLayout":
@@ -304,15 +340,38 @@ class _Lower(cst.CSTTransformer):
         effect = _arg(updated, 6 if kind == "ops.CustomCallWithLayout" else 5, "has_side_effect")
         if effect is not None:
             kwargs.append(f"has_side_effect={_code(effect.value)}")
-        if kind == "ops.CustomCallWithLayout":
+        if kind == "ops.CustomCall":
+            # no layouts, as XlaBuilder gave none (XLA's defaults, row-major),
+            # rather than ffi_lowering's from the primitive's avals
             kwargs.append("skip_ffi_layout_processing=True")
-        if isinstance(operands, (cst.Tuple, cst.List)):
+        ctx = "ctx"
+        if kind == "ops.CustomCallWithLayout" and not self._as_given(operands):
+            # ffi_lowering pairs the layouts with ctx.avals_in: the avals of
+            # the call's operands, which are not the primitive's
+            ctx = f"ctx.replace(avals_in=[s.aval() for s in {operand_shapes}])"
+        ops = None
+        if isinstance(operands, (cst.Tuple, cst.List)) and all(
+                _code(e.value) is not None for e in operands.elements):
             ops = ", ".join(("*" if isinstance(e, cst.StarredElement) else "") + _code(e.value)
                             for e in operands.elements)
-        else:
-            ops = f"*{_code(operands)}"
+        if ops is None or len(f"        {kwargs[-1]})({ctx}, {ops})") > _WIDTH:
+            ops = f"*{self._hoist(operands, 'operands')}"
         args = "".join(f"\n    {a}," for a in [f'"{target}"', *kwargs])[:-1]
-        return cst.parse_expression(f"jax.ffi.ffi_lowering({args})(ctx, {ops})")
+        if len(f"        {kwargs[-1]})({ctx}, {ops})") > _WIDTH:
+            return cst.parse_expression(f"jax.ffi.ffi_lowering({args})(\n    {ctx},\n    {ops})")
+        return cst.parse_expression(f"jax.ffi.ffi_lowering({args})({ctx}, {ops})")
+
+    def _as_given(self, operands: cst.BaseExpression) -> bool:
+        """Whether the call's operands are the rule's own, in order (then
+        ctx.avals_in are theirs)."""
+        if not isinstance(operands, (cst.Tuple, cst.List)):
+            return False
+        params = self.rule.operands + ([self.rule.star] if self.rule.star else [])
+        given = [e.value.value if isinstance(e.value, cst.Name) else None
+                 for e in operands.elements]
+        stars = [isinstance(e, cst.StarredElement) for e in operands.elements]
+        return given == params and stars == [False] * len(self.rule.operands) + (
+            [True] if self.rule.star else [])
 
     def leave_SimpleStatementLine(self, original, updated):
         if not self.hoisted:
