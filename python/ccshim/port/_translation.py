@@ -1,16 +1,19 @@
 """XlaBuilder translation rules of ported targets, written as MLIR lowering
 rules (``_xlarule`` translates one rule's body).
 
-A rule registered as ``xla.backend_specific_translations[P][prim] = rule``,
-``xla.translations[prim] = rule`` or ``xla.register_translation(prim, rule,
-platform=P)`` (JAX 0.2 to 0.4.28's registries; harmonica's form) whose
-CustomCall lowers ported targets becomes a lowering rule registered with
-``mlir.register_lowering(prim, rule, platform=P)``.  The module gets the
+An old-style rule, ``rule(c, *operands, **params)``, registered as
+``xla.backend_specific_translations[P][prim] = rule`` or
+``xla.translations[prim] = rule`` (JAX 0.2 to 0.4.28's registries;
+harmonica's form), whose CustomCall lowers ported targets becomes a lowering
+rule registered with ``mlir.register_lowering(prim, rule, platform=P)``;
+its results are the call's (a tuple's elements), as JAX's adapter of
+old-style rules destructured them.  The module gets the
 small shape type those rules use (``_xlarule.SHAPE``) before the first of
 them, and the imports they need.  A rule it cannot translate is said with
 where and why and left as it was, with its registration; so is a CustomCall
-outside such a rule (the new-style registry, ``_backend_specific_translations``,
-of JAX 0.4.14 to 0.4.34, included).
+outside such a rule.  New-style rules, ``rule(ctx, avals_in, avals_out,
+...)`` (``xla.register_translation``, ``_backend_specific_translations``),
+are refused at their registration.
 
 The work is in two passes, so that what is refused is said at its line in
 the module as written: ``Translations(...)`` reads the module (before the
@@ -79,11 +82,12 @@ def _registration(facts, node: cst.CSTNode):
                 return prim.value, node.value, platform, registry.endswith(
                     "._backend_specific_translations")
     if isinstance(node, cst.Call) and facts.full(node.func) == f"{_XLA}.register_translation":
+        # JAX 0.2.26 to 0.4.x: new-style rules, (ctx, avals_in, avals_out, ...)
         args = [a for a in node.args if a.keyword is None]
         platform = next((a.value for a in node.args
                          if a.keyword and a.keyword.value == "platform"), None)
         if len(args) >= 2:
-            return args[0].value, args[1].value, platform, False
+            return args[0].value, args[1].value, platform, True
     return None
 
 
@@ -118,8 +122,8 @@ class Translations:
             name = rule.value if isinstance(rule, cst.Name) else None
             if new_style:
                 problems.append(Problem(where(node), "a new-style translation rule (ctx, "
-                                        "avals_in, avals_out, ...; the registry of JAX 0.4.14 to "
-                                        "0.4.34): not ported yet"))
+                                        "avals_in, avals_out, ...: xla.register_translation or "
+                                        "_backend_specific_translations): not ported yet"))
             elif name not in functions:
                 problems.append(Problem(where(node), "a translation rule it cannot follow to "
                                         "its def in this module: not ported yet"))
@@ -128,7 +132,7 @@ class Translations:
                     Rule(functions[name], self.names)
                     self.rules.add(name)
                 except Refused as e:
-                    problems.append(Problem(where(e.node), f"the translation rule {name}: "
+                    problems.append(Problem(where(e.node), f"the translation rule {name} "
                                             f"{e.why}: kept as it was"))
             if name:
                 seen.add(name)

@@ -123,20 +123,24 @@ class _Check(cst.CSTVisitor):
         func = node.func
         if m.matches(func, m.Attribute(value=m.Name(r.c))):
             if func.attr.value != "get_shape":
-                raise Refused(node, f"{r.c}.{func.attr.value} (XlaBuilder)")
+                raise Refused(node, f"uses {r.c}.{func.attr.value}, which it does not translate")
+            x = node.args[0].value if len(node.args) == 1 else None
+            if not isinstance(x, cst.Name) or x.value not in r.operands:
+                raise Refused(node, "uses get_shape of what is not one of its named operands")
             self.allowed.add(id(func.value))
             return
         if isinstance(func, cst.Attribute) and func.attr.value in _SHAPE_METHODS and \
                 isinstance(func.value, cst.Name) and func.value.value in r.shape_vars:
             if node.args:
-                raise Refused(node, f"{func.value.value}.{func.attr.value}(...) of a shape")
+                raise Refused(node, f"uses {func.value.value}.{func.attr.value}(...) with "
+                              "arguments")
             self.allowed.add(id(func.value))
             return
         kind = r.names.xla(func)
         if kind in ("ops.ConstantLiteral", "ops.Constant") or kind in _CUSTOM_CALLS:
             first = node.args[0].value if node.args else None
             if not m.matches(first, m.Name(r.c)):
-                raise Refused(node, f"xla_client.{kind} on another builder than {r.c}")
+                raise Refused(node, f"uses xla_client.{kind} on another builder than {r.c}")
             self.allowed.add(id(first))
 
     def visit_Arg(self, node: cst.Arg) -> bool:
@@ -149,7 +153,8 @@ class _Check(cst.CSTVisitor):
             node.value.visit(self)  # x.attr: attr is no use of a name
             return False
         if kind not in _TRANSLATED and not kind.startswith("ops.CustomCallApiVersion."):
-            raise Refused(node, f"xla_client.{kind.removeprefix('client.')}")
+            raise Refused(node, f"uses xla_client.{kind.removeprefix('client.')}, which it does "
+                          "not translate")
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -157,10 +162,10 @@ class _Check(cst.CSTVisitor):
         if id(node) in self.allowed:
             return
         if node.value == r.c:
-            raise Refused(node, f"the builder {r.c} used otherwise than get_shape, "
+            raise Refused(node, f"uses its builder {r.c} otherwise than in get_shape, "
                           "ConstantLiteral and CustomCall")
         if node.value in r.shape_vars and id(node) not in r.shape_targets:
-            raise Refused(node, f"{node.value}, a get_shape result, used otherwise than "
+            raise Refused(node, f"uses {node.value}, a get_shape result, otherwise than for "
                           "its dimensions, element type and rank")
 
 
@@ -171,7 +176,7 @@ class Rule:
         self.fn, self.names = fn, names
         params = fn.params
         if not params.params or params.params[0].default is not None:
-            raise Refused(fn, "a translation rule with no builder parameter")
+            raise Refused(fn, "has no builder parameter")
         self.c = params.params[0].name.value
         # operand i of the primitive: the rule's positional parameter i + 1
         self.operands = [p.name.value for p in params.params[1:]]
@@ -182,7 +187,7 @@ class Rule:
         self.tuples: dict[str, cst.BaseExpression] = {}   # v = Shape.tuple_shape(...)
         self._scan()
         if any(n.value == "ctx" for n in m.findall(fn, m.Name("ctx"))):
-            raise Refused(fn, "a translation rule that already uses the name ctx")
+            raise Refused(fn, "already uses the name ctx")
 
     def _scan(self) -> None:
         for assign in m.findall(self.fn.body, m.Assign(targets=[m.AssignTarget(
@@ -198,19 +203,19 @@ class Rule:
         calls = [c for c in m.findall(self.fn.body, m.Call())
                  if self.names.xla(c.func) in _CUSTOM_CALLS]
         if not calls:
-            raise Refused(self.fn, "a translation rule with no CustomCall")
+            raise Refused(self.fn, "makes no CustomCall")
         returns = {id(r.value) for r in m.findall(self.fn.body, m.Return())}
         for call in calls:
             if id(call) not in returns:
-                raise Refused(call, "a CustomCall whose op is used otherwise than returned "
-                              "(GetTupleElement, another op's operand)")
+                raise Refused(call, "uses its CustomCall's op otherwise than by returning "
+                              "it (GetTupleElement, another op's operand)")
             self._check_call(call)
         for name, value in self.tuples.items():
             uses = [n for n in m.findall(self.fn.body, m.Name(name))]
             if len(uses) != 2 or not any(
                     m.matches(_arg(c, 3, _CUSTOM_CALLS[self.names.xla(c.func)][0]),
                               m.Arg(value=m.Name(name))) for c in calls):
-                raise Refused(value, "a tuple_shape used otherwise than as a CustomCall's "
+                raise Refused(value, "uses a tuple_shape otherwise than as its CustomCall's "
                               "result shape")
         self.fn.body.visit(_Check(self))
 
@@ -219,11 +224,11 @@ class Rule:
         target = _arg(call, 1, "call_target_name")
         name = _name_literal(target.value) if target else None
         if name is None:
-            raise Refused(call, "a CustomCall whose target is not a literal")
+            raise Refused(call, "calls a target that is not a literal")
         if name not in self.names.ported:
             why = "not ported (said above)" if name in self.names.legacy else \
                 "whose kernel it found no source for"
-            raise Refused(call, f"lowers '{name}', {why}: kept its translation rule")
+            raise Refused(call, f"lowers '{name}', {why}")
         index = 8 if kind == "ops.CustomCallWithLayout" else 7
         version = _arg(call, index, "api_version")
         if version is not None:
@@ -231,17 +236,17 @@ class Rule:
             text = v.attr.value if isinstance(v, cst.Attribute) else (
                 v.value if isinstance(v, cst.Integer) else "")
             if text not in _CPU_VERSIONS:
-                raise Refused(call, "a CustomCall with an API version other than 1 or 2 on a "
+                raise Refused(call, "calls with an API version other than 1 or 2 on a "
                               "ported CPU target")
         schedule = _arg(call, index - 1, "schedule")
         if schedule is not None:
-            raise Refused(call, "a CustomCall with a schedule")
+            raise Refused(call, "calls with a schedule")
         if _arg(call, 2, "operands") is None or _arg(call, 3, _CUSTOM_CALLS[kind][0]) is None:
-            raise Refused(call, "a CustomCall without its operands or result shape")
+            raise Refused(call, "calls without operands or a result shape")
         shape = _arg(call, 3, _CUSTOM_CALLS[kind][0]).value
         if isinstance(shape, cst.Call) and self.names.xla(shape.func) not in (
                 "Shape.array_shape", "Shape.tuple_shape"):
-            raise Refused(shape, "a CustomCall's result shape made otherwise than by "
+            raise Refused(shape, "gives its CustomCall a result shape made otherwise than by "
                           "Shape.array_shape / tuple_shape")
 
     def lowering(self) -> cst.FunctionDef:
@@ -273,9 +278,6 @@ class _Lower(cst.CSTTransformer):
         func = original.func
         if m.matches(func, m.Attribute(value=m.Name(r.c), attr=m.Name("get_shape"))):
             x = original.args[0].value
-            if not isinstance(x, cst.Name) or x.value not in r.operands:
-                raise Refused(original, "get_shape of what is not one of the rule's named "
-                              "operands")
             return cst.parse_expression(f"ctx.avals_in[{r.operands.index(x.value)}]")
         if isinstance(func, cst.Attribute) and func.attr.value in _SHAPE_METHODS and \
                 isinstance(func.value, cst.Name) and func.value.value in r.shape_vars:
