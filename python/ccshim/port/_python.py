@@ -598,9 +598,11 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     wrapper = MetadataWrapper(module)
     facts = _Facts()
     wrapper.visit(facts)
-    rules = Translations(path, module, facts, ported, legacy, problems)   # XlaBuilder's
+    rules = Translations(path, module, facts, ported, legacy)   # XlaBuilder's
+    start = len(problems)
     porter = _Port(path, facts, ported, legacy, modules, problems)
     new = wrapper.visit(porter)
+    rules.said(problems, start)
     new, translated = rules.apply(new)
     if not (porter.changed or translated):
         return None

@@ -17,8 +17,8 @@ are refused at their registration.
 
 The work is in two passes, so that what is refused is said at its line in
 the module as written: ``Translations(...)`` reads the module (before the
-rest of the port edits it) and says what it refuses; ``apply`` edits the
-ported module.
+rest of the port edits it) and finds what it refuses (``said`` puts that
+among the rest in line order); ``apply`` edits the ported module.
 """
 
 from __future__ import annotations
@@ -96,8 +96,10 @@ class Translations:
     what ``apply`` translates."""
 
     def __init__(self, path: str, module: cst.Module, facts, ported: set[str],
-                 legacy: set[str], problems: list[Problem]):
+                 legacy: set[str]):
         self.facts = facts
+        self.problems: list[Problem] = []
+        problems = self.problems
         wrapper = MetadataWrapper(module)
         positions = wrapper.resolve(PositionProvider)
         module = wrapper.module
@@ -142,6 +144,16 @@ class Translations:
                 problems.append(Problem(where(call), "an XlaBuilder CustomCall outside a "
                                         "translation rule registered in xla."
                                         "backend_specific_translations: not ported yet"))
+
+    def said(self, problems: list[Problem], start: int) -> None:
+        """What it refused, put among the problems said of the module from
+        start on, in the order of their lines."""
+        def line(p: Problem) -> int:
+            return int(p.where.rsplit(":", 1)[1])
+        for p in self.problems:
+            at = next((i for i in range(start, len(problems)) if line(problems[i]) > line(p)),
+                      len(problems))
+            problems.insert(at, p)
 
     @staticmethod
     def _in(node: cst.CSTNode, functions: list[cst.FunctionDef]) -> bool:
