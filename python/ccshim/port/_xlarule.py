@@ -263,6 +263,7 @@ class _Lower(cst.CSTTransformer):
         super().__init__()
         self.rule = rule
         self.hoisted: list[cst.BaseStatement] = []
+        self.note: list[str] | None = None   # comment lines above the call's statement
         keywords = {id(a.keyword) for a in m.findall(rule.fn, m.Arg()) if a.keyword}
         self.used: set[str] = {n.value for n in m.findall(rule.fn, m.Name())
                                if id(n) not in keywords}
@@ -351,6 +352,8 @@ class _Lower(cst.CSTTransformer):
             # ffi_lowering pairs the layouts with ctx.avals_in: the avals of
             # the call's operands, which are not the primitive's
             ctx = f"ctx.replace(avals_in=[s.aval() for s in {operand_shapes}])"
+            self.note = ["ffi_lowering pairs the operand layouts with ctx.avals_in: here,",
+                         "the avals of the call's own operands"]
         ops = None
         if isinstance(operands, (cst.Tuple, cst.List)) and all(
                 _code(e.value) is not None for e in operands.elements):
@@ -376,9 +379,13 @@ class _Lower(cst.CSTTransformer):
             [True] if self.rule.star else [])
 
     def leave_SimpleStatementLine(self, original, updated):
-        if not self.hoisted:
+        if not self.hoisted and self.note is None:
             return updated
         lines, self.hoisted = self.hoisted, []
+        note = [cst.EmptyLine(comment=cst.Comment(f"# {line}")) for line in self.note or ()]
+        self.note = None
+        if not lines:
+            return updated.with_changes(leading_lines=[*updated.leading_lines, *note])
         lines[0] = lines[0].with_changes(leading_lines=updated.leading_lines)
-        return cst.FlattenSentinel([*lines, updated.with_changes(leading_lines=())])
+        return cst.FlattenSentinel([*lines, updated.with_changes(leading_lines=note)])
 
