@@ -298,3 +298,57 @@ xla.backend_specific_translations["cpu"][twice_p] = _elsewhere_translation
 def _not_registered(c, x):
     return xops.CustomCall(c, b"rule_ext_twice", operands=(x,), shape=c.get_shape(x))
 """
+
+
+SETUP_CPP = """\
+#include <pybind11/pybind11.h>
+
+void copy(void* out, const void** in) { *(float*)out = *(const float*)in[0]; }
+
+template <typename T>
+pybind11::capsule Encapsulate(T* fn) {
+  return pybind11::capsule((void*)fn, "xla._CUSTOM_CALL_TARGET");
+}
+
+pybind11::dict Registrations() {
+  pybind11::dict dict;
+  dict["copy"] = Encapsulate(copy);
+  return dict;
+}
+
+PYBIND11_MODULE(k, m) { m.def("registrations", &Registrations); }
+"""
+
+SETUP_PY = """\
+from setuptools import Extension, setup
+
+INCLUDES = ["vendor"]
+
+setup(ext_modules=[
+    Extension("pkg.k", sources=["pkg/k.cpp"], language="c++", include_dirs=INCLUDES,
+              extra_compile_args=["-O2"]),  # the flags
+    Extension("pkg.mixed", ["pkg/mixed.cpp", "pkg/helper.c"]),
+])
+"""
+
+
+def test_a_setup_py_extension_gets_xla_headers_and_cxx17_where_it_compiles_only_cxx(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    for name in ("k.cpp", "mixed.cpp"):
+        (tree / "pkg" / name).write_text(SETUP_CPP)
+    (tree / "setup.py").write_text(SETUP_PY)
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "ccshim port: setup.py:8: not ported: an Extension that compiles C as well as C++: "
+        "C++17 (which XLA's FFI headers need) is not added; the compiler's default is"]
+    assert "+    Extension(\"pkg.k\", sources=[\"pkg/k.cpp\"], language=\"c++\", " \
+           "include_dirs=list(INCLUDES) + [jax_ffi.include_dir()],\n" \
+           "+              extra_compile_args=[\"-O2\", \"-std=c++17\"]),  # the flags\n" \
+           in done.stdout, done.stdout
+    assert "+    Extension(\"pkg.mixed\", [\"pkg/mixed.cpp\", \"pkg/helper.c\"], " \
+           "include_dirs=[jax_ffi.include_dir()]),\n" in done.stdout, done.stdout
+    assert "+from jax import ffi as jax_ffi\n" in done.stdout
+    assert _port(tree, "--apply").returncode == 0
+    assert _port(tree).stdout == ""
