@@ -265,7 +265,10 @@ def test_translation_rules_it_cannot_port_are_said_and_the_rest_ported(tmp_path)
         "ccshim port: rule_ext/ops.py:86: not ported: the translation rule _elsewhere_translation "
         "lowers 'elsewhere', whose kernel it found no source for: kept as it was",
         "ccshim port: rule_ext/ops.py:93: not ported: an XlaBuilder CustomCall outside a "
-        "translation rule registered in xla.backend_specific_translations: not ported yet"]
+        "translation rule registered in xla.backend_specific_translations: not ported yet",
+        "ccshim port: rule_ext/ops.py:99: not ported: the translation rule _shape_as_is uses a "
+        "get_shape result otherwise than for its dimensions, element type and rank: kept as "
+        "it was"]
     # the rules it refused are as they were, with their registrations; the
     # others are ported
     assert '+xla.backend_specific_translations["cpu"]' not in done.stdout
@@ -297,6 +300,15 @@ xla.backend_specific_translations["cpu"][twice_p] = _elsewhere_translation
 
 def _not_registered(c, x):
     return xops.CustomCall(c, b"rule_ext_twice", operands=(x,), shape=c.get_shape(x))
+
+
+def _shape_as_is(c, x):
+    shape = xla_client.Shape.array_shape(np.dtype(np.float32), (3,), (0,))
+    return xops.CustomCallWithLayout(c, b"rule_ext_twice", operands=(x,), shape_with_layout=shape,
+                                     operand_shapes_with_layout=(c.get_shape(x),))
+
+
+xla.backend_specific_translations["cpu"][twice_p] = _shape_as_is
 """
 
 

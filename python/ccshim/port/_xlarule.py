@@ -97,6 +97,10 @@ class _Align(cst.CSTTransformer):
                                     last_line=cst.SimpleWhitespace(" " * self.column))
 
 
+def _is_get_shape(node: cst.BaseExpression, c: str) -> bool:
+    return m.matches(node, m.Call(func=m.Attribute(value=m.Name(c), attr=m.Name("get_shape"))))
+
+
 def _name_literal(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value
@@ -124,13 +128,20 @@ class _Check(cst.CSTVisitor):
         if m.matches(func, m.Attribute(value=m.Name(r.c))):
             if func.attr.value != "get_shape":
                 raise Refused(node, f"uses {r.c}.{func.attr.value}, which it does not translate")
+            if id(node) not in r.shape_calls:
+                raise Refused(node, "uses a get_shape result otherwise than for its dimensions, "
+                              "element type and rank")
             x = node.args[0].value if len(node.args) == 1 else None
             if not isinstance(x, cst.Name) or x.value not in r.operands:
                 raise Refused(node, "uses get_shape of what is not one of its named operands")
             self.allowed.add(id(func.value))
             return
         if isinstance(func, cst.Attribute) and func.attr.value in _SHAPE_METHODS and \
-                isinstance(func.value, cst.Name) and func.value.value in r.shape_vars:
+                _is_get_shape(func.value, r.c):
+            r.shape_calls.add(id(func.value))
+        if isinstance(func, cst.Attribute) and func.attr.value in _SHAPE_METHODS and (
+                _is_get_shape(func.value, r.c) or
+                isinstance(func.value, cst.Name) and func.value.value in r.shape_vars):
             if node.args:
                 raise Refused(node, f"uses {func.value.value}.{func.attr.value}(...) with "
                               "arguments")
@@ -141,6 +152,8 @@ class _Check(cst.CSTVisitor):
             first = node.args[0].value if node.args else None
             if not m.matches(first, m.Name(r.c)):
                 raise Refused(node, f"uses xla_client.{kind} on another builder than {r.c}")
+            if kind.startswith("ops.Constant") and len(node.args) != 2:
+                raise Refused(node, f"uses xla_client.{kind} with other arguments than (c, value)")
             self.allowed.add(id(first))
 
     def visit_Arg(self, node: cst.Arg) -> bool:
@@ -184,6 +197,7 @@ class Rule:
             else None
         self.shape_vars: set[str] = set()    # v = c.get_shape(x)
         self.shape_targets: set[int] = set()
+        self.shape_calls: set[int] = set()   # get_shape calls whose result is so used
         self.tuples: dict[str, cst.BaseExpression] = {}   # v = Shape.tuple_shape(...)
         self._scan()
         if any(n.value == "ctx" for n in m.findall(fn, m.Name("ctx"))):
@@ -197,6 +211,7 @@ class Rule:
                                                                 attr=m.Name("get_shape")))):
                 self.shape_vars.add(target.value)
                 self.shape_targets.add(id(target))
+                self.shape_calls.add(id(assign.value))
             elif isinstance(assign.value, cst.Call) and \
                     self.names.xla(assign.value.func) == "Shape.tuple_shape":
                 self.tuples[target.value] = assign.value
@@ -280,8 +295,9 @@ class _Lower(cst.CSTTransformer):
         if m.matches(func, m.Attribute(value=m.Name(r.c), attr=m.Name("get_shape"))):
             x = original.args[0].value
             return cst.parse_expression(f"ctx.avals_in[{r.operands.index(x.value)}]")
-        if isinstance(func, cst.Attribute) and func.attr.value in _SHAPE_METHODS and \
-                isinstance(func.value, cst.Name) and func.value.value in r.shape_vars:
+        if isinstance(func, cst.Attribute) and func.attr.value in _SHAPE_METHODS and (
+                _is_get_shape(func.value, r.c) or
+                isinstance(func.value, cst.Name) and func.value.value in r.shape_vars):
             return cst.Attribute(updated.func.value, cst.Name(_SHAPE_METHODS[func.attr.value]))
         kind = names.xla(func)
         if kind in ("ops.ConstantLiteral", "ops.Constant"):
