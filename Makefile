@@ -91,11 +91,14 @@ test-python: test-setup build
 # veros's own suite, which only this runs: its suite is published
 # only in its repository, fetched first (tests/fixtures/git_sources.tsv) from
 # GitHub or from VEROS_FROM, a clone of it, and takes about 4 minutes a JAX.
+# planet-harmonica's C++ headers, which its sdist lacks, come the same way
+# (HARMONICA_FROM) for its ported build (tests/python/test_port_rules.py).
 test-projects: test-setup build
 	@python3 tests/fixtures/fetch.py --git veros $(VEROS_FROM)
+	@python3 tests/fixtures/fetch.py --git planet-harmonica $(HARMONICA_FROM)
 	@CCSHIM_FIXTURES_REQUIRED=1 CCSHIM_TEST_PROJECTS=1 \
 	  bash dev/test_python.sh $(BUILD) tests/python/test_projects_own_suites.py \
-	  tests/python/test_legacy_mode.py tests/python/test_port.py
+	  tests/python/test_legacy_mode.py tests/python/test_port.py tests/python/test_port_rules.py
 
 # The census (dev/census/README.md): every released legacy extension in
 # dev/census/projects/, its own suite through ccshim on today's JAX against

@@ -336,8 +336,8 @@ def test_the_forms_it_does_not_port_yet_are_said_with_where(tmp_path):
         "register(\"name\", <void*>(kernel)) through a helper: not ported yet",
         "ccshim port: rules.py:11: not ported: registers a kernel made at run time by numba "
         "(no source in the tree to port): kept as it is",
-        "ccshim port: rules.py:15: not ported: an XlaBuilder translation rule's CustomCall: "
-        "not ported yet",
+        "ccshim port: rules.py:15: not ported: an XlaBuilder CustomCall outside a translation "
+        "rule registered in xla.backend_specific_translations: not ported yet",
         "ccshim port: rules.py:19: not ported: a CustomCallOp built by hand: not ported yet",
         "ccshim port: rules.py:23: not ported: an ffi_call with custom_call_api_version or "
         "legacy_backend_config (a legacy call): not ported yet"]

@@ -14,7 +14,9 @@ with the same operands, results and layouts.  What it cannot port is said
 on stderr, with where and why, and the rest is still ported.  Cython
 capsules of CPU kernels (veros's form) are ported too: a C++ file of typed
 handlers beside the ``.pyx``, compiled into the same extension by its
-``setup.py`` (``_cython``).  docs/port.md.
+``setup.py`` (``_cython``).  XlaBuilder translation rules become lowering
+rules (``_translation``), and a ``setup.py`` pybind11 build gets the headers
+(``_setup``).  docs/port.md.
 """
 
 from __future__ import annotations

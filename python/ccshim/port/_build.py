@@ -111,14 +111,23 @@ def _pyproject(text: str) -> str:
     if not m or re.search(r"""["']jax(?:lib)?\b""", m.group(1)):
         return text
     inner = m.group(1)
-    body, tail = inner.rstrip(), inner[len(inner.rstrip()):]
-    if body.endswith(",") and "\n" in inner:
-        # one requirement a line, each with its comma: "jax" likewise
-        last = body[body.rfind("\n") + 1:]
-        new = body + "\n" + last[:len(last) - len(last.lstrip())] + '"jax",' + tail
+    # the last requirement written (not one in a comment: PyBaMM's list ends
+    # with two comment lines)
+    items = [q for q in re.finditer(r"""("[^"\n]*"|'[^'\n]*')([ \t]*,)?""", inner)
+             if "#" not in inner[inner.rfind("\n", 0, q.start()) + 1:q.start()]]
+    if not items:
+        new = '"jax"' + inner if not inner.strip() else inner + '"jax", '
+    elif "\n" in inner.strip():
+        # one requirement a line: "jax" on its own line, as the last one is
+        last = items[-1]
+        line = inner[inner.rfind("\n", 0, last.start()) + 1:]
+        indent = line[:len(line) - len(line.lstrip())]
+        comma = "," if last.group(2) else ""
+        new = inner[:last.end()] + ("" if comma else ",") + "\n" + indent + '"jax"' + comma + \
+            inner[last.end():]
     else:
-        sep = ", " if inner.strip() else ""
-        new = body + sep + '"jax"'
+        last = items[-1]
+        new = inner[:last.end(1)] + ', "jax"' + inner[last.end(1):]
     return text[:m.start(1)] + new + text[m.end(1):]
 
 
@@ -126,18 +135,26 @@ def port(root: Path, sources: list[Path], problems: list[Problem]) -> dict[Path,
     """The build files of root, edited for the ported sources."""
     edits: dict[Path, str] = {}
     builds: dict[Path, list[str]] = {}
+    rest = []       # built by no CMakeLists.txt: setup.py's, if any
     for source in sources:
         cmake = _cmake_of(root, source)
         if cmake is None:
-            problems.append(Problem(f"{source.relative_to(root)}:1", "its build (no "
-                                    "CMakeLists.txt in its folder or above) is not ported yet: "
-                                    "add jax.ffi.include_dir() to it"))
+            rest.append(source)
             continue
         builds.setdefault(cmake, []).append(source.relative_to(cmake.parent).as_posix())
     for cmake, rel in builds.items():
         new = _cmake(cmake.read_text(), rel, f"{cmake.relative_to(root)}:1", problems)
         if new is not None and new != cmake.read_text():
             edits[cmake] = new
+    if rest and (root / "setup.py").is_file():
+        from ._setup import setup_py   # libcst: only where a port runs
+        new = setup_py(root, rest, problems)
+        if new is not None:
+            edits[root / "setup.py"] = new
+    elif rest:
+        problems += [Problem(f"{s.relative_to(root)}:1", "its build (no CMakeLists.txt in its "
+                             "folder or above, no setup.py at the tree's root) is not ported "
+                             "yet: add jax.ffi.include_dir() to it") for s in rest]
     edits.update(port_pyproject(root))
     return edits
 

@@ -114,6 +114,30 @@ def _entries(text: str) -> list[tuple[re.Match, str, str, tuple[int, int]]]:
     return found + [(m, m.group(1), m.group(3), m.span(3)) for m in _EXPORT.finditer(text)]
 
 
+def _returns_const_void(text: str, k: Kernel) -> bool:
+    name = re.escape(k.function.split("::")[-1])
+    return re.search(r"\bconst\s+void\s+" + name + r"\s*\(", text) is not None
+
+
+def _called(text: str, k: Kernel) -> str:
+    """What the handler calls: the kernel, or its plain-void caller."""
+    return f"{_handler_name(k.function)[:-4]}_call" if _returns_const_void(text, k) \
+        else k.function
+
+
+def _const_void(text: str, k: Kernel) -> str:
+    """A kernel declared `const void f(...)` has a function type of its own
+    (GCC keeps the qualifier), which the handler's template does not take: a
+    plain void function that calls it."""
+    if not _returns_const_void(text, k):
+        return ""
+    status = ", XlaCustomCallStatus* status" if k.status else ""
+    return (f"// (through a plain void function: {k.function} is declared const void)\n"
+            f"static void {_called(text, k)}(void* out, const void** in{status}) {{\n"
+            f"  {k.function}(out, in{', status' if k.status else ''});\n"
+            f"}}\n")
+
+
 def _edit(text: str, kernels: list[Kernel]) -> str:
     """text with the handlers added before the function that exports the
     capsules (the registrations dict's, or the module's), the ported
@@ -129,12 +153,12 @@ def _edit(text: str, kernels: list[Kernel]) -> str:
         text = text[:start] + _handler_name(k.function) + text[end:]
     block = []
     for k in kernels:
-        block.append(
-            f"// {k.target}, as a typed XLA FFI handler.\n"
-            f"XLA_FFI_DEFINE_HANDLER({_handler_name(k.function)},\n"
-            f"                       xla_legacy_call::"
-            f"{'CpuStatusHandler' if k.status else 'CpuHandler'}<{k.function}>,\n"
-            f"                       xla::ffi::Ffi::Bind().RemainingArgs().RemainingRets());\n")
+        block.append(f"// {k.target}, as a typed XLA FFI handler.\n" + _const_void(text, k) +
+                     f"XLA_FFI_DEFINE_HANDLER({_handler_name(k.function)},\n"
+                     f"                       xla_legacy_call::"
+                     f"{'CpuStatusHandler' if k.status else 'CpuHandler'}<{_called(text, k)}>,\n"
+                     f"                       xla::ffi::Ffi::Bind().RemainingArgs()"
+                     f".RemainingRets());\n")
     text = text[:at] + "\n".join(block) + "\n" + text[at:]
     includes = list(re.finditer(r'^#include\s*[<"][^>"]+[>"][^\n]*\n', text, re.M))
     inc = f'#include "{HEADER}"\n'

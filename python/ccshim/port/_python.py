@@ -32,12 +32,11 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 from ._layouts import RowMajor
 from ._names import Names, Part, _reads, expand, literal, registrations_module
 from ._report import Problem
+from ._translation import Translations
 
 _XLA_CLIENT = {"jax.lib.xla_client", "jaxlib.xla_client", "jax._src.lib.xla_client"}
 # The other legacy forms the census met, said and left as they are (docs/port.md).
 _NOT_YET = (
-    (re.compile(r"(^|\.)ops\.CustomCall\w*$"), "an XlaBuilder translation rule's CustomCall: "
-     "not ported yet"),
     (re.compile(r"(^|\.)CustomCallOp$"), "a CustomCallOp built by hand: not ported yet"),
 )
 # Imports of what today's JAX no longer has, dropped once nothing uses them.
@@ -813,11 +812,15 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     wrapper = MetadataWrapper(module)
     facts = _Facts()
     wrapper.visit(facts)
+    rules = Translations(path, module, facts, ported, legacy)   # XlaBuilder's
+    start = len(problems)
     porter = _Port(path, facts, ported, legacy, modules, problems, Names(wrapper, facts.aliases, _test))
     porter.capsules = capsules or {}
     porter.collect(wrapper.module)
     new = wrapper.visit(porter)
-    if not porter.changed:
+    rules.said(problems, start)
+    new, translated = rules.apply(new)
+    if not (porter.changed or translated):
         return None
     new = new.visit(_Plumbing(_uses(new)))
     new = _import_jax(new, porter.extend)
