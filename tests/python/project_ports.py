@@ -50,6 +50,33 @@ def source_tree(project: str) -> pathlib.Path:
     return cached(folder) / inner
 
 
+EIGEN = pathlib.Path("/usr/include/eigen3")   # Debian's libeigen3-dev
+
+
+def harmonica_buildable(tree: pathlib.Path) -> None:
+    """What planet-harmonica 0.1.1's build needs that its sdist does not
+    ship, put in tree: its C++ headers (from its repository,
+    tests/fixtures/git_sources.tsv) and Eigen 3.4 at vendor/eigen (the
+    system's).  LookupError, saying which, where one is missing."""
+    headers = cached("planet-harmonica-0.1.1-repo")
+    if not (headers / ".complete").exists():
+        raise LookupError("planet-harmonica's sdist has no C++ headers: fetch them with "
+                          "`python3 tests/fixtures/fetch.py --git planet-harmonica` "
+                          "(git_sources.tsv)")
+    if not (EIGEN / "Eigen" / "Core").exists():
+        raise LookupError(f"planet-harmonica's build needs Eigen 3.4's headers ({EIGEN}: "
+                          "Debian's libeigen3-dev)")
+    for header in (headers / "harmonica").rglob("*.hpp"):
+        (tree / header.relative_to(headers)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(header, tree / header.relative_to(headers))
+    (tree / "vendor").mkdir(exist_ok=True)
+    (tree / "vendor" / "eigen").symlink_to(EIGEN)
+
+
+# What a project's build needs beyond its sdist, added to the patched tree.
+BUILDABLE = {"planet-harmonica-0.1.1": harmonica_buildable}
+
+
 def side_by_side(project: str, into: pathlib.Path) -> list[pathlib.Path]:
     """The trees `ccshim port` reads for the project: its sdist's copy in
     into, or, for a project of several trees, their copies side by side
@@ -74,6 +101,8 @@ def patched(project: str, into: pathlib.Path) -> pathlib.Path:
                           text=True)
     if done.returncode:
         raise RuntimeError(f"git apply {patch.name} failed: {done.stderr.strip()[-600:]}")
+    if project in BUILDABLE:
+        BUILDABLE[project](tree)
     return tree
 
 

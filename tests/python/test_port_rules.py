@@ -26,15 +26,15 @@ import numpy as np
 import pytest
 
 from conftest import BUILD, FIXTURES, ROOT, fixture_missing
+import project_ports
 import project_suites
 from project_modules import cached
-from test_port import KEPT, NEWEST, _built_without_ccshim, _git, _port, _site_packages
+from test_port import KEPT, NEWEST, _built_without_ccshim, _git, _port
 
 pytest.importorskip("libcst", reason="ccshim port needs libcst (dev/setup.sh test installs it)")
 
 HARMONICA = "planet-harmonica-0.1.1"
 HARMONICA_TARGETS = {"jax_light_curve_quad_ld", "jax_light_curve_nonlinear_ld"}
-EIGEN = pathlib.Path("/usr/include/eigen3")
 
 
 def _harmonica_tree(tmp_path: pathlib.Path, name="harmonica") -> pathlib.Path:
@@ -92,22 +92,13 @@ def test_harmonica_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp
 
 
 def _harmonica_buildable(tmp_path: pathlib.Path) -> pathlib.Path:
-    """The sdist tree with what its build needs that it does not ship: its
-    C++ headers (from its repository, git_sources.tsv) and Eigen 3.4 at
-    vendor/eigen (the system's)."""
-    headers = cached("planet-harmonica-0.1.1-repo")
-    if not (headers / ".complete").exists():
-        pytest.skip("planet-harmonica's sdist has no C++ headers: fetch them with `python3 "
-                    "tests/fixtures/fetch.py --git planet-harmonica` (git_sources.tsv)")
-    if not (EIGEN / "Eigen" / "Core").exists():
-        pytest.skip(f"planet-harmonica's build needs Eigen 3.4's headers ({EIGEN}: Debian's "
-                    "libeigen3-dev)")
+    """The sdist tree with what its build needs that it does not ship
+    (project_ports.harmonica_buildable); skipped, saying which, without it."""
     tree = _harmonica_tree(tmp_path)
-    for header in (headers / "harmonica").rglob("*.hpp"):
-        (tree / header.relative_to(headers)).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(header, tree / header.relative_to(headers))
-    (tree / "vendor").mkdir()
-    (tree / "vendor" / "eigen").symlink_to(EIGEN)
+    try:
+        project_ports.harmonica_buildable(tree)
+    except LookupError as e:
+        pytest.skip(str(e))
     return tree
 
 
