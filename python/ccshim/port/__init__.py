@@ -44,7 +44,18 @@ def _files(root: Path) -> list[Path]:
 
 def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Problem]]:
     """The edits that port trees: {path: (old text or None, new text)}, and
-    what it could not port."""
+    what it could not port.  A target whose lowering stays legacy (it shares
+    a call site with targets not ported) is held: the port is made again
+    with it left legacy everywhere (_gpu_lowering)."""
+    held: set[tuple[str, str]] = set()
+    while True:
+        edits, problems, more = _port(trees, held)
+        if more <= held:
+            return edits, problems
+        held |= more
+
+
+def _port(trees: list[Path], held: set[tuple[str, str]]):
     from . import _python   # libcst: only where a port runs
 
     problems: list[Problem] = []
@@ -54,7 +65,7 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
     exts = []
     for root in roots:
         files = _files(root)
-        found = _native.scan(root, files, problems)
+        found = _native.scan(root, files, problems, held)
         exts += found
         done = [e for e in found if e.text is not None]
         for e in done:
@@ -69,7 +80,7 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
         if done:
             for path, text in _build.port(root, [e.path for e in done], problems).items():
                 edits[path] = (path.read_text(), text)
-        cython = _cython.scan(root, files, problems)
+        cython = _cython.scan(root, files, problems, held)
         done_cy = [e for e in cython if e.text is not None]
         for e in done_cy:
             edits[e.path] = (e.path.read_text(), e.text)
@@ -90,18 +101,23 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
     legacy = {t for e in exts for t in e.legacy}
     modules = {e.module: ({k.target for k in e.ported} | set(e.typed), set(e.legacy))
                for e in exts if getattr(e, "module", None)}
+    kernels: dict[str, dict[str, bool]] = {}     # target -> {platform: ported}
+    for e in exts:
+        for target, platform in e.platforms.items():
+            kernels.setdefault(target, {})[platform] = target not in e.legacy
+    more: set[tuple[str, str]] = set()
     for root in roots:
         for path in _files(root):
             if path.suffix != ".py":
                 continue
             text = path.read_text(errors="replace")
             new = _python.port(str(path.relative_to(base)), text, ported, legacy, modules,
-                               problems)
+                               problems, kernels, more)
             if new is not None and new != text:
                 edits[path] = (text, new)
     # Problems are said relative to the patch's base.
     problems = [Problem(_rebase(p.where, roots, base), p.why) for p in problems]
-    return {p: edits[p] for p in sorted(edits)}, problems
+    return {p: edits[p] for p in sorted(edits)}, problems, more
 
 
 def _rebase(where: str, roots: list[Path], base: Path) -> str:

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import _gpu
 from ._report import Problem
 
 # register("name", <void*>(kernel))  -- any one helper called with a literal
@@ -50,10 +51,16 @@ class CythonExtension:
     text: str | None = None         # the .pyx's new text
     handlers: str | None = None     # MODULE_ffi.cpp
     header: str | None = None       # MODULE_ffi.h
+    platforms: dict[str, str] = field(default_factory=dict)  # target -> its kernel's platform
+    streams: dict[str, str] = field(default_factory=dict)    # GPU kernel -> its stream type
 
     @property
     def stem(self) -> str:
         return self.path.name[:-len(".pyx")]
+
+    @property
+    def module(self) -> str:
+        return self.stem
 
 
 def _line(text: str, pos: int) -> int:
@@ -100,6 +107,9 @@ def _files(ext: CythonExtension, params: dict[str, str]) -> tuple[str, str]:
     blocks = []
     for k in ext.ported:
         n = k.function
+        if n in ext.streams:
+            blocks.append(_gpu.cython_handler(k.target, n, k.where, ext.streams[n]))
+            continue
         out, inp = (p.strip() for p in params[n].split(","))
         out_t = re.sub(r"\s*\w+$", "", out)
         in_t = re.sub(r"\s*\w+$", "", inp)
@@ -114,11 +124,12 @@ def _files(ext: CythonExtension, params: dict[str, str]) -> tuple[str, str]:
             f"                              xla::ffi::Ffi::Bind().RemainingArgs()"
             f".RemainingRets());\n")
     kernels = "".join(f"void {n}({_c_params(params[n])});\n" for n in names)
-    source = (f"// Typed XLA FFI handlers (API version 4) for the legacy CPU kernels of\n"
+    which = "GPU" if ext.streams else "CPU"
+    source = (f"// Typed XLA FFI handlers (API version 4) for the legacy {which} kernels of\n"
               f"// {ext.path.name}: each calls its kernel unchanged, with the pointer tables\n"
               f"// XLA's legacy runtime passed it (xla_legacy_call.h).  Compiled into the same\n"
               f"// extension; XLA's headers come from jax.ffi.include_dir().\n"
-              f'#include "{ext.stem}_ffi.h"\n\n'
+              f'#include "{ext.stem}_ffi.h"\n\n' + _gpu.runtime_includes(ext.streams.values()) +
               f'#include "xla_legacy_call.h"\n\n'
               f"// The kernels, `cdef public` in {ext.path.name}.\n"
               f'extern "C" {{\n{kernels}}}\n\n' + "\n".join(blocks))
@@ -154,9 +165,10 @@ def _edit(text: str, ext: CythonExtension) -> str:
     return _EXPORT.sub(export, text)
 
 
-def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[CythonExtension]:
+def scan(root: Path, files: list[Path], problems: list[Problem],
+         held: set[tuple[str, str]] = frozenset()) -> list[CythonExtension]:
     """Every .pyx under root that exports legacy kernels as capsules, its CPU
-    kernels ported."""
+    and CUDA/HIP kernels ported but those held (target, platform)."""
     found = []
     for path in files:
         if not path.name.endswith(".pyx"):
@@ -183,6 +195,8 @@ def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[CythonE
                 if declared is not None and "XLA_FFI_CallFrame" in declared:
                     ext.typed.append(target)     # already a typed handler
                     continue
+                if declared is not None:
+                    ext.platforms[target] = _gpu.platform_of([declared])
                 if declared is not None and re.search(r"\b(cudaStream_t|hipStream_t|CUstream)\b",
                                                       declared):
                     why = (f"'{target}': {fn} is a GPU kernel (CUDA/HIP stream first): typed "
@@ -193,6 +207,23 @@ def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[CythonE
                 else:
                     why = f"'{target}': {fn} has no definition in {path.name}"
                 problems.append(Problem(where, why))
+                ext.legacy.append(target)
+                continue
+            parts = [p.strip() for p in d.group(3).split(",") if p.strip()]
+            ext.platforms[target] = "cpu" if _cpu(d.group(3)) else _gpu.cython_platform(parts)
+            if (target, ext.platforms[target]) in held:
+                problems.append(Problem(where, _gpu.held(target)))
+                ext.legacy.append(target)
+                continue
+            if _gpu.kind(parts) == "gpu":
+                params[fn] = d.group(3)
+                ext.streams[fn] = _gpu.stream_of(parts)
+                ext.ported.append(CythonKernel(target, fn, f"{rel.name}:{_line(text, d.start())}"))
+                continue
+            if ext.platforms[target] == "other":
+                problems.append(Problem(where, f"'{target}': {fn} ({rel}:{_line(text, d.start())}) "
+                                        "is a GPU kernel whose stream is neither CUDA's nor "
+                                        f"HIP's ({parts[0]}): not ported yet"))
                 ext.legacy.append(target)
                 continue
             if not _cpu(d.group(3)):
@@ -218,9 +249,33 @@ _INCLUDE = """\
 {i}from jax import ffi as jax_ffi
 
 {i}for ext in {var}:
-{i}    if any(os.path.basename(source) in {handlers} for source in ext.sources):
+{late}{i}    if any(os.path.basename(source) in {handlers} for source in ext.sources):
 {i}        ext.include_dirs.append(jax_ffi.include_dir())
 """
+
+
+_LATE = """\
+{i}    # The handlers' source joins the module's (named by a comprehension).
+{i}    for source in list(ext.sources):
+{i}        stem = os.path.splitext(os.path.basename(source))[0]
+{i}        if stem in {stems}:
+{i}            ext.sources.append(os.path.join(os.path.dirname(source), stem + "_ffi.cpp"))
+"""
+
+
+def _tuple(names: list[str]) -> str:
+    return "(" + ", ".join(f'"{n}"' for n in names) + ("," if len(names) == 1 else "") + ")"
+
+
+def _in_comprehension(text: str, stem: str) -> bool:
+    """Whether an Extension's source is f"...{mod}.pyx" in a comprehension
+    `for mod in (...)` whose literals name stem (mpi4jax's setup.py)."""
+    for m in re.finditer(r"""f(['"])[^'"\n]*\{(\w+)\}\.pyx\1""", text):
+        loop = re.search(r"\bfor\s+" + m.group(2) + r"\s+in\s+[(\[]([^)\]]*)[)\]]",
+                         text[m.end():])
+        if loop and re.search(r"""(['"])""" + re.escape(stem) + r"\1", loop.group(1)):
+            return True
+    return False
 
 
 def setup_py(root: Path, exts: list[CythonExtension], problems: list[Problem]) -> str | None:
@@ -233,9 +288,13 @@ def setup_py(root: Path, exts: list[CythonExtension], problems: list[Problem]) -
                                 "yet: compile the handlers' source into the extension"))
         return None
     text = setup.read_text()
+    late = []       # modules named in a comprehension: handler source added after cythonize
     for ext in exts:
         rel = str(ext.path.relative_to(root))
         lit = re.search(r"""(['"])((?:[^'"\n]*/)?""" + re.escape(ext.path.name) + r")\1", text)
+        if lit is None and _in_comprehension(text, ext.stem):
+            late.append(ext.stem)
+            continue
         if lit is None or not rel.endswith(lit.group(2)):
             problems.append(Problem("setup.py:1", f"no Extension here names {rel}: its build is "
                                     f"not ported (add {ext.stem}_ffi.cpp to its sources)"))
@@ -248,10 +307,10 @@ def setup_py(root: Path, exts: list[CythonExtension], problems: list[Problem]) -
         problems.append(Problem("setup.py:1", "no `X = cythonize(...)` here: XLA's headers "
                                 "(jax.ffi.include_dir()) not added to its extensions"))
         return None
-    handlers = "(" + ", ".join(f'"{e.stem}_ffi.cpp"' for e in exts) + \
-        ("," if len(exts) == 1 else "") + ")"
+    handlers = _tuple([f"{e.stem}_ffi.cpp" for e in exts])
     block = _INCLUDE.format(i=cy.group(1), var=cy.group(2), handlers=handlers,
-                            names=", ".join(f"{e.stem}_ffi.cpp" for e in exts))
+                            names=", ".join(f"{e.stem}_ffi.cpp" for e in exts),
+                            late=_LATE.format(i=cy.group(1), stems=_tuple(late)) if late else "")
     text = text[:cy.end()] + "\n" + block + text[cy.end():]
     if not re.search(r"^import os\b|^import .*\bos\b", text, re.M):
         text = "import os\n" + text

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import _gpu
 from ._report import Problem
 
 HEADER = "xla_legacy_call.h"
@@ -37,6 +38,7 @@ class Kernel:
     params: list[str]    # its parameters, as written
     where: str           # path:line of its definition
     status: bool = False  # it reports through an XlaCustomCallStatus
+    stream: str | None = None  # a GPU kernel's stream type (cudaStream_t, hipStream_t)
 
 
 @dataclass
@@ -49,6 +51,7 @@ class Extension:
     typed: list[str] = field(default_factory=list)    # targets already typed
     text: str | None = None                  # the new text, when ported
     status_header: str | None = None         # the status header it includes, to add
+    platforms: dict[str, str] = field(default_factory=dict)  # target -> its kernel's platform
 
 
 def _line(text: str, pos: int) -> int:
@@ -69,7 +72,7 @@ def _params(text: str, function: str) -> tuple[list[str], int] | None:
 def _kind(params: list[str]) -> str:
     joined = " ".join(params)
     if re.search(r"\b(cudaStream_t|hipStream_t|CUstream)\b", joined):
-        return "gpu"
+        return _gpu.kind(params)
     if len(params) == 2 and "**" in params[1].replace(" ", ""):
         return "cpu"
     if len(params) == 3 and "XlaCustomCallStatus" in params[2]:
@@ -114,6 +117,10 @@ def _edit(text: str, kernels: list[Kernel]) -> str:
     at = dict_fns[-1].start() if dict_fns else text.rfind("\n", 0, first) + 1
     block = []
     for k in kernels:
+        if k.stream is not None:
+            block.append(_gpu.handler(k.target, k.function, _handler_name(k.function), k.stream,
+                                      k.status))
+            continue
         block.append(
             f"// {k.target}, as a typed XLA FFI handler.\n"
             f"XLA_FFI_DEFINE_HANDLER({_handler_name(k.function)},\n"
@@ -146,8 +153,10 @@ def _not_yet(root: Path, files: list[Path], problems: list[Problem]) -> None:
                                         why))
 
 
-def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extension]:
-    """Every registrations dict under root, its CPU kernels ported."""
+def scan(root: Path, files: list[Path], problems: list[Problem],
+         held: set[tuple[str, str]] = frozenset()) -> list[Extension]:
+    """Every registrations dict under root, its CPU and GPU kernels ported
+    but those held (target, platform): their lowering stays legacy."""
     _not_yet(root, files, problems)
     sources = {p: p.read_text(errors="replace") for p in files if p.name.endswith(SOURCES)}
     found = []
@@ -173,6 +182,23 @@ def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extensi
             params, defined = kernel
             kind = _kind(params)
             here = Path(defined.split(":")[0]) == rel
+            ext.platforms[target] = _gpu.platform_of(params)
+            if (target, ext.platforms[target]) in held:
+                problems.append(Problem(where, _gpu.held(target)))
+                ext.legacy.append(target)
+                continue
+            if kind in ("gpu", "gpu-status"):
+                gpu = _gpu.scan_kernel(target, function, params, defined, path, text, sources,
+                                       here, root)
+                if isinstance(gpu, str):
+                    problems.append(Problem(where, gpu))
+                    ext.legacy.append(target)
+                    continue
+                kernel, status_header = gpu
+                ext.ported.append(Kernel(target, function, params, defined, status=kernel.status,
+                                         stream=kernel.stream))
+                ext.status_header = status_header or ext.status_header
+                continue
             if kind == "cpu" and here:
                 ext.ported.append(Kernel(target, function, params, defined))
                 continue
@@ -184,8 +210,6 @@ def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extensi
             if kind == "cpu-status" and here:
                 kind = "cpu-status-include"
             why = {
-                "gpu": "a GPU kernel (CUDA/HIP stream first): typed GPU handlers are not "
-                       "generated yet",
                 "cpu-status": "a kernel that reports through XlaCustomCallStatus, defined in "
                               "another file: not ported yet",
                 "cpu-status-include": "a kernel that reports through XlaCustomCallStatus "

@@ -29,6 +29,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
+from . import _gpu_lowering
 from ._report import Problem
 
 _XLA_CLIENT = {"jax.lib.xla_client", "jaxlib.xla_client", "jax._src.lib.xla_client"}
@@ -185,6 +186,10 @@ class _Port(cst.CSTTransformer):
         # (rule, name): `name = custom_call(...)` ported, whose `.results` are
         # now `name` itself
         self.result_vars: set[tuple[int, str]] = set()
+        self.kernels: dict[str, dict[str, bool]] = {}   # target -> {platform: ported}
+        self.rules = _gpu_lowering.Rules()
+        self.held: set[tuple[str, str]] = set()
+        self.needs_numpy = False
 
     def where(self, node: cst.CSTNode) -> str:
         return f"{self.path}:{self.get_metadata(PositionProvider, node).start.line}"
@@ -206,7 +211,8 @@ class _Port(cst.CSTTransformer):
         module = None
         if loop is not None and isinstance(loop.iter, cst.Call):
             it = _dotted(loop.iter.func) or ""
-            if it.endswith(".registrations.items") or it.endswith(".registrations().items"):
+            if it.endswith(".registrations.items") or it.endswith(".registrations().items") \
+                    or it.endswith(".custom_call_targets.items"):
                 module = it.split(".")[-3]
             elif isinstance(loop.iter.func, cst.Attribute) and isinstance(
                     loop.iter.func.value, cst.Call):
@@ -283,6 +289,31 @@ class _Port(cst.CSTTransformer):
         self.changed = True
         return updated.with_changes(args=args)
 
+    def _wrapped_registration(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """The project's own registration function called with api_version=0
+        in a loop over an extension's targets (mpi4jax's
+        `register_custom_call_target(name, fn, platform=P, api_version=0)`
+        over `M.custom_call_targets.items()`): api_version=1 where all of
+        M's targets are ported."""
+        loop = next((p for p, _ in self.parents(node) if isinstance(p, cst.For)), None)
+        it = _dotted(loop.iter.func) if loop is not None and isinstance(loop.iter, cst.Call) \
+            else None
+        module = it.split(".")[-3] if it and (it.endswith(".custom_call_targets.items") or
+                                              it.endswith(".registrations.items")) else None
+        if module not in self.modules:
+            return updated
+        ported, legacy = self.modules[module]
+        if legacy:
+            what = "the legacy targets" if not ported else \
+                f"the targets ({', '.join(sorted(legacy))} not ported, said above)"
+            self.problems.append(Problem(self.where(node), f"registers {what} of {module} "
+                                         "through one call: kept legacy (api_version=0)"))
+            return updated
+        self.changed = True
+        return updated.with_changes(args=[
+            a.with_changes(value=cst.Integer("1")) if a.keyword and
+            a.keyword.value == "api_version" else a for a in updated.args])
+
     # Lowering -------------------------------------------------------------
     def _names(self, node: cst.Call, name: cst.BaseExpression) -> tuple[set[str], str | None]:
         """The target names that reach a lowering site, and the name of the
@@ -334,7 +365,10 @@ class _Port(cst.CSTTransformer):
                                          "follow (a literal, or a parameter of its lowering "
                                          "rule bound by partial(rule, 'name'))"))
             return None
-        if not names <= self.ported:
+        shape = self._platforms(node, names)
+        if shape == "refused":
+            return None
+        if shape is None and not names <= self.ported:
             left = sorted(names - self.ported)
             if names & self.ported:
                 self.problems.append(Problem(where, f"lowers ported and legacy targets "
@@ -344,8 +378,9 @@ class _Port(cst.CSTTransformer):
                                              "kept a legacy custom call"))
             return None
         version = _arg(node, 99, "api_version")
+        versions = ("1", "2", "3") if shape == "gpu" else ("1", "2")
         if version is not None and not (isinstance(version.value, cst.Integer) and
-                                        version.value.value in ("1", "2")):
+                                        version.value.value in versions):
             self.problems.append(Problem(where, "a custom call with an API version other than "
                                          "1 or 2 on a ported CPU target: not ported yet"))
             return None
@@ -384,9 +419,49 @@ class _Port(cst.CSTTransformer):
         lowering = cst.Call(func=cst.parse_expression("jax.ffi.ffi_lowering"), args=args,
                             whitespace_before_args=updated.whitespace_before_args)
         self.changed = True
-        return cst.Call(func=lowering, args=[
-            cst.Arg(cst.Name(ctx), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-            cst.Arg(operands, star="*")])
+        space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        call_args = [cst.Arg(cst.Name(ctx), comma=space), cst.Arg(operands, star="*")]
+        if shape == "gpu":
+            config = _arg(updated, 99, "backend_config")
+            call_args = [call_args[0], call_args[1].with_changes(comma=space),
+                         _gpu_lowering.opaque(config.value if config else None, self.numpy())]
+        return cst.Call(func=lowering, args=call_args)
+
+    def _platforms(self, node: cst.Call, names: set[str]) -> str | None:
+        """'cpu' or 'gpu': the form the site is ported in; 'refused' (said,
+        and its ported targets held) where it stays legacy; None where the
+        native side said nothing of its targets' platforms."""
+        if not self.kernels or not names <= set(self.kernels):
+            return None
+        fn = next((p for p, _ in self.parents(node) if isinstance(p, cst.FunctionDef)), None)
+        rule = fn.name.value if fn else None
+        lowered = _gpu_lowering.pairs(names, rule, self.facts.bound.get(rule, []), self.rules,
+                                      self.kernels)
+        shape, hold = _gpu_lowering.form(lowered, self.kernels)
+        if shape in ("cpu", "gpu"):
+            return shape
+        where = self.where(node)
+        if shape == "both":
+            self.problems.append(Problem(where, "one custom call lowers its targets for CPU "
+                                         "and GPU: not ported (a rule per platform is)"))
+        elif shape == "mixed":
+            left = sorted(f"{n} ({p})" for n, p in lowered - hold)
+            self.problems.append(Problem(where, f"lowers ported and legacy targets "
+                                         f"({', '.join(left)} not ported): kept legacy"))
+            self.held |= hold
+        else:
+            self.problems.append(Problem(where, f"lowers {', '.join(sorted(names))} (for "
+                                         f"{', '.join(sorted({p for _, p in lowered}))}), not "
+                                         "ported: kept a legacy custom call"))
+        return "refused"
+
+    def numpy(self) -> str:
+        """The module's name for numpy (imported as `numpy` where it has none)."""
+        name = next((k for k, v in self.facts.aliases.items() if v == "numpy"), None)
+        if name is None:
+            self.needs_numpy = True
+            return "numpy"
+        return name
 
     # Removed plumbing ------------------------------------------------------
     def leave_Return(self, original: cst.Return, updated: cst.Return):
@@ -461,6 +536,9 @@ class _Port(cst.CSTTransformer):
         if full == "jax.ffi.register_ffi_target" and m.matches(
                 _arg(original, 99, "api_version"), m.Arg(value=m.Integer("0"))):
             return self._ffi_registration(original, updated)
+        if full != "jax.ffi.register_ffi_target" and m.matches(
+                _arg(original, 99, "api_version"), m.Arg(value=m.Integer("0"))):
+            return self._wrapped_registration(original, updated)
         for pattern, why in _NOT_YET:
             if pattern.search(full):
                 self.problems.append(Problem(self.where(original), why))
@@ -587,8 +665,12 @@ def _import_jax(module: cst.Module, extend: bool) -> cst.Module:
 
 
 def port(path: str, text: str, ported: set[str], legacy: set[str],
-         modules: dict[str, tuple[set[str], set[str]]], problems: list[Problem]) -> str | None:
-    """text ported, or None when nothing in it is a legacy target's use."""
+         modules: dict[str, tuple[set[str], set[str]]], problems: list[Problem],
+         kernels: dict[str, dict[str, bool]] | None = None,
+         held: set[tuple[str, str]] | None = None) -> str | None:
+    """text ported, or None when nothing in it is a legacy target's use.
+    kernels: each target's platforms, ported or not (_gpu_lowering); the
+    ported (target, platform) pairs of sites kept legacy are added to held."""
     if not re.search(r"custom_?call|ffi_call", text, re.I):
         return None
     try:
@@ -600,9 +682,16 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     facts = _Facts()
     wrapper.visit(facts)
     porter = _Port(path, facts, ported, legacy, modules, problems)
+    porter.kernels = kernels or {}
+    wrapper.visit(porter.rules)
     new = wrapper.visit(porter)
+    if held is not None:
+        held |= porter.held
     if not porter.changed:
         return None
     new = new.visit(_Plumbing(_uses(new)))
-    new = _import_jax(new, porter.extend)
+    if porter.extend or re.search(r"\bjax\.ffi\b", new.code):
+        new = _import_jax(new, porter.extend)
+    if porter.needs_numpy:
+        new = _gpu_lowering.import_numpy(new)
     return new.code
