@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE))
 import manifest  # noqa: E402
 
 # The projects whose legacy form `ccshim port` ports today (docs/port.md).
-PORTED = ("exoplanet-core-0.3.1", "veros-1.7.0")
+PORTED = ("exoplanet-core-0.3.1", "veros-1.7.0", "mpi4jax-0.8.1.post2")
 KEPT = HERE / "ports"
 # Where a project's suite folder is not its source (veros: its tests come
 # from its repository), the sdist dev/setup.sh unpacks into the cache.

@@ -53,13 +53,14 @@ def _cmake(text: str, rel_sources: list[str], where: str,
         m = feature.search(text)
         if m and int(m.group(2)) < 17:
             text = text[:m.start(2)] + "17" + text[m.end(2):]
-        line = f"target_include_directories({target} PRIVATE ${{XLA_DIR}})\n"
-        if line in text:
+        if f"target_include_directories({target} PRIVATE ${{XLA_DIR}})" in text:
             continue
+        add = re.search(r"^([ \t]*)(?:pybind11_add_module|nanobind_add_module|add_library)"
+                        r"\s*\(\s*" + target + r"\b[^)]*\)[ \t]*\n", text, re.M)
+        indent = add.group(1)     # as the target's own lines are (inside an if(), say)
+        line = f"{indent}target_include_directories({target} PRIVATE ${{XLA_DIR}})\n"
         if not m:
-            line += f"target_compile_features({target} PRIVATE cxx_std_17)\n"
-        add = re.search(r"(?:pybind11_add_module|nanobind_add_module|add_library)\s*\(\s*" +
-                        target + r"\b[^)]*\)\s*\n", text)
+            line += f"{indent}target_compile_features({target} PRIVATE cxx_std_17)\n"
         text = text[:add.end()] + line + text[add.end():]
     return text
 
@@ -70,8 +71,14 @@ def _pyproject(text: str) -> str:
     if not m or re.search(r"""["']jax(?:lib)?\b""", m.group(1)):
         return text
     inner = m.group(1)
-    sep = ", " if inner.strip() else ""
-    new = inner.rstrip() + sep + '"jax"'
+    stripped = inner.rstrip()
+    if stripped.endswith(","):
+        # one a line, with a trailing comma: the same again
+        indent = re.search(r"\n([ \t]*)\S", inner)
+        new = stripped + "\n" + (indent.group(1) if indent else "") + '"jax",' + \
+            inner[len(stripped):]
+    else:
+        new = stripped + (", " if inner.strip() else "") + '"jax"'
     return text[:m.start(1)] + new + text[m.end(1):]
 
 

@@ -251,6 +251,13 @@ _INCLUDE = """\
 {i}for ext in {var}:
 {late}{i}    if any(os.path.basename(source) in {handlers} for source in ext.sources):
 {i}        ext.include_dirs.append(jax_ffi.include_dir())
+{stdcxx}"""
+
+# Where setup.py links with a compiler of its own (mpicc, a C driver), the
+# C++ runtime the handlers need is named.
+_STDCXX = """\
+{i}        if sys.platform.startswith("linux"):
+{i}            ext.libraries.append("stdc++")   # linked by this setup's own compiler
 """
 
 
@@ -310,8 +317,11 @@ def setup_py(root: Path, exts: list[CythonExtension], problems: list[Problem]) -
     handlers = _tuple([f"{e.stem}_ffi.cpp" for e in exts])
     block = _INCLUDE.format(i=cy.group(1), var=cy.group(2), handlers=handlers,
                             names=", ".join(f"{e.stem}_ffi.cpp" for e in exts),
-                            late=_LATE.format(i=cy.group(1), stems=_tuple(late)) if late else "")
+                            late=_LATE.format(i=cy.group(1), stems=_tuple(late)) if late else "",
+                            stdcxx=_STDCXX.format(i=cy.group(1))
+                            if re.search(r"\bset_executable\(", text) else "")
     text = text[:cy.end()] + "\n" + block + text[cy.end():]
-    if not re.search(r"^import os\b|^import .*\bos\b", text, re.M):
-        text = "import os\n" + text
+    for module in ("sys", "os"):
+        if not re.search(rf"^import {module}\b|^import .*\b{module}\b", text, re.M):
+            text = f"import {module}\n" + text
     return text
