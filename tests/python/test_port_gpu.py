@@ -5,10 +5,13 @@
   delivers them, in real XLA on the CPU, byte for byte (empty, NULs, "{}")
   to a typed handler running xla_legacy_call.h's GPU convention, with the
   buffer table operands then results.
-- The handler and its stream: GpuHandler / GpuStatusHandler around a host
-  kernel that takes a cudaStream_t, run by ccshim's embedded runtime in a
-  "cuda" context: the stream, the table (a token's entry NULL), the bytes,
-  and a status failure as INTERNAL "CustomCall failed: <message>".
+- The handlers the port writes for tests/fixtures/port/gpu_ext (CUDA
+  kernels in a .cu, declared in the header its pybind11 dict includes; one
+  reports through a status), compiled with host versions of its kernels
+  (they take a cudaStream_t and touch host memory) and run by ccshim's
+  embedded runtime in a "cuda" context: the stream, the table (a token's
+  entry NULL), the bytes, and a status failure as INTERNAL "CustomCall
+  failed: <message>".  Its kernels.cu compiles with nvcc once ported.
 - exoplanet-core's ported GPU sources compile: the dict's file with the host
   compiler against jax.ffi.include_dir(), the CUDA kernels with nvcc -std=c++17.
 """
@@ -67,32 +70,104 @@ def test_the_opaque_bytes_arrive_as_they_were_through_real_xla(tmp_path):
         assert seen["buffers"] == [0, 1, 100, 101]
 
 
-def test_gpu_handlers_run_with_their_stream_in_the_embedded_runtime(tmp_path):
+def _ported_fixture(tmp_path) -> pathlib.Path:
+    tree = tmp_path / "gpu_ext"
+    shutil.copytree(HERE, tree)
+    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree), "--apply"],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "not ported" not in done.stderr, done.stderr
+    return tree
+
+
+def _capsule_address(capsule) -> int:
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return get(capsule, b"xla._CUSTOM_CALL_TARGET")
+
+
+class _Seen(ctypes.Structure):
+    _fields_ = [("stream", ctypes.c_uint64), ("opaque_len", ctypes.c_uint64),
+                ("buffers", ctypes.c_uint64 * 4), ("opaque", ctypes.c_ubyte * 64)]
+
+
+def test_generated_gpu_handlers_run_with_their_stream_in_the_embedded_runtime(tmp_path):
+    """The handlers `ccshim port` wrote into gpu_ext's gpu_ops.cc, compiled
+    with host versions of its CUDA kernels (host_kernels.cc), run by
+    ccshim's embedded runtime in a "cuda" context: the stream Stream_Get
+    gives, one table of the operands' then the results' pointers (a token's
+    entry NULL), the opaque bytes, and a status failure as XLA's legacy GPU
+    runtime reported it."""
     if not (CUDA_INCLUDE / "cuda_runtime_api.h").exists():
         pytest.skip(f"no cuda_runtime_api.h in {CUDA_INCLUDE} (the CUDA toolkit's headers)")
+    pybind11 = pytest.importorskip("pybind11", reason="gpu_ext's dict is pybind11's")
+    import sysconfig
     from ccshim import runtime
-    lib = ctypes.CDLL(str(_compile(tmp_path, HERE / "host_kernel.cc", "host.so",
-                                   CUDA_INCLUDE)))
-    scale = ctypes.cast(lib.host_scale_ffi, ctypes.c_void_p).value
-    fail = ctypes.cast(lib.host_fail_ffi, ctypes.c_void_p).value
-    x = np.arange(4, dtype=np.float32)
-    out, seen = np.zeros(4, np.float32), np.zeros(6, np.uint64)
-    opaque = np.frombuffer(np.float32(2.5).tobytes(), np.uint8)
-    token = (17, None, ())   # XLA_FFI_DataType_TOKEN, no data (as XLA gives a token)
-    context = runtime.Context(platform="cuda")
-    runtime.invoke_at(scale, [runtime._at(x), token], [runtime._at(out), runtime._at(seen)],
-                      {"opaque": opaque}, context=context)
-    np.testing.assert_array_equal(out, x * 2.5)
-    stream_of = ctypes.CDLL(runtime.lib._name).ccshim_context_stream   # its own prototype
+    src = _ported_fixture(tmp_path) / "src" / "gpu_ext"
+    module = tmp_path / "mod" / f"gpu_ops{sysconfig.get_config_var('EXT_SUFFIX')}"
+    module.parent.mkdir()
+    built = subprocess.run(["g++", "-std=c++17", "-shared", "-fPIC", "-w", f"-I{src}",
+                            f"-I{jax.ffi.include_dir()}", f"-I{CUDA_INCLUDE}",
+                            f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}",
+                            str(src / "gpu_ops.cc"), str(HERE / "host_kernels.cc"), "-o",
+                            str(module)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    sys.path.insert(0, str(module.parent))
+    try:
+        import gpu_ops
+    finally:
+        sys.path.remove(str(module.parent))
+    handlers = {k: _capsule_address(v) for k, v in gpu_ops.registrations().items()}
+    seen_of = ctypes.CDLL(str(module)).gpu_ext_seen     # the same library, its globals
+    seen_of.restype = ctypes.POINTER(_Seen)
+    stream_of = ctypes.CDLL(runtime.lib._name).ccshim_context_stream
     stream_of.restype, stream_of.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
-    assert seen[0] == stream_of(context._ptr) != 0     # the stream Stream_Get gave
-    assert seen[1] == 4
-    assert list(seen[2:]) == [x.ctypes.data, 0, out.ctypes.data, seen.ctypes.data]
+
+    context = runtime.Context(platform="cuda")
+    x = np.array([1.0, 2.0, 3.5, -4.0], np.float32)
+    opaque = np.float32(2.5).tobytes() + np.int32(4).tobytes()
+    attrs = {"opaque": np.frombuffer(opaque, np.uint8)}
+    out, count = runtime.call(handlers["gpu_ext_scale"], [x],
+                              [jax.ShapeDtypeStruct((4,), np.float32),
+                               jax.ShapeDtypeStruct((), np.int32)], attrs, context=context)
+    np.testing.assert_array_equal(out, x * 2.5)
+    assert count == 4
+    seen = seen_of().contents
+    assert seen.stream == stream_of(context._ptr) != 0      # what Stream_Get gave
+    assert bytes(seen.opaque[:seen.opaque_len]) == opaque
+    # operands then results, in one table; a token operand's entry is NULL
+    out, count = np.zeros(4, np.float32), np.zeros((), np.int32)
+    token = (17, None, ())     # XLA_FFI_DataType_TOKEN: no data, as XLA passes a token
+    runtime.invoke_at(handlers["gpu_ext_scale"], [runtime._at(x), token],
+                      [runtime._at(out), runtime._at(count)], attrs, context=context)
+    assert list(seen_of().contents.buffers) == [x.ctypes.data, 0, out.ctypes.data,
+                                                count.ctypes.data]
     with pytest.raises(runtime.HandlerError) as failed:
-        runtime.call(fail, [x], jax.ShapeDtypeStruct((4,), np.float32),
-                     {"opaque": np.frombuffer(b"it broke", np.uint8)}, context=context)
+        runtime.call(handlers["gpu_ext_fail"], [x], [jax.ShapeDtypeStruct((4,), np.float32)],
+                     {"opaque": np.frombuffer(b"no good\x00unseen", np.uint8)}, context=context)
     assert (failed.value.code, failed.value.message) == ("INTERNAL",
-                                                         "CustomCall failed: it broke")
+                                                         "CustomCall failed: no good")
+    context.close()
+
+
+def test_gpu_ext_port_compiles_with_nvcc_and_its_lowering_passes_the_opaque(tmp_path):
+    tree = _ported_fixture(tmp_path)
+    ops = (tree / "src" / "gpu_ext" / "ops.py").read_text()
+    assert "opaque=np.frombuffer(descriptor, dtype=np.uint8))" in ops
+    assert "backend_config=" not in ops and "xla_client" not in ops
+    again = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree)],
+                           env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
+                           capture_output=True, text=True, timeout=300)
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
+    nvcc = shutil.which("nvcc") or shutil.which("nvcc", path="/usr/local/cuda/bin")
+    if nvcc is None:
+        pytest.skip("no nvcc here (the CUDA toolkit)")
+    src = tree / "src" / "gpu_ext"
+    done = subprocess.run([nvcc, "-std=c++17", "-Xcompiler", "-fPIC", "-c", f"-I{src}",
+                           str(src / "kernels.cu"), "-o", str(tmp_path / "kernels.o")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def test_exoplanet_core_gpu_port_compiles_with_nvcc_and_the_host_compiler(tmp_path):
@@ -123,3 +198,78 @@ def test_exoplanet_core_gpu_port_compiles_with_nvcc_and_the_host_compiler(tmp_pa
                              str(jaxdir / "cuda_kernels.cc.cu"), "-o", str(tmp_path / "k.o")],
                             capture_output=True, text=True, timeout=300)
     assert device.returncode == 0, device.stderr[-3000:]
+
+
+HIP_KERNELS_H = """\
+#include <hip/hip_runtime_api.h>
+
+#include <cstddef>
+
+void HipScale(hipStream_t stream, void** buffers, const char* opaque, std::size_t opaque_len);
+"""
+
+HIP_KERNELS = """\
+#include <hip/hip_runtime.h>
+
+#include "kernels.h"
+
+__global__ void Twice(float* x) { x[threadIdx.x] *= 2; }
+
+void HipScale(hipStream_t stream, void** buffers, const char*, std::size_t) {
+  hipLaunchKernelGGL(Twice, dim3(1), dim3(4), 0, stream, static_cast<float*>(buffers[0]));
+}
+"""
+
+HIP_DICT = """\
+#include <pybind11/pybind11.h>
+
+#include "kernels.h"
+
+template <typename T>
+pybind11::capsule EncapsulateFunction(T* fn) {
+  return pybind11::capsule(reinterpret_cast<void*>(fn), "xla._CUSTOM_CALL_TARGET");
+}
+
+pybind11::dict Registrations() {
+  pybind11::dict dict;
+  dict["hip_scale"] = EncapsulateFunction(HipScale);
+  return dict;
+}
+
+PYBIND11_MODULE(hip_ops, m) { m.def("registrations", &Registrations); }
+"""
+
+
+def test_a_hip_port_compiles_with_hipcc(tmp_path):
+    """The same for HIP: the handler takes a hipStream_t (from the kernel's
+    declaration); the ported dict's file and the kernels compile with
+    hipcc (for one AMD architecture named, since none is here to detect)."""
+    hipcc = shutil.which("hipcc")
+    if hipcc is None:
+        pytest.skip("no hipcc here (ROCm's HIP compiler)")
+    pybind11 = pytest.importorskip("pybind11", reason="the dict's file includes pybind11")
+    import sysconfig
+    tree = tmp_path / "hip_ext"
+    tree.mkdir()
+    (tree / "kernels.h").write_text(HIP_KERNELS_H)
+    (tree / "kernels.hip").write_text(HIP_KERNELS)
+    (tree / "hip_ops.cc").write_text(HIP_DICT)
+    (tree / "CMakeLists.txt").write_text(
+        "project(p LANGUAGES CXX HIP)\nfind_package(pybind11 CONFIG REQUIRED)\n"
+        'pybind11_add_module(hip_ops "hip_ops.cc" "kernels.hip")\n')
+    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree), "--apply"],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "not ported" not in done.stderr, done.stderr
+    ported = (tree / "hip_ops.cc").read_text()
+    assert ".Ctx<xla::ffi::PlatformStream<hipStream_t>>()" in ported
+    assert 'dict["hip_scale"] = EncapsulateFunction(HipScale_ffi);' in ported
+    flags = ["-std=c++17", "-fPIC", "-w", "-c", "--offload-arch=gfx90a", f"-I{tree}"]
+    for source, extra in (("hip_ops.cc", [f"-I{jax.ffi.include_dir()}",
+                                          f"-I{pybind11.get_include()}",
+                                          f"-I{sysconfig.get_paths()['include']}"]),
+                          ("kernels.hip", [])):
+        built = subprocess.run([hipcc, *flags, *extra, str(tree / source), "-o",
+                                str(tmp_path / f"{source}.o")],
+                               capture_output=True, text=True, timeout=300)
+        assert built.returncode == 0, built.stderr[-3000:]

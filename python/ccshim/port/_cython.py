@@ -126,7 +126,8 @@ def _files(ext: CythonExtension, params: dict[str, str]) -> tuple[str, str]:
     kernels = "".join(f"void {n}({_c_params(params[n])});\n" for n in names)
     which = "GPU" if ext.streams else "CPU"
     source = (f"// Typed XLA FFI handlers (API version 4) for the legacy {which} kernels of\n"
-              f"// {ext.path.name}: each calls its kernel unchanged, with the pointer tables\n"
+              f"// {ext.path.name}: each calls its kernel unchanged, with "
+              + ("what\n" if ext.streams else "the pointer tables\n") +
               f"// XLA's legacy runtime passed it (xla_legacy_call.h).  Compiled into the same\n"
               f"// extension; XLA's headers come from jax.ffi.include_dir().\n"
               f'#include "{ext.stem}_ffi.h"\n\n' + _gpu.runtime_includes(ext.streams.values()) +
@@ -248,8 +249,9 @@ _INCLUDE = """\
 {i}# compiled beside the Cython kernels ({names}).
 {i}from jax import ffi as jax_ffi
 
+{i}handlers = {handlers}
 {i}for ext in {var}:
-{late}{i}    if any(os.path.basename(source) in {handlers} for source in ext.sources):
+{late}{i}    if any(os.path.basename(source) in handlers for source in ext.sources):
 {i}        ext.include_dirs.append(jax_ffi.include_dir())
 {stdcxx}"""
 
@@ -302,13 +304,15 @@ def setup_py(root: Path, exts: list[CythonExtension], problems: list[Problem]) -
         if lit is None and _in_comprehension(text, ext.stem):
             late.append(ext.stem)
             continue
-        if lit is None or not rel.endswith(lit.group(2)):
+        # an f-string's folder ({PATH}/M.pyx) is taken as it is
+        fstring = lit is not None and text[lit.start() - 1:lit.start()] in ("f", "F")
+        if lit is None or not (rel.endswith(lit.group(2)) or fstring):
             problems.append(Problem("setup.py:1", f"no Extension here names {rel}: its build is "
                                     f"not ported (add {ext.stem}_ffi.cpp to its sources)"))
             return None
         new = lit.group(2)[:-len(ext.path.name)] + f"{ext.stem}_ffi.cpp"
         q = lit.group(1)
-        text = text[:lit.end()] + f", {q}{new}{q}" + text[lit.end():]
+        text = text[:lit.end()] + f", {'f' if fstring else ''}{q}{new}{q}" + text[lit.end():]
     cy = re.search(r"^([ \t]*)(\w+)\s*=\s*cythonize\((?:[^()]|\([^)]*\))*\)[ \t]*\n", text, re.M)
     if cy is None:
         problems.append(Problem("setup.py:1", "no `X = cythonize(...)` here: XLA's headers "
