@@ -173,12 +173,18 @@ def _plain_lowering(ctx, x):
     ).results
 
 
-def _other_lowering(ctx, x, name=NAMES[0]):
-    return mlir.custom_call(name, operands=[x], result_types=[]).results
-
-
 def _helpers_lowering(ctx, x):
     return custom_call("plain", result_types=[T], operands=[x], api_version=1).results
+"""
+
+# A lowering whose target it cannot follow, in a module that registers no
+# target (in the one that does, it would hold that module's targets legacy).
+SYNTHETIC_OTHER_PY = """\
+from jax.interpreters import mlir
+
+
+def _other_lowering(ctx, x, name=NAMES[0]):
+    return mlir.custom_call(name, operands=[x], result_types=[]).results
 """
 
 
@@ -187,6 +193,7 @@ def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
     (tree / "pkg").mkdir(parents=True)
     (tree / "pkg" / "kernels.cpp").write_text(SYNTHETIC_CPP)
     (tree / "pkg" / "ops.py").write_text(SYNTHETIC_PY)
+    (tree / "pkg" / "other.py").write_text(SYNTHETIC_OTHER_PY)
     (tree / "CMakeLists.txt").write_text(
         "project(p LANGUAGES CXX)\nfind_package(pybind11 CONFIG REQUIRED)\n"
         'pybind11_add_module(kernels "pkg/kernels.cpp")\n')
@@ -202,7 +209,7 @@ def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
     assert "ccshim port: pkg/ops.py:8: not ported: registers the targets of kernels, " \
            "elsewhere, with_status not ported (said above): those kept legacy " \
            "(api_version=0)" in said, said
-    assert any(line.startswith("ccshim port: pkg/ops.py:21: not ported: a custom call whose "
+    assert any(line.startswith("ccshim port: pkg/other.py:5: not ported: a custom call whose "
                                "target is a name it cannot follow") for line in said), said
     # Each entry registered as it now is: the ported one typed.
     assert '+    jax.ffi.register_ffi_target(_name, _value, platform="cpu", ' \

@@ -273,3 +273,29 @@ def test_a_hip_port_compiles_with_hipcc(tmp_path):
                                 str(tmp_path / f"{source}.o")],
                                capture_output=True, text=True, timeout=300)
         assert built.returncode == 0, built.stderr[-3000:]
+
+
+def test_a_lowering_it_cannot_read_keeps_the_targets_it_may_lower_legacy(tmp_path):
+    """jax-finufft's form: a custom call through the module's own wrapper
+    (`custom_call(*args, **kwargs)`) in the module that registers the GPU
+    targets.  Were the kernels ported, that lowering would call typed
+    targets the legacy way: they are kept legacy, each said, and so is
+    their registration."""
+    tree = tmp_path / "gpu_ext"
+    shutil.copytree(HERE, tree)
+    ops = tree / "src" / "gpu_ext" / "ops.py"
+    ops.write_text(ops.read_text() + "\n\ndef custom_call(*args, **kwargs):\n"
+                   "    return mlir.custom_call(*args, **kwargs).results\n")
+    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree)],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.splitlines()
+    for line, target in ((15, "gpu_ext_scale"), (16, "gpu_ext_fail")):
+        assert f"ccshim port: src/gpu_ext/gpu_ops.cc:{line}: not ported: '{target}': a " \
+               "lowering of it stays legacy (said below): kept legacy with it" in said, said
+    assert "ccshim port: src/gpu_ext/ops.py:47: not ported: a custom call whose target it " \
+           "cannot read (passed through *args): not ported" in said, said
+    assert "_ffi" not in done.stdout and "opaque=" not in done.stdout
+    assert '+    jax.ffi.register_ffi_target(_name, _value, platform="CUDA", api_version=0)' \
+        in done.stdout

@@ -63,7 +63,7 @@ def test_the_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_path)
     assert '+    register_custom_call_target(name, fn, platform="cpu", api_version=1)' \
         in done.stdout
     said = done.stderr
-    assert said.count("_cuda.pyx") == 12 and said.count("its lowering is shared") == 12
+    assert said.count("_cuda.pyx") == 12 and said.count("a lowering of it stays legacy") == 12
     assert said.count("is a GPU kernel whose stream is neither CUDA's nor HIP's") == 12
     assert "registers the legacy targets of mpi_xla_bridge_cuda" in said
     patch = tmp_path / "port.patch"

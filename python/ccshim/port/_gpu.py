@@ -58,8 +58,7 @@ def platform_of(params: list[str]) -> str:
 
 
 def held(target: str) -> str:
-    return (f"'{target}': its lowering is shared with targets not ported (said below): kept "
-            "legacy with it")
+    return (f"'{target}': a lowering of it stays legacy (said below): kept legacy with it")
 
 
 def stream_of(params: list[str]) -> str:
@@ -68,8 +67,8 @@ def stream_of(params: list[str]) -> str:
 
 def _declaring_include(path: Path, text: str, function: str,
                        sources: dict[Path, str]) -> Path | None:
-    """The header path's quoted includes name (beside it, or anywhere in the
-    tree by its path's end) that declares `void function(`."""
+    """The header that declares `void function(` among those text (path's)
+    includes with quotes: beside path, or in the tree by its path's end."""
     name = re.escape(function.split("::")[-1])
     for m in _INCLUDE.finditer(text):
         inc = m.group(1)
@@ -84,8 +83,8 @@ def _declaring_include(path: Path, text: str, function: str,
 
 
 def scan_kernel(target: str, function: str, params: list[str], defined: str, path: Path,
-                text: str, sources: dict[Path, str], here: bool,
-                root: Path) -> tuple[GpuKernel, str | None] | str:
+                text: str, sources: dict[Path, str],
+                here: bool) -> tuple[GpuKernel, str | None] | str:
     """(the kernel, the status header to add, relative to path's folder) when
     it can be ported; else why not."""
     status = kind(params) == "gpu-status"
@@ -107,18 +106,24 @@ def scan_kernel(target: str, function: str, params: list[str], defined: str, pat
     return GpuKernel(stream_of(params), status), status_header
 
 
+def _binding(stream: str, indent: str) -> str:
+    """Ffi::Bind() for GpuHandler: the stream, the buffers, the opaque."""
+    return (f"xla::ffi::Ffi::Bind()\n"
+            f"{indent}    .Ctx<xla::ffi::PlatformStream<{stream}>>()\n"
+            f"{indent}    .RemainingArgs()\n"
+            f"{indent}    .RemainingRets()\n"
+            f"{indent}    .Attr<xla::ffi::Span<const std::uint8_t>>(\"opaque\")")
+
+
 def handler(target: str, function: str, name: str, stream: str, status: bool) -> str:
     """The typed handler of one GPU kernel, as C++ beside its dict."""
     impl = "GpuStatusHandler" if status else "GpuHandler"
+    indent = " " * len("XLA_FFI_DEFINE_HANDLER(")
     return (f"// {target}, as a typed XLA FFI handler ({PLATFORM[stream].upper()}: the stream, "
             f"the buffers,\n// the opaque bytes as the `opaque` attribute).\n"
             f"XLA_FFI_DEFINE_HANDLER({name},\n"
-            f"                       xla_legacy_call::{impl}<{function}>,\n"
-            f"                       xla::ffi::Ffi::Bind()\n"
-            f"                           .Ctx<xla::ffi::PlatformStream<{stream}>>()\n"
-            f"                           .RemainingArgs()\n"
-            f"                           .RemainingRets()\n"
-            f"                           .Attr<xla::ffi::Span<const std::uint8_t>>(\"opaque\"));\n")
+            f"{indent}xla_legacy_call::{impl}<{function}>,\n"
+            f"{indent}{_binding(stream, indent)});\n")
 
 
 # The header that declares each stream type, for a handler file compiled
@@ -145,14 +150,10 @@ def runtime_includes(streams) -> str:
 def cython_handler(target: str, function: str, where: str, stream: str) -> str:
     """The typed handler of a Cython GPU kernel, in the handlers' C++ file."""
     what = function if target == function else f"'{target}': {function}"
+    indent = " " * len("XLA_FFI_DEFINE_HANDLER_SYMBOL(")
     return (f"// {what} ({where}), as a typed XLA FFI handler\n"
             f"// ({PLATFORM[stream].upper()}: the stream, the buffers, the opaque bytes as the "
             f"`opaque` attribute).\n"
             f"XLA_FFI_DEFINE_HANDLER_SYMBOL({function}_ffi,\n"
-            f"                              xla_legacy_call::GpuHandler<{function}>,\n"
-            f"                              xla::ffi::Ffi::Bind()\n"
-            f"                                  .Ctx<xla::ffi::PlatformStream<{stream}>>()\n"
-            f"                                  .RemainingArgs()\n"
-            f"                                  .RemainingRets()\n"
-            f"                                  .Attr<xla::ffi::Span<const std::uint8_t>>"
-            f"(\"opaque\"));\n")
+            f"{indent}xla_legacy_call::GpuHandler<{function}>,\n"
+            f"{indent}{_binding(stream, indent)});\n")

@@ -54,6 +54,13 @@ class Extension:
     platforms: dict[str, str] = field(default_factory=dict)  # target -> its kernel's platform
 
 
+def _code(text: str) -> str:
+    """text with its comments blanked (the same length, lines kept), so that
+    an entry commented out is not read as one."""
+    return re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text,
+                  flags=re.S)
+
+
 def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
@@ -112,7 +119,7 @@ def _edit(text: str, kernels: list[Kernel]) -> str:
         return (m.group(0)[:start - m.start()] + _handler_name(k.function) +
                 m.group(0)[end - m.start():])
 
-    first = min(m.start() for m in _ENTRY.finditer(text) if m.group(2) in entries)
+    first = min(m.start() for m in _ENTRY.finditer(_code(text)) if m.group(2) in entries)
     dict_fns = [m for m in _DICT_FN.finditer(text) if m.start() < first]
     at = dict_fns[-1].start() if dict_fns else text.rfind("\n", 0, first) + 1
     block = []
@@ -128,7 +135,9 @@ def _edit(text: str, kernels: list[Kernel]) -> str:
             f"{'CpuStatusHandler' if k.status else 'CpuHandler'}<{k.function}>,\n"
             f"                       xla::ffi::Ffi::Bind().RemainingArgs().RemainingRets());\n")
     text = text[:at] + "\n".join(block) + "\n" + text[at:]
-    text = _ENTRY.sub(entry, text)
+    # the entries in code, not those in comments
+    for m in reversed(list(_ENTRY.finditer(_code(text)))):
+        text = text[:m.start()] + entry(m) + text[m.end():]
     includes = list(re.finditer(r'^#include\s*[<"][^>"]+[>"][^\n]*\n', text, re.M))
     inc = f'#include "{HEADER}"\n'
     pos = includes[-1].end() if includes else 0
@@ -161,7 +170,7 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
     sources = {p: p.read_text(errors="replace") for p in files if p.name.endswith(SOURCES)}
     found = []
     for path, text in sources.items():
-        entries = list(_ENTRY.finditer(text))
+        entries = list(_ENTRY.finditer(_code(text)))
         if not entries or not _DICT_FN.search(text):
             continue
         module = _MODULE.search(text)
@@ -189,7 +198,7 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
                 continue
             if kind in ("gpu", "gpu-status"):
                 gpu = _gpu.scan_kernel(target, function, params, defined, path, text, sources,
-                                       here, root)
+                                       here)
                 if isinstance(gpu, str):
                     problems.append(Problem(where, gpu))
                     ext.legacy.append(target)

@@ -190,6 +190,10 @@ class _Port(cst.CSTTransformer):
         self.rules = _gpu_lowering.Rules()
         self.held: set[tuple[str, str]] = set()
         self.needs_numpy = False
+        # A lowering whose targets it cannot tell may lower any target this
+        # module registers: those are held (kept legacy) with it.
+        self.registered: set[str] = set()
+        self.unread = False
 
     def where(self, node: cst.CSTNode) -> str:
         return f"{self.path}:{self.get_metadata(PositionProvider, node).start.line}"
@@ -224,6 +228,7 @@ class _Port(cst.CSTTransformer):
         version = None       # the api_version to register with: None for typed (1)
         if module is not None and module in self.modules:
             ported, legacy = self.modules[module]
+            self.registered |= ported
             if legacy and ported:
                 # Each entry as it now is: the ported ones' capsules are
                 # typed handlers, the rest legacy kernels.
@@ -239,6 +244,7 @@ class _Port(cst.CSTTransformer):
                                              "not ported (said above): kept as "
                                              "jax.ffi.register_ffi_target(..., api_version=0)"))
         elif literal is not None and (literal in self.ported or literal in self.legacy):
+            self.registered.add(literal)
             if literal in self.legacy:
                 version = "0"
                 self.problems.append(Problem(where, f"registers '{literal}', not ported (said "
@@ -303,6 +309,7 @@ class _Port(cst.CSTTransformer):
         if module not in self.modules:
             return updated
         ported, legacy = self.modules[module]
+        self.registered |= ported
         if legacy:
             what = "the legacy targets" if not ported else \
                 f"the targets ({', '.join(sorted(legacy))} not ported, said above)"
@@ -357,6 +364,9 @@ class _Port(cst.CSTTransformer):
                   results: bool) -> cst.BaseExpression | None:
         name = _arg(node, 0, "call_target_name")
         if name is None:
+            self.problems.append(Problem(self.where(node), "a custom call whose target it "
+                                         "cannot read (passed through *args): not ported"))
+            self.unread = True
             return None
         names, ctx = self._names(node, name.value)
         where = self.where(node)
@@ -364,6 +374,7 @@ class _Port(cst.CSTTransformer):
             self.problems.append(Problem(where, "a custom call whose target is a name it cannot "
                                          "follow (a literal, or a parameter of its lowering "
                                          "rule bound by partial(rule, 'name'))"))
+            self.unread = True
             return None
         shape = self._platforms(node, names)
         if shape == "refused":
@@ -687,6 +698,9 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     new = wrapper.visit(porter)
     if held is not None:
         held |= porter.held
+        if porter.unread:
+            held |= {(t, p) for t in porter.registered
+                     for p, ported in (kernels or {}).get(t, {}).items() if ported}
     if not porter.changed:
         return None
     new = new.visit(_Plumbing(_uses(new)))
