@@ -412,8 +412,10 @@ def test_veros_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_pat
     files = re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M)
     special = "veros/core/special/"
     assert files == ["pyproject.toml", "setup.py", special + "tdma_.py",
-                     special + "tdma_cython_.pyx", special + "tdma_cython__ffi.cpp",
-                     special + "tdma_cython__ffi.h", special + "xla_legacy_call.h"]
+                     special + "tdma_cuda_.pyx", special + "tdma_cuda__ffi.cpp",
+                     special + "tdma_cuda__ffi.h", special + "tdma_cython_.pyx",
+                     special + "tdma_cython__ffi.cpp", special + "tdma_cython__ffi.h",
+                     special + "xla_legacy_call.h"]
     for target in VEROS_TARGETS:
         # the kernel made public (C linkage), its handler's capsule exported
         assert f"+cdef public void {target}(void** out_ptr, void** data_ptr) nogil:" \
@@ -433,10 +435,17 @@ def test_veros_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_pat
     assert "+    out = jax.ffi.ffi_lowering(\n" in done.stdout
     assert "-    return out.results[:-1]\n" in done.stdout
     assert "+    return out[:-1]\n" in done.stdout
-    # the CUDA kernels, their registration and lowering are said, not ported
-    assert re.findall(r"^ccshim port: (\S+:\d+): not ported: ", done.stderr, re.M) == [
-        "veros/core/special/tdma_cuda_.pyx:29", "veros/core/special/tdma_cuda_.pyx:30",
-        "veros/core/special/tdma_.py:37", "veros/core/special/tdma_.py:173"]
+    # the CUDA kernels (declared cdef extern from the header of their .cu):
+    # handlers that include that header, their registration typed, their
+    # lowering passing the descriptor as the opaque attribute
+    assert '+#include "cuda_tdma_kernels.h"' in done.stdout
+    assert "+                              xla_legacy_call::GpuHandler<CudaTridiagFloat>," \
+        in done.stdout
+    assert '+        jax.ffi.register_ffi_target(kernel_name, fn, platform="CUDA")\n' \
+        in done.stdout
+    assert "+    )(ctx, *(a, b, c, d), opaque=np.frombuffer(descriptor, dtype=np.uint8))" \
+        in done.stdout
+    assert done.stderr == ""
     # git takes it; the ported tree ports to nothing; --apply writes the same
     tree = _veros_patched(tmp_path / "applied")
     again = _port(tree)

@@ -299,3 +299,48 @@ def test_a_lowering_it_cannot_read_keeps_the_targets_it_may_lower_legacy(tmp_pat
     assert "XLA_FFI_DEFINE_HANDLER" not in done.stdout and "opaque=" not in done.stdout
     assert '+    jax.ffi.register_ffi_target(_name, _value, platform="CUDA", api_version=0)' \
         in done.stdout
+
+
+@pytest.mark.skipif(os.environ.get("CCSHIM_SUITE") == "pinned",
+                    reason="the build venv and the headers are Python 3.12's: the newest suite "
+                           "runs it")
+def test_ported_veros_builds_its_cuda_extension_of_typed_handlers(tmp_path):
+    """veros 1.7.0's CUDA kernels (in a .cu, declared `cdef extern` from its
+    header): the patched tree built by its own setup.py with the CUDA
+    extension required (nvcc for the .cu, the host compiler for the
+    handlers); the extension's capsules answer XLA's metadata query as
+    typed handlers.  No kernel runs: no GPU here."""
+    nvcc = shutil.which("nvcc") or shutil.which("nvcc", path="/usr/local/cuda/bin")
+    if nvcc is None:
+        pytest.skip("no nvcc here (the CUDA toolkit): veros's CUDA extension is not built")
+    builder = project_suites.cached("venv-build-cp312") / "bin" / "python"
+    headers = project_suites.cached("venv-jax-0.11.2") / "bin" / "python"
+    newest = ROOT / ".venv-newest" / "bin" / "python"
+    src = project_suites.cached("veros-1.7.0-src") / "veros-1.7.0"
+    for needed in (builder, headers, newest, src / "setup.py"):
+        if not needed.exists():
+            fixture_missing(f"{needed} (dev/setup.sh test makes it)")
+    tree = tmp_path / "veros"
+    shutil.copytree(src, tree)
+    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree), "--apply"],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "not ported" not in done.stderr, done.stderr
+    site = subprocess.run([str(headers), "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    path = os.pathsep.join([str(builder.parent), str(pathlib.Path(nvcc).parent),
+                            os.environ["PATH"]])
+    built = subprocess.run([str(builder), "setup.py", "build_ext", "--inplace"], cwd=tree,
+                           env={**os.environ, "PATH": path, "PYTHONPATH": site,
+                                "VEROS_REQUIRE_CYTHON_EXT": "1", "VEROS_REQUIRE_CUDA_EXT": "1"},
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    here = pathlib.Path(__file__).parent
+    asked = subprocess.run([str(newest), str(here / "capsule_metadata_program.py"), str(tree),
+                            "veros.core.special.tdma_cuda_", "gpu_custom_call_targets"],
+                           cwd=here, env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
+                           capture_output=True, text=True, timeout=300)
+    assert asked.returncode == 0, asked.stderr[-3000:]
+    answers = [line.split() for line in asked.stdout.splitlines()]
+    assert [a[0] for a in answers] == ["tdma_cuda_double", "tdma_cuda_float"]
+    assert all(a[1:3] == ["0", "0"] and int(a[3]) >= 1 for a in answers), answers

@@ -133,19 +133,9 @@ def test_the_ported_bridges_build_and_their_capsules_are_typed_handlers(tmp_path
     assert report["allreduce"] == [0.0, 1.0, 2.0, 3.0, 4.0]     # SUM over one rank
     assert len(report["targets"]) == 12
     # The CUDA bridge's capsules: typed handlers (XLA's metadata query)
-    query = ("import ctypes, sys\n"
-             "from project_modules import load_package_module\n"
-             "from ccshim._native import lib, Metadata\n"
-             "get = ctypes.pythonapi.PyCapsule_GetPointer\n"
-             "get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]\n"
-             f"m = load_package_module(sys.argv[1], '{BRIDGE.replace('/', '.')}."
-             "mpi_xla_bridge_cuda')\n"
-             "for name, cap in sorted(m.custom_call_targets.items()):\n"
-             "    md = Metadata()\n"
-             "    rc = lib.ccshim_query_metadata(ctypes.c_void_p(get(cap, "
-             "b'xla._CUSTOM_CALL_TARGET')), ctypes.byref(md))\n"
-             "    print(name, rc, md.major, md.minor)\n")
-    asked = subprocess.run([str(NEWEST), "-c", query, str(tree)], cwd=here,
+    asked = subprocess.run([str(NEWEST), str(here / "capsule_metadata_program.py"), str(tree),
+                            f"{BRIDGE.replace('/', '.')}.mpi_xla_bridge_cuda",
+                            "custom_call_targets"], cwd=here,
                            env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
                            capture_output=True, text=True, timeout=300)
     assert asked.returncode == 0, asked.stderr[-3000:]

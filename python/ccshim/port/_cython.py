@@ -53,6 +53,7 @@ class CythonExtension:
     header: str | None = None       # MODULE_ffi.h
     platforms: dict[str, str] = field(default_factory=dict)  # target -> its kernel's platform
     streams: dict[str, str] = field(default_factory=dict)    # GPU kernel -> its stream type
+    headers: dict[str, str] = field(default_factory=dict)    # extern kernel -> its header
 
     @property
     def stem(self) -> str:
@@ -67,13 +68,14 @@ def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def _extern(text: str, name: str) -> str | None:
-    """The parameters of name when a `cdef extern from` block declares it."""
-    for block in re.finditer(r"^cdef\s+extern\s+from[^\n]*:\n((?:[ \t]+[^\n]*\n|\n)*)", text,
-                             re.M):
-        m = re.search(r"\b" + re.escape(name) + r"\s*\(([^)]*)\)", block.group(1))
+def _extern(text: str, name: str) -> tuple[str, str] | None:
+    """(the parameters of name, the header it is declared from) when a
+    `cdef extern from "header"` block declares it."""
+    for block in re.finditer(r"^cdef\s+extern\s+from\s+['\"]([^'\"]*)['\"][^\n]*:\n"
+                             r"((?:[ \t]+[^\n]*\n|\n)*)", text, re.M):
+        m = re.search(r"\b" + re.escape(name) + r"\s*\(([^)]*)\)", block.group(2))
         if m:
-            return m.group(1)
+            return m.group(1), block.group(1)
     return None
 
 
@@ -123,7 +125,15 @@ def _files(ext: CythonExtension, params: dict[str, str]) -> tuple[str, str]:
             f"                              xla_legacy_call::CpuHandler<{n}_call>,\n"
             f"                              xla::ffi::Ffi::Bind().RemainingArgs()"
             f".RemainingRets());\n")
-    kernels = "".join(f"void {n}({_c_params(params[n])});\n" for n in names)
+    kernels = "".join(f"void {n}({_c_params(params[n])});\n" for n in names
+                      if n not in ext.headers)
+    declared = ""
+    if kernels:
+        declared += (f"// The kernels, `cdef public` in {ext.path.name}.\n"
+                     f'extern "C" {{\n{kernels}}}\n\n')
+    for included in sorted(set(ext.headers.values())):
+        declared += f'#include "{included}"  // the kernels {ext.path.name} declares from it\n\n'
+
     which = "GPU" if ext.streams else "CPU"
     source = (f"// Typed XLA FFI handlers (API version 4) for the legacy {which} kernels of\n"
               f"// {ext.path.name}: each calls its kernel unchanged, with "
@@ -131,9 +141,7 @@ def _files(ext: CythonExtension, params: dict[str, str]) -> tuple[str, str]:
               f"// XLA's legacy runtime passed it (xla_legacy_call.h).  Compiled into the same\n"
               f"// extension; XLA's headers come from jax.ffi.include_dir().\n"
               f'#include "{ext.stem}_ffi.h"\n\n' + _gpu.runtime_includes(ext.streams.values()) +
-              f'#include "xla_legacy_call.h"\n\n'
-              f"// The kernels, `cdef public` in {ext.path.name}.\n"
-              f'extern "C" {{\n{kernels}}}\n\n' + "\n".join(blocks))
+              f'#include "xla_legacy_call.h"\n\n' + declared + "\n".join(blocks))
     return header, source
 
 
@@ -166,6 +174,36 @@ def _edit(text: str, ext: CythonExtension) -> str:
     return _EXPORT.sub(export, text)
 
 
+def _extern_kernel(ext: CythonExtension, target: str, fn: str, text: str,
+                   held: set[tuple[str, str]], params: dict[str, str]) -> str | None:
+    """A kernel the .pyx declares `cdef extern from "header"` (veros's CUDA
+    kernels, in a .cu): ported (None) where it is a CUDA/HIP kernel and its
+    header is beside the .pyx, for the handlers' file to include; '' where
+    it is a typed handler already; else why it is not ported."""
+    declared = _extern(text, fn)
+    if declared is None:
+        return f"'{target}': {fn} has no definition in {ext.path.name}"
+    decl, header = declared
+    if "XLA_FFI_CallFrame" in decl:
+        ext.typed.append(target)
+        return ""
+    parts = [p.strip() for p in decl.split(",") if p.strip()]
+    ext.platforms[target] = _gpu.platform_of(parts)
+    if (target, ext.platforms[target]) in held:
+        return _gpu.held(target)
+    if _gpu.kind(parts) != "gpu":
+        return (f"'{target}': {fn} is declared cdef extern (its source is not this .pyx): "
+                "not ported yet")
+    if not (ext.path.parent / header).is_file():
+        return (f"'{target}': {fn} is a GPU kernel declared from {header}, which is not "
+                f"beside {ext.path.name}: not ported")
+    params[fn] = decl
+    ext.streams[fn] = _gpu.stream_of(parts)
+    ext.headers[fn] = header
+    ext.ported.append(CythonKernel(target, fn, header))
+    return None
+
+
 def scan(root: Path, files: list[Path], problems: list[Problem],
          held: set[tuple[str, str]] = frozenset()) -> list[CythonExtension]:
     """Every .pyx under root that exports legacy kernels as capsules, its CPU
@@ -192,23 +230,11 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
             where = f"{rel}:{_line(text, m.start())}"
             d = re.search(_CDEF.format(name=re.escape(fn)), text, re.M)
             if d is None:
-                declared = _extern(text, fn)
-                if declared is not None and "XLA_FFI_CallFrame" in declared:
-                    ext.typed.append(target)     # already a typed handler
-                    continue
-                if declared is not None:
-                    ext.platforms[target] = _gpu.platform_of([declared])
-                if declared is not None and re.search(r"\b(cudaStream_t|hipStream_t|CUstream)\b",
-                                                      declared):
-                    why = (f"'{target}': {fn} is a GPU kernel (CUDA/HIP stream first): typed "
-                           "GPU handlers are not generated yet")
-                elif declared is not None:
-                    why = (f"'{target}': {fn} is declared cdef extern (its source is not "
-                           "this .pyx): not ported yet")
-                else:
-                    why = f"'{target}': {fn} has no definition in {path.name}"
-                problems.append(Problem(where, why))
-                ext.legacy.append(target)
+                why = _extern_kernel(ext, target, fn, text, held, params)
+                if why is not None:
+                    problems.append(Problem(where, why))
+                    if why:
+                        ext.legacy.append(target)
                 continue
             parts = [p.strip() for p in d.group(3).split(",") if p.strip()]
             ext.platforms[target] = "cpu" if _cpu(d.group(3)) else _gpu.cython_platform(parts)
