@@ -344,3 +344,82 @@ def test_ported_veros_builds_its_cuda_extension_of_typed_handlers(tmp_path):
     answers = [line.split() for line in asked.stdout.splitlines()]
     assert [a[0] for a in answers] == ["tdma_cuda_double", "tdma_cuda_float"]
     assert all(a[1:3] == ["0", "0"] and int(a[3]) >= 1 for a in answers), answers
+
+
+BOTH_CPU = """\
+#include <pybind11/pybind11.h>
+
+void k(void* out, const void** in) {}
+
+pybind11::dict Registrations() {
+  pybind11::dict dict;
+  dict["k"] = EncapsulateFunction(k);
+  return dict;
+}
+"""
+
+BOTH_GPU = """\
+#include <pybind11/pybind11.h>
+#include <cuda_runtime_api.h>
+
+void k_gpu(cudaStream_t stream, void** buffers, const char* opaque, size_t opaque_len) {}
+
+pybind11::dict Registrations() {
+  pybind11::dict dict;
+  dict["k"] = EncapsulateFunction(k_gpu);
+  return dict;
+}
+"""
+
+BOTH_PY = """\
+from jax.interpreters import mlir
+from jax.lib import xla_client
+
+from pkg import cpu_ops, gpu_ops
+
+for _name, _value in cpu_ops.registrations().items():
+    xla_client.register_custom_call_target(_name, _value, platform="cpu")
+for _name, _value in gpu_ops.registrations().items():
+    xla_client.register_custom_call_target(_name, _value, platform="CUDA")
+
+
+def _rule(ctx, x):
+    return mlir.custom_call(
+        "k",
+        operands=[x],
+        result_types=[mlir.aval_to_ir_type(a) for a in ctx.avals_out],
+    ).results
+
+
+mlir.register_lowering(p, _rule, platform="cpu")
+mlir.register_lowering(p, _rule, platform="cuda")
+"""
+
+
+def test_one_custom_call_for_cpu_and_gpu_keeps_its_targets_legacy(tmp_path):
+    """A target with a CPU and a GPU kernel lowered by one rule registered
+    for both platforms: one call cannot be both forms (the GPU one passes
+    the opaque attribute, which the CPU handler does not bind), so the call
+    and both kernels stay legacy, each said."""
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "cpu_ops.cc").write_text(BOTH_CPU)
+    (tree / "pkg" / "gpu_ops.cc").write_text(BOTH_GPU)
+    (tree / "pkg" / "ops.py").write_text(BOTH_PY)
+    (tree / "CMakeLists.txt").write_text(
+        "project(p LANGUAGES CXX)\nfind_package(pybind11 CONFIG REQUIRED)\n"
+        'pybind11_add_module(cpu_ops "pkg/cpu_ops.cc")\n'
+        'pybind11_add_module(gpu_ops "pkg/gpu_ops.cc")\n')
+    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree)],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.splitlines()
+    assert said[:2] == [
+        "ccshim port: pkg/cpu_ops.cc:7: not ported: 'k': a lowering of it stays legacy (said "
+        "below): kept legacy with it",
+        "ccshim port: pkg/gpu_ops.cc:8: not ported: 'k': a lowering of it stays legacy (said "
+        "below): kept legacy with it"], said
+    assert "ccshim port: pkg/ops.py:13: not ported: one custom call lowers its targets for " \
+           "CPU and GPU: kept legacy (a rule per platform is ported)" in said, said
+    assert "XLA_FFI_DEFINE_HANDLER" not in done.stdout and "ffi_lowering" not in done.stdout

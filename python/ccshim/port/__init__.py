@@ -112,7 +112,7 @@ def _port(trees: list[Path], held: set[tuple[str, str]]):
                 continue
             text = path.read_text(errors="replace")
             new = _python.port(str(path.relative_to(base)), text, ported, legacy, modules,
-                               problems, kernels, more)
+                               problems, kernels, more, held)
             if new is not None and new != text:
                 edits[path] = (text, new)
     # Problems are said relative to the patch's base.

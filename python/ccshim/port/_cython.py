@@ -231,10 +231,9 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
             d = re.search(_CDEF.format(name=re.escape(fn)), text, re.M)
             if d is None:
                 why = _extern_kernel(ext, target, fn, text, held, params)
-                if why is not None:
+                if why:
                     problems.append(Problem(where, why))
-                    if why:
-                        ext.legacy.append(target)
+                    ext.legacy.append(target)
                 continue
             parts = [p.strip() for p in d.group(3).split(",") if p.strip()]
             ext.platforms[target] = "cpu" if _cpu(d.group(3)) else _gpu.cython_platform(parts)

@@ -103,7 +103,8 @@ def form(lowered: set[tuple[str, str]],
          kernels: dict[str, dict[str, bool]]) -> tuple[str, set[tuple[str, str]]]:
     """('cpu' | 'gpu', set()) when every pair is ported; ('mixed', the ported
     pairs, to hold) when some are not; ('legacy', set()) when none is;
-    ('both', set()) when a site lowers ported targets for CPU and GPU."""
+    ('both', every pair, to hold) when a site lowers ported targets for CPU
+    and GPU: one custom call cannot be both forms."""
     ported = {(n, p) for n, p in lowered if kernels.get(n, {}).get(p)}
     if not ported:
         return "legacy", set()
@@ -113,8 +114,27 @@ def form(lowered: set[tuple[str, str]],
     if platforms == {CPU}:
         return "cpu", set()
     if CPU in platforms:
-        return "both", set()
+        return "both", lowered
     return "gpu", set()
+
+
+def _shown(pairs: set[tuple[str, str]]) -> str:
+    return ", ".join(sorted(f"{n} ({'another GPU platform' if p == 'other' else p})"
+                            for n, p in pairs))
+
+
+def refusal(shape: str, lowered: set[tuple[str, str]], hold: set[tuple[str, str]]) -> str:
+    """Why a site of that form stays legacy."""
+    if shape == "both":
+        return "one custom call lowers its targets for CPU and GPU: kept legacy (a rule per " \
+               "platform is ported)"
+    if shape == "mixed":
+        return f"lowers ported and legacy targets ({_shown(lowered - hold)} not ported): " \
+               "kept legacy"
+    if shape == "held":
+        return f"lowers {_shown(lowered)}, kept legacy for another of their lowerings (said " \
+               "there): kept a legacy custom call"
+    return f"lowers {_shown(lowered)}, not ported: kept a legacy custom call"
 
 
 def opaque(config: cst.BaseExpression | None, numpy: str) -> cst.Arg:

@@ -189,6 +189,7 @@ class _Port(cst.CSTTransformer):
         self.kernels: dict[str, dict[str, bool]] = {}   # target -> {platform: ported}
         self.rules = _gpu_lowering.Rules()
         self.held: set[tuple[str, str]] = set()
+        self.prior: set[tuple[str, str]] = set()   # held by an earlier pass
         self.needs_numpy = False
         # A lowering whose targets it cannot tell may lower any target this
         # module registers: those are held (kept legacy) with it.
@@ -448,22 +449,18 @@ class _Port(cst.CSTTransformer):
         rule = fn.name.value if fn else None
         lowered = _gpu_lowering.pairs(names, rule, self.facts.bound.get(rule, []), self.rules,
                                       self.kernels)
-        shape, hold = _gpu_lowering.form(lowered, self.kernels)
-        if shape in ("cpu", "gpu"):
+        # Targets held by an earlier pass count as ported here, so that the
+        # site says why it holds them.
+        view = {n: {p: ok or (n, p) in self.prior for p, ok in ps.items()}
+                for n, ps in self.kernels.items()}
+        shape, hold = _gpu_lowering.form(lowered, view)
+        if shape in ("cpu", "gpu") and not lowered & self.prior:
             return shape
-        where = self.where(node)
-        if shape == "both":
-            self.problems.append(Problem(where, "one custom call lowers its targets for CPU "
-                                         "and GPU: not ported (a rule per platform is)"))
-        elif shape == "mixed":
-            left = sorted(f"{n} ({p})" for n, p in lowered - hold)
-            self.problems.append(Problem(where, f"lowers ported and legacy targets "
-                                         f"({', '.join(left)} not ported): kept legacy"))
-            self.held |= hold
-        else:
-            self.problems.append(Problem(where, f"lowers {', '.join(sorted(names))} (for "
-                                         f"{', '.join(sorted({p for _, p in lowered}))}), not "
-                                         "ported: kept a legacy custom call"))
+        if shape in ("cpu", "gpu"):      # its targets are held for another site
+            shape, hold = "held", set()
+        self.problems.append(Problem(self.where(node),
+                                     _gpu_lowering.refusal(shape, lowered, hold)))
+        self.held |= hold
         return "refused"
 
     def numpy(self) -> str:
@@ -678,10 +675,12 @@ def _import_jax(module: cst.Module, extend: bool) -> cst.Module:
 def port(path: str, text: str, ported: set[str], legacy: set[str],
          modules: dict[str, tuple[set[str], set[str]]], problems: list[Problem],
          kernels: dict[str, dict[str, bool]] | None = None,
-         held: set[tuple[str, str]] | None = None) -> str | None:
+         held: set[tuple[str, str]] | None = None,
+         prior: set[tuple[str, str]] = frozenset()) -> str | None:
     """text ported, or None when nothing in it is a legacy target's use.
     kernels: each target's platforms, ported or not (_gpu_lowering); the
-    ported (target, platform) pairs of sites kept legacy are added to held."""
+    ported (target, platform) pairs of sites kept legacy are added to held;
+    prior: those an earlier pass held."""
     if not re.search(r"custom_?call|ffi_call", text, re.I):
         return None
     try:
@@ -693,7 +692,7 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     facts = _Facts()
     wrapper.visit(facts)
     porter = _Port(path, facts, ported, legacy, modules, problems)
-    porter.kernels = kernels or {}
+    porter.kernels, porter.prior = kernels or {}, set(prior)
     wrapper.visit(porter.rules)
     new = wrapper.visit(porter)
     if held is not None:
