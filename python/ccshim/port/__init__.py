@@ -12,9 +12,11 @@ exports the handler; the build finds XLA's FFI headers with
 ``jax.ffi.register_ffi_target`` and the lowering ``jax.ffi.ffi_lowering``
 with the same operands, results and layouts.  What it cannot port is said
 on stderr, with where and why, and the rest is still ported.  Cython
-capsules of CPU kernels (veros's form) are ported too: a C++ file of typed
+capsules (veros's, mpi4jax's form) are ported too: a C++ file of typed
 handlers beside the ``.pyx``, compiled into the same extension by its
-``setup.py`` (``_cython``).  docs/port.md.
+``setup.py`` (``_cython``).  CUDA/HIP kernels of both forms get handlers
+bound to the platform stream, their lowering passing the legacy opaque
+bytes as an attribute (``_gpu``, ``_gpu_lowering``).  docs/port.md.
 """
 
 from __future__ import annotations

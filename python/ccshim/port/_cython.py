@@ -13,9 +13,10 @@ their C declarations.  The kernel is made ``cdef public`` (C linkage, so the
 handler calls it); the ``.pyx`` declares the handlers from the header and
 exports their capsules instead of the kernels', under the same names.  The
 extension's ``setup.py`` compiles the C++ file into the same extension and
-gives it XLA's headers (``jax.ffi.include_dir()``).  What it does not port
-(GPU kernels, kernels declared ``cdef extern``, other signatures) is said
-with where and why.
+gives it XLA's headers (``jax.ffi.include_dir()``).  CUDA/HIP kernels, in
+the ``.pyx`` or declared ``cdef extern`` from a header beside it, get GPU
+handlers in the same file (_gpu).  What it does not port (CPU kernels
+declared ``cdef extern``, other signatures) is said with where and why.
 """
 
 from __future__ import annotations

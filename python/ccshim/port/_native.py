@@ -5,8 +5,9 @@ Beside each registered CPU kernel ``void f(void* out, const void** in)`` the
 port adds a typed XLA FFI handler that calls it unchanged (through
 ``xla_legacy_call.h``, which the patch adds beside the source), and the dict
 exports the handler's capsule instead of the kernel's, under the same name.
-What it does not port (GPU kernels, kernels it finds no source for, other
-signatures) is reported with where and why.
+CUDA/HIP kernels get a GPU handler the same way (_gpu).  What it does not
+port (kernels it finds no source for, other signatures) is reported with
+where and why.
 """
 
 from __future__ import annotations
