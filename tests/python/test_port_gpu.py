@@ -423,3 +423,33 @@ def test_one_custom_call_for_cpu_and_gpu_keeps_its_targets_legacy(tmp_path):
     assert "ccshim port: pkg/ops.py:13: not ported: one custom call lowers its targets for " \
            "CPU and GPU: kept legacy (a rule per platform is ported)" in said, said
     assert "XLA_FFI_DEFINE_HANDLER" not in done.stdout and "ffi_lowering" not in done.stdout
+
+
+def test_a_cpu_kernel_declared_in_an_included_header_is_ported_beside_the_dict(tmp_path):
+    """The dict's file sees the kernel's declaration, so it can take the
+    handler's template argument as it took the kernel's address; a kernel
+    it does not see is said."""
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "kernels.h").write_text("void seen(void* out, const void** in);\n")
+    (tree / "pkg" / "kernels.cc").write_text(
+        '#include "kernels.h"\nvoid seen(void* out, const void** in) {}\n'
+        "void unseen(void* out, const void** in) {}\n")
+    (tree / "pkg" / "ops.cc").write_text(
+        '#include <pybind11/pybind11.h>\n#include "kernels.h"\n\n'
+        "pybind11::dict Registrations() {\n  pybind11::dict dict;\n"
+        '  dict["seen"] = EncapsulateFunction(seen);\n'
+        '  dict["unseen"] = EncapsulateFunction(unseen);\n  return dict;\n}\n')
+    (tree / "CMakeLists.txt").write_text(
+        "project(p LANGUAGES CXX)\nfind_package(pybind11 CONFIG REQUIRED)\n"
+        'pybind11_add_module(ops "pkg/ops.cc" "pkg/kernels.cc")\n')
+    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree)],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert '+  dict["seen"] = EncapsulateFunction(seen_ffi);' in done.stdout
+    assert "+                       xla_legacy_call::CpuHandler<seen>," in done.stdout
+    assert done.stderr.splitlines() == [
+        "ccshim port: pkg/ops.cc:7: not ported: 'unseen': its kernel is defined in another "
+        "file (pkg/kernels.cc:3), whose declaration the file with the dict does not include: "
+        "not ported (include its header there)"]

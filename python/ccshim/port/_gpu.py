@@ -65,7 +65,7 @@ def stream_of(params: list[str]) -> str:
     return _STREAM.search(params[0]).group(1)
 
 
-def _declaring_include(path: Path, text: str, function: str,
+def declaring_include(path: Path, text: str, function: str,
                        sources: dict[Path, str]) -> Path | None:
     """The header that declares `void function(` among those text (path's)
     includes with quotes: beside path, or in the tree by its path's end."""
@@ -88,7 +88,7 @@ def scan_kernel(target: str, function: str, params: list[str], defined: str, pat
     """(the kernel, the status header to add, relative to path's folder) when
     it can be ported; else why not."""
     status = kind(params) == "gpu-status"
-    header = None if here else _declaring_include(path, text, function, sources)
+    header = None if here else declaring_include(path, text, function, sources)
     if not here and header is None:
         return (f"'{target}': {function} ({defined}) is a GPU kernel whose declaration the "
                 f"file with the dict does not include: not ported (include its header there)")

@@ -209,7 +209,8 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
                                          stream=kernel.stream))
                 ext.status_header = status_header or ext.status_header
                 continue
-            if kind == "cpu" and here:
+            if kind == "cpu" and (here or _gpu.declaring_include(path, text, function, sources)):
+                # defined here, or declared in a header this file includes
                 ext.ported.append(Kernel(target, function, params, defined))
                 continue
             include = _STATUS_INCLUDE.search(text)
@@ -227,7 +228,9 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
                                       "with quotes: not ported yet",
                 "cpu-v3": "an API version 3 kernel (opaque on CPU): not ported yet",
                 "other": f"a signature it does not know ({', '.join(params)})",
-                "cpu": f"its kernel is defined in another file ({defined}): not ported yet",
+                "cpu": f"its kernel is defined in another file ({defined}), whose declaration "
+                       "the file with the dict does not include: not ported (include its "
+                       "header there)",
             }[kind]
             problems.append(Problem(where, f"'{target}': {function} ({defined}) is {why}"
                                     if kind != "cpu" else f"'{target}': {why}"))
