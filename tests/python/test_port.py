@@ -99,18 +99,28 @@ def test_the_kept_patch_is_what_port_prints_now(tmp_path):
     assert done.stderr == (KEPT / f"{PROJECT}.refused").read_bytes().decode()
     files = re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M)
     assert files == ["CMakeLists.txt", "pyproject.toml", "src/exoplanet_core/jax/cpu_driver.cpp",
-                     "src/exoplanet_core/jax/ops.py", "src/exoplanet_core/jax/xla_legacy_call.h"]
+                     "src/exoplanet_core/jax/gpu_driver.cpp", "src/exoplanet_core/jax/ops.py",
+                     "src/exoplanet_core/jax/xla_legacy_call.h"]
     # Each kernel exported as its handler; the bodies are not touched.
     for target in TARGETS:
         assert f'+  dict["{target}"] = EncapsulateFunction({target}_ffi);' in done.stdout
         assert f"+XLA_FFI_DEFINE_HANDLER({target}_ffi," in done.stdout
+    # The CUDA kernels (defined in cuda_kernels.cc.cu, declared in the
+    # header gpu_driver.cpp includes): a handler on the CUDA stream each,
+    # their registration typed, their lowering passing the descriptor as
+    # the opaque attribute.
+    for kernel in ("CudaKepler", "CudaQuadSolutionVector"):
+        assert f"+XLA_FFI_DEFINE_HANDLER({kernel}_ffi,\n" \
+               f"+                       xla_legacy_call::GpuHandler<{kernel}>," in done.stdout
+    assert "+                           .Ctx<xla::ffi::PlatformStream<cudaStream_t>>()" \
+        in done.stdout
+    assert '+        jax.ffi.register_ffi_target(_name, _value, platform="CUDA")' in done.stdout
+    assert "+        )(ctx, *args, opaque=np.frombuffer(gpu_driver.cuda_descriptor(size), " \
+           "dtype=np.uint8))" in done.stdout
     removed = [line for line in done.stdout.splitlines() if line.startswith("-")
                and not line.startswith("---")]
     assert not [line for line in removed if "reinterpret_cast" in line or "for (int n" in line]
-    # What it could not port: the CUDA kernels, their registration and lowering.
-    assert re.findall(r"^ccshim port: (\S+:\d+): not ported: ", done.stderr, re.M) == [
-        "src/exoplanet_core/jax/gpu_driver.cpp:11", "src/exoplanet_core/jax/gpu_driver.cpp:12",
-        "src/exoplanet_core/jax/ops.py:28", "src/exoplanet_core/jax/ops.py:42"]
+    assert done.stderr == ""      # nothing is left unported
 
 
 def test_git_apply_takes_it_and_a_second_port_prints_nothing(tmp_path):
@@ -195,12 +205,18 @@ def _plain_lowering(ctx, x):
     ).results
 
 
-def _other_lowering(ctx, x, name=NAMES[0]):
-    return mlir.custom_call(name, operands=[x], result_types=[]).results
-
-
 def _helpers_lowering(ctx, x):
     return custom_call("plain", result_types=[T], operands=[x], api_version=1).results
+"""
+
+# A lowering whose target it cannot follow, in a module that registers no
+# target (in the one that does, it would hold that module's targets legacy).
+SYNTHETIC_OTHER_PY = """\
+from jax.interpreters import mlir
+
+
+def _other_lowering(ctx, x, name=NAMES[0]):
+    return mlir.custom_call(name, operands=[x], result_types=[]).results
 """
 
 
@@ -209,6 +225,7 @@ def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
     (tree / "pkg").mkdir(parents=True)
     (tree / "pkg" / "kernels.cpp").write_text(SYNTHETIC_CPP)
     (tree / "pkg" / "ops.py").write_text(SYNTHETIC_PY)
+    (tree / "pkg" / "other.py").write_text(SYNTHETIC_OTHER_PY)
     (tree / "CMakeLists.txt").write_text(
         "project(p LANGUAGES CXX)\nfind_package(pybind11 CONFIG REQUIRED)\n"
         'pybind11_add_module(kernels "pkg/kernels.cpp")\n')
@@ -224,7 +241,7 @@ def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
     assert "ccshim port: pkg/ops.py:8: not ported: registers the targets of kernels, " \
            "elsewhere, with_status not ported (said above): those kept legacy " \
            "(api_version=0)" in said, said
-    assert any(line.startswith("ccshim port: pkg/ops.py:21: not ported: a custom call whose "
+    assert any(line.startswith("ccshim port: pkg/other.py:5: not ported: a custom call whose "
                                "target is a name it cannot follow") for line in said), said
     # Each entry registered as it now is: the ported one typed.
     assert '+    jax.ffi.register_ffi_target(_name, _value, platform="cpu", ' \
@@ -346,11 +363,13 @@ def test_the_forms_it_does_not_port_yet_are_said_with_where(tmp_path):
 def test_several_trees_make_one_patch_from_their_common_folder(tmp_path):
     exo = _tree(tmp_path, "exo")
     shutil.copytree(FIXTURES / "port" / "status_ext", tmp_path / "ext")
+    # something it does not port, said relative to the common folder
+    (exo / "src" / "macro.cc").write_text("XLA_REGISTER_CUSTOM_CALL_TARGET(f, \"Host\");\n")
     done = _port(exo, tmp_path / "ext")
     assert done.returncode == 0, done.stderr
     files = re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M)
     assert "exo/src/exoplanet_core/jax/ops.py" in files and "ext/src/status_ext/ops.py" in files
-    assert "ccshim port: exo/src/exoplanet_core/jax/gpu_driver.cpp:11: not ported: " in done.stderr
+    assert "ccshim port: exo/src/macro.cc:1: not ported: " in done.stderr, done.stderr
     patch = tmp_path / "both.patch"
     patch.write_text(done.stdout)
     check = _git("apply", "--check", str(patch), cwd=tmp_path)
@@ -397,6 +416,10 @@ def test_veros_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_pat
     assert files == ["pyproject.toml", "setup.py", special + "tdma_.py",
                      special + "tdma_cython_.pyx", special + "tdma_cython__ffi.cpp",
                      special + "tdma_cython__ffi.h", special + "xla_legacy_call.h"]
+    # its CUDA lowering's layouts are not row-major (the last dimension
+    # major): held, kernels and registration kept legacy, said why
+    assert f"{special}tdma_.py:173: not ported: a custom call whose result_layouts and " \
+        "operand_layouts it cannot show row-major" in done.stderr
     for target in VEROS_TARGETS:
         # the kernel made public (C linkage), its handler's capsule exported
         assert f"+cdef public void {target}(void** out_ptr, void** data_ptr) nogil:" \
@@ -416,10 +439,14 @@ def test_veros_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_pat
     assert "+    out = jax.ffi.ffi_lowering(\n" in done.stdout
     assert "-    return out.results[:-1]\n" in done.stdout
     assert "+    return out[:-1]\n" in done.stdout
-    # the CUDA kernels, their registration and lowering are said, not ported
-    assert re.findall(r"^ccshim port: (\S+:\d+): not ported: ", done.stderr, re.M) == [
-        "veros/core/special/tdma_cuda_.pyx:29", "veros/core/special/tdma_cuda_.pyx:30",
-        "veros/core/special/tdma_.py:37", "veros/core/special/tdma_.py:173"]
+    # the CUDA kernels: held by their lowering's layouts (test_port_gpu.py),
+    # their registration kept legacy
+    assert '+        jax.ffi.register_ffi_target(kernel_name, fn, platform="CUDA")\n' \
+        not in done.stdout
+    assert "xla_legacy_call::GpuHandler<" not in done.stdout
+    assert [line.split(": not ported: ")[0] for line in done.stderr.splitlines()] == [
+        f"ccshim port: veros/core/special/{where}" for where in
+        ("tdma_cuda_.pyx:29", "tdma_cuda_.pyx:30", "tdma_.py:37", "tdma_.py:173")]
     # git takes it; the ported tree ports to nothing; --apply writes the same
     tree = _veros_patched(tmp_path / "applied")
     again = _port(tree)

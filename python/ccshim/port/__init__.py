@@ -12,11 +12,15 @@ exports the handler; the build finds XLA's FFI headers with
 ``jax.ffi.register_ffi_target`` and the lowering ``jax.ffi.ffi_lowering``
 with the same operands, results and layouts.  What it cannot port is said
 on stderr, with where and why, and the rest is still ported.  Cython
-capsules of CPU kernels (veros's form) are ported too: a C++ file of typed
+capsules (veros's, mpi4jax's form) are ported too: a C++ file of typed
 handlers beside the ``.pyx``, compiled into the same extension by its
 ``setup.py`` (``_cython``).  XlaBuilder translation rules become lowering
 rules (``_translation``), and a ``setup.py`` pybind11 build gets the headers
-(``_setup``).  docs/port.md.
+(``_setup``).  CUDA/HIP kernels of both forms get handlers bound to the
+platform stream, their lowering passing the legacy opaque bytes as an
+attribute (``_gpu``, ``_gpu_lowering``).  Capsules returned by module
+functions or made by hand (``_makers``) are ported too, and target names are
+followed to their registrations (``_names``).  docs/port.md.
 """
 
 from __future__ import annotations
@@ -46,7 +50,18 @@ def _files(root: Path) -> list[Path]:
 
 def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Problem]]:
     """The edits that port trees: {path: (old text or None, new text)}, and
-    what it could not port."""
+    what it could not port.  A target whose lowering stays legacy (it shares
+    a call site with targets not ported) is held: the port is made again
+    with it left legacy everywhere (_gpu_lowering)."""
+    held: set[tuple[str, str]] = set()
+    while True:
+        edits, problems, more = _port(trees, held)
+        if more <= held:
+            return edits, problems
+        held |= more
+
+
+def _port(trees: list[Path], held: set[tuple[str, str]]):
     from . import _python   # libcst: only where a port runs
 
     problems: list[Problem] = []
@@ -56,7 +71,7 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
     exts = []
     for root in roots:
         files = _files(root)
-        found = _native.scan(root, files, problems) + _makers.scan(root, files, problems)
+        found = _native.scan(root, files, problems, held) + _makers.scan(root, files, problems)
         exts += found
         done = [e for e in found if e.text is not None]
         for e in done:
@@ -71,7 +86,7 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
         if done:
             for path, text in _build.port(root, [e.path for e in done], problems).items():
                 edits[path] = (path.read_text(), text)
-        cython = _cython.scan(root, files, problems)
+        cython = _cython.scan(root, files, problems, held)
         done_cy = [e for e in cython if e.text is not None]
         for e in done_cy:
             edits[e.path] = (e.path.read_text(), e.text)
@@ -93,19 +108,24 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
     modules = {e.module: ({k.target for k in e.ported} | set(e.typed), set(e.legacy))
                for e in exts if getattr(e, "module", None)}
     capsules = {k: v for e in exts for k, v in getattr(e, "capsules", {}).items()}
+    kernels: dict[str, dict[str, bool]] = {}     # target -> {platform: ported}
+    for e in named:
+        for target, platform in e.platforms.items():
+            kernels.setdefault(target, {})[platform] = target not in e.legacy
+    more: set[tuple[str, str]] = set()
     for root in roots:
         for path in _files(root):
             if path.suffix != ".py":
                 continue
             text = path.read_text(errors="replace")
             new = _python.port(str(path.relative_to(base)), text, ported, legacy, modules,
-                               problems, capsules)
+                               problems, kernels, more, held, capsules)
             if new is not None and new != text:
                 edits[path] = (text, new)
     edits = {p: _line_ends(p, old, new) for p, (old, new) in edits.items()}
     # Problems are said relative to the patch's base.
     problems = [Problem(_rebase(p.where, roots, base), p.why) for p in problems]
-    return {p: edits[p] for p in sorted(edits)}, problems
+    return {p: edits[p] for p in sorted(edits)}, problems, more
 
 
 def _line_ends(path: Path, old: str | None, new: str) -> tuple[str | None, str]:

@@ -91,15 +91,19 @@ def _cmake(text: str, rel_sources: list[str], where: str,
         m = feature.search(text)
         if m and int(m.group(2)) < 17:
             text = text[:m.start(2)] + "17" + text[m.end(2):]
-        # SYSTEM: the headers' own warnings are not the project's (tfc builds -Werror)
-        line = f"target_include_directories({target} SYSTEM PRIVATE ${{XLA_DIR}})\n"
-        if line in text:
+        if re.search(r"target_include_directories\(" + target + r" (?:SYSTEM )?PRIVATE "
+                     r"\$\{XLA_DIR\}\)", text):
             continue
+        start, end = _target_calls(text)[target]
+        line_start = text.rfind("\n", 0, start) + 1
+        indent = re.match(r"[ \t]*", text[line_start:]).group(0)   # as its own lines are
+        # SYSTEM: the headers' own warnings are not the project's (tfc builds -Werror)
+        line = f"{indent}target_include_directories({target} SYSTEM PRIVATE ${{XLA_DIR}})\n"
         if not m:
-            line += f"target_compile_features({target} PRIVATE cxx_std_17)\n"
+            line += f"{indent}target_compile_features({target} PRIVATE cxx_std_17)\n"
         if re.search(r"-pedantic", text):
-            line += _PERMISSIVE.format(target=target)
-        end = _target_calls(text)[target][1]
+            line += "".join(indent + l + "\n"
+                            for l in _PERMISSIVE.format(target=target).splitlines())
         end = text.index("\n", end) + 1 if "\n" in text[end:] else len(text)
         text = text[:end] + line + text[end:]
     return text

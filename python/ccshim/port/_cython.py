@@ -13,9 +13,10 @@ their C declarations.  The kernel is made ``cdef public`` (C linkage, so the
 handler calls it); the ``.pyx`` declares the handlers from the header and
 exports their capsules instead of the kernels', under the same names.  The
 extension's ``setup.py`` compiles the C++ file into the same extension and
-gives it XLA's headers (``jax.ffi.include_dir()``).  What it does not port
-(GPU kernels, kernels declared ``cdef extern``, other signatures) is said
-with where and why.
+gives it XLA's headers (``jax.ffi.include_dir()``).  CUDA/HIP kernels, in
+the ``.pyx`` or declared ``cdef extern`` from a header beside it, get GPU
+handlers in the same file (_gpu).  What it does not port (CPU kernels
+declared ``cdef extern``, other signatures) is said with where and why.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import _gpu
 from ._report import Problem
 
 # register("name", <void*>(kernel))  -- any one helper called with a literal
@@ -50,23 +52,31 @@ class CythonExtension:
     text: str | None = None         # the .pyx's new text
     handlers: str | None = None     # MODULE_ffi.cpp
     header: str | None = None       # MODULE_ffi.h
+    platforms: dict[str, str] = field(default_factory=dict)  # target -> its kernel's platform
+    streams: dict[str, str] = field(default_factory=dict)    # GPU kernel -> its stream type
+    headers: dict[str, str] = field(default_factory=dict)    # extern kernel -> its header
 
     @property
     def stem(self) -> str:
         return self.path.name[:-len(".pyx")]
+
+    @property
+    def module(self) -> str:
+        return self.stem
 
 
 def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def _extern(text: str, name: str) -> str | None:
-    """The parameters of name when a `cdef extern from` block declares it."""
-    for block in re.finditer(r"^cdef\s+extern\s+from[^\n]*:\n((?:[ \t]+[^\n]*\n|\n)*)", text,
-                             re.M):
-        m = re.search(r"\b" + re.escape(name) + r"\s*\(([^)]*)\)", block.group(1))
+def _extern(text: str, name: str) -> tuple[str, str] | None:
+    """(the parameters of name, the header it is declared from) when a
+    `cdef extern from "header"` block declares it."""
+    for block in re.finditer(r"^cdef\s+extern\s+from\s+['\"]([^'\"]*)['\"][^\n]*:\n"
+                             r"((?:[ \t]+[^\n]*\n|\n)*)", text, re.M):
+        m = re.search(r"\b" + re.escape(name) + r"\s*\(([^)]*)\)", block.group(2))
         if m:
-            return m.group(1)
+            return m.group(1), block.group(1)
     return None
 
 
@@ -100,6 +110,9 @@ def _files(ext: CythonExtension, params: dict[str, str]) -> tuple[str, str]:
     blocks = []
     for k in ext.ported:
         n = k.function
+        if n in ext.streams:
+            blocks.append(_gpu.cython_handler(k.target, n, k.where, ext.streams[n]))
+            continue
         out, inp = (p.strip() for p in params[n].split(","))
         out_t = re.sub(r"\s*\w+$", "", out)
         in_t = re.sub(r"\s*\w+$", "", inp)
@@ -113,15 +126,23 @@ def _files(ext: CythonExtension, params: dict[str, str]) -> tuple[str, str]:
             f"                              xla_legacy_call::CpuHandler<{n}_call>,\n"
             f"                              xla::ffi::Ffi::Bind().RemainingArgs()"
             f".RemainingRets());\n")
-    kernels = "".join(f"void {n}({_c_params(params[n])});\n" for n in names)
-    source = (f"// Typed XLA FFI handlers (API version 4) for the legacy CPU kernels of\n"
-              f"// {ext.path.name}: each calls its kernel unchanged, with the pointer tables\n"
+    kernels = "".join(f"void {n}({_c_params(params[n])});\n" for n in names
+                      if n not in ext.headers)
+    declared = ""
+    if kernels:
+        declared += (f"// The kernels, `cdef public` in {ext.path.name}.\n"
+                     f'extern "C" {{\n{kernels}}}\n\n')
+    for included in sorted(set(ext.headers.values())):
+        declared += f'#include "{included}"  // the kernels {ext.path.name} declares from it\n\n'
+
+    which = "GPU" if ext.streams else "CPU"
+    source = (f"// Typed XLA FFI handlers (API version 4) for the legacy {which} kernels of\n"
+              f"// {ext.path.name}: each calls its kernel unchanged, with "
+              + ("what\n" if ext.streams else "the pointer tables\n") +
               f"// XLA's legacy runtime passed it (xla_legacy_call.h).  Compiled into the same\n"
               f"// extension; XLA's headers come from jax.ffi.include_dir().\n"
-              f'#include "{ext.stem}_ffi.h"\n\n'
-              f'#include "xla_legacy_call.h"\n\n'
-              f"// The kernels, `cdef public` in {ext.path.name}.\n"
-              f'extern "C" {{\n{kernels}}}\n\n' + "\n".join(blocks))
+              f'#include "{ext.stem}_ffi.h"\n\n' + _gpu.runtime_includes(ext.streams.values()) +
+              f'#include "xla_legacy_call.h"\n\n' + declared + "\n".join(blocks))
     return header, source
 
 
@@ -154,9 +175,40 @@ def _edit(text: str, ext: CythonExtension) -> str:
     return _EXPORT.sub(export, text)
 
 
-def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[CythonExtension]:
+def _extern_kernel(ext: CythonExtension, target: str, fn: str, text: str,
+                   held: set[tuple[str, str]], params: dict[str, str]) -> str | None:
+    """A kernel the .pyx declares `cdef extern from "header"` (veros's CUDA
+    kernels, in a .cu): ported (None) where it is a CUDA/HIP kernel and its
+    header is beside the .pyx, for the handlers' file to include; '' where
+    it is a typed handler already; else why it is not ported."""
+    declared = _extern(text, fn)
+    if declared is None:
+        return f"'{target}': {fn} has no definition in {ext.path.name}"
+    decl, header = declared
+    if "XLA_FFI_CallFrame" in decl:
+        ext.typed.append(target)
+        return ""
+    parts = [p.strip() for p in decl.split(",") if p.strip()]
+    ext.platforms[target] = _gpu.platform_of(parts)
+    if (target, ext.platforms[target]) in held:
+        return _gpu.held(target)
+    if _gpu.kind(parts) != "gpu":
+        return (f"'{target}': {fn} is declared cdef extern (its source is not this .pyx): "
+                "not ported yet")
+    if not (ext.path.parent / header).is_file():
+        return (f"'{target}': {fn} is a GPU kernel declared from {header}, which is not "
+                f"beside {ext.path.name}: not ported")
+    params[fn] = decl
+    ext.streams[fn] = _gpu.stream_of(parts)
+    ext.headers[fn] = header
+    ext.ported.append(CythonKernel(target, fn, header))
+    return None
+
+
+def scan(root: Path, files: list[Path], problems: list[Problem],
+         held: set[tuple[str, str]] = frozenset()) -> list[CythonExtension]:
     """Every .pyx under root that exports legacy kernels as capsules, its CPU
-    kernels ported."""
+    and CUDA/HIP kernels ported but those held (target, platform)."""
     found = []
     for path in files:
         if not path.name.endswith(".pyx"):
@@ -179,20 +231,26 @@ def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[CythonE
             where = f"{rel}:{_line(text, m.start())}"
             d = re.search(_CDEF.format(name=re.escape(fn)), text, re.M)
             if d is None:
-                declared = _extern(text, fn)
-                if declared is not None and "XLA_FFI_CallFrame" in declared:
-                    ext.typed.append(target)     # already a typed handler
-                    continue
-                if declared is not None and re.search(r"\b(cudaStream_t|hipStream_t|CUstream)\b",
-                                                      declared):
-                    why = (f"'{target}': {fn} is a GPU kernel (CUDA/HIP stream first): typed "
-                           "GPU handlers are not generated yet")
-                elif declared is not None:
-                    why = (f"'{target}': {fn} is declared cdef extern (its source is not "
-                           "this .pyx): not ported yet")
-                else:
-                    why = f"'{target}': {fn} has no definition in {path.name}"
-                problems.append(Problem(where, why))
+                why = _extern_kernel(ext, target, fn, text, held, params)
+                if why:
+                    problems.append(Problem(where, why))
+                    ext.legacy.append(target)
+                continue
+            parts = [p.strip() for p in d.group(3).split(",") if p.strip()]
+            ext.platforms[target] = "cpu" if _cpu(d.group(3)) else _gpu.cython_platform(parts)
+            if (target, ext.platforms[target]) in held:
+                problems.append(Problem(where, _gpu.held(target)))
+                ext.legacy.append(target)
+                continue
+            if _gpu.kind(parts) == "gpu":
+                params[fn] = d.group(3)
+                ext.streams[fn] = _gpu.stream_of(parts)
+                ext.ported.append(CythonKernel(target, fn, f"{rel.name}:{_line(text, d.start())}"))
+                continue
+            if ext.platforms[target] == "other":
+                problems.append(Problem(where, f"'{target}': {fn} ({rel}:{_line(text, d.start())}) "
+                                        "is a GPU kernel whose stream is neither CUDA's nor "
+                                        f"HIP's ({parts[0]}): not ported yet"))
                 ext.legacy.append(target)
                 continue
             if not _cpu(d.group(3)):
@@ -217,10 +275,42 @@ _INCLUDE = """\
 {i}# compiled beside the Cython kernels ({names}).
 {i}from jax import ffi as jax_ffi
 
+{i}handlers = {handlers}
 {i}for ext in {var}:
-{i}    if any(os.path.basename(source) in {handlers} for source in ext.sources):
+{late}{i}    if any(os.path.basename(source) in handlers for source in ext.sources):
 {i}        ext.include_dirs.append(jax_ffi.include_dir())
+{stdcxx}"""
+
+# Where setup.py links with a compiler of its own (mpicc, a C driver), the
+# C++ runtime the handlers need is named.
+_STDCXX = """\
+{i}        if sys.platform.startswith("linux"):
+{i}            ext.libraries.append("stdc++")   # linked by this setup's own compiler
 """
+
+
+_LATE = """\
+{i}    # The handlers' source joins the module's (named by a comprehension).
+{i}    for source in list(ext.sources):
+{i}        stem = os.path.splitext(os.path.basename(source))[0]
+{i}        if stem in {stems}:
+{i}            ext.sources.append(os.path.join(os.path.dirname(source), stem + "_ffi.cpp"))
+"""
+
+
+def _tuple(names: list[str]) -> str:
+    return "(" + ", ".join(f'"{n}"' for n in names) + ("," if len(names) == 1 else "") + ")"
+
+
+def _in_comprehension(text: str, stem: str) -> bool:
+    """Whether an Extension's source is f"...{mod}.pyx" in a comprehension
+    `for mod in (...)` whose literals name stem (mpi4jax's setup.py)."""
+    for m in re.finditer(r"""f(['"])[^'"\n]*\{(\w+)\}\.pyx\1""", text):
+        loop = re.search(r"\bfor\s+" + m.group(2) + r"\s+in\s+[(\[]([^)\]]*)[)\]]",
+                         text[m.end():])
+        if loop and re.search(r"""(['"])""" + re.escape(stem) + r"\1", loop.group(1)):
+            return True
+    return False
 
 
 def setup_py(root: Path, exts: list[CythonExtension], problems: list[Problem]) -> str | None:
@@ -233,26 +323,35 @@ def setup_py(root: Path, exts: list[CythonExtension], problems: list[Problem]) -
                                 "yet: compile the handlers' source into the extension"))
         return None
     text = setup.read_text()
+    late = []       # modules named in a comprehension: handler source added after cythonize
     for ext in exts:
         rel = str(ext.path.relative_to(root))
         lit = re.search(r"""(['"])((?:[^'"\n]*/)?""" + re.escape(ext.path.name) + r")\1", text)
-        if lit is None or not rel.endswith(lit.group(2)):
+        if lit is None and _in_comprehension(text, ext.stem):
+            late.append(ext.stem)
+            continue
+        # an f-string's folder ({PATH}/M.pyx) is taken as it is
+        fstring = lit is not None and text[lit.start() - 1:lit.start()] in ("f", "F")
+        if lit is None or not (rel.endswith(lit.group(2)) or fstring):
             problems.append(Problem("setup.py:1", f"no Extension here names {rel}: its build is "
                                     f"not ported (add {ext.stem}_ffi.cpp to its sources)"))
             return None
         new = lit.group(2)[:-len(ext.path.name)] + f"{ext.stem}_ffi.cpp"
         q = lit.group(1)
-        text = text[:lit.end()] + f", {q}{new}{q}" + text[lit.end():]
+        text = text[:lit.end()] + f", {'f' if fstring else ''}{q}{new}{q}" + text[lit.end():]
     cy = re.search(r"^([ \t]*)(\w+)\s*=\s*cythonize\((?:[^()]|\([^)]*\))*\)[ \t]*\n", text, re.M)
     if cy is None:
         problems.append(Problem("setup.py:1", "no `X = cythonize(...)` here: XLA's headers "
                                 "(jax.ffi.include_dir()) not added to its extensions"))
         return None
-    handlers = "(" + ", ".join(f'"{e.stem}_ffi.cpp"' for e in exts) + \
-        ("," if len(exts) == 1 else "") + ")"
+    handlers = _tuple([f"{e.stem}_ffi.cpp" for e in exts])
     block = _INCLUDE.format(i=cy.group(1), var=cy.group(2), handlers=handlers,
-                            names=", ".join(f"{e.stem}_ffi.cpp" for e in exts))
+                            names=", ".join(f"{e.stem}_ffi.cpp" for e in exts),
+                            late=_LATE.format(i=cy.group(1), stems=_tuple(late)) if late else "",
+                            stdcxx=_STDCXX.format(i=cy.group(1))
+                            if re.search(r"\bset_executable\(", text) else "")
     text = text[:cy.end()] + "\n" + block + text[cy.end():]
-    if not re.search(r"^import os\b|^import .*\bos\b", text, re.M):
-        text = "import os\n" + text
+    for module in ("sys", "os"):
+        if not re.search(rf"^import {module}\b|^import .*\b{module}\b", text, re.M):
+            text = f"import {module}\n" + text
     return text

@@ -12,6 +12,7 @@ census project writes:
     range(len(s) - 1, -1, -1), tuple(...) / list(...) of it
     [L, ...], (L, ...), [L] * n, A + B, *A   of row-major ones
     [range(...) for shape in shapes]          a comprehension of one
+    layouts[i]                                an element of such a list
     a local or a module function whose value or return is one of these
 """
 
@@ -51,6 +52,8 @@ class RowMajor:
             return self.one(node.args[0].value, depth + 1)
         if self._returns(node, depth, self.one):
             return True
+        if isinstance(node, cst.Subscript) and self.many(node.value, depth + 1):
+            return True     # an element of a list of row-major ones
         return self._named(node, depth, self.one)
 
     def many(self, node: cst.BaseExpression, depth: int = 0) -> bool:

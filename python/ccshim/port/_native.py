@@ -5,8 +5,9 @@ Beside each registered CPU kernel ``void f(void* out, const void** in)`` the
 port adds a typed XLA FFI handler that calls it unchanged (through
 ``xla_legacy_call.h``, which the patch adds beside the source), and the dict
 exports the handler's capsule instead of the kernel's, under the same name.
-What it does not port (GPU kernels, kernels it finds no source for, other
-signatures) is reported with where and why.
+CUDA/HIP kernels get a GPU handler the same way (_gpu).  What it does not
+port (kernels it finds no source for, other signatures) is reported with
+where and why.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import _gpu
 from ._report import Problem
 
 HEADER = "xla_legacy_call.h"
@@ -42,6 +44,7 @@ class Kernel:
     params: list[str]    # its parameters, as written
     where: str           # path:line of its definition
     status: bool = False  # it reports through an XlaCustomCallStatus
+    stream: str | None = None  # a GPU kernel's stream type (cudaStream_t, hipStream_t)
 
 
 @dataclass
@@ -54,11 +57,19 @@ class Extension:
     typed: list[str] = field(default_factory=list)    # targets already typed
     text: str | None = None                  # the new text, when ported
     status_header: str | None = None         # the status header it includes, to add
+    platforms: dict[str, str] = field(default_factory=dict)  # target -> its kernel's platform
     # its capsules are returned by module functions (m.def("f", ...)): the
     # names are the functions', not target names
     functions: bool = False
     # capsules made by hand, by the member that holds each: ported or not
     capsules: dict[str, bool] = field(default_factory=dict)
+
+
+def _code(text: str) -> str:
+    """text with its comments blanked (the same length, lines kept), so that
+    an entry commented out is not read as one."""
+    return re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text,
+                  flags=re.S)
 
 
 def _line(text: str, pos: int) -> int:
@@ -79,7 +90,7 @@ def _params(text: str, function: str) -> tuple[list[str], int] | None:
 def _kind(params: list[str]) -> str:
     joined = " ".join(params)
     if re.search(r"\b(cudaStream_t|hipStream_t|CUstream)\b", joined):
-        return "gpu"
+        return _gpu.kind(params)
     if len(params) == 2 and "**" in params[1].replace(" ", ""):
         return "cpu"
     if len(params) == 3 and "XlaCustomCallStatus" in params[2]:
@@ -141,9 +152,10 @@ def _const_void(text: str, k: Kernel) -> str:
 def _edit(text: str, kernels: list[Kernel]) -> str:
     """text with the handlers added before the function that exports the
     capsules (the registrations dict's, or the module's), the ported
-    kernels' entries exporting the handlers, and the header included."""
+    kernels' entries (in code, not in comments) exporting the handlers, and
+    the header included."""
     entries = {k.target: k for k in kernels}
-    ported = [(m, span, entries[target]) for m, target, _fn, span in _entries(text)
+    ported = [(m, span, entries[target]) for m, target, _fn, span in _entries(_code(text))
               if target in entries]
     first = min(m.start() for m, _span, _k in ported)
     exporters = [m for m in list(_DICT_FN.finditer(text)) + list(_MODULE_LINE.finditer(text))
@@ -153,6 +165,10 @@ def _edit(text: str, kernels: list[Kernel]) -> str:
         text = text[:start] + _handler_name(k.function) + text[end:]
     block = []
     for k in kernels:
+        if k.stream is not None:
+            block.append(_gpu.handler(k.target, k.function, _handler_name(k.function), k.stream,
+                                      k.status))
+            continue
         block.append(f"// {k.target}, as a typed XLA FFI handler.\n" + _const_void(text, k) +
                      f"XLA_FFI_DEFINE_HANDLER({_handler_name(k.function)},\n"
                      f"                       xla_legacy_call::"
@@ -199,13 +215,15 @@ def _module_of(text: str, sources: dict[Path, str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extension]:
-    """Every registrations dict under root, its CPU kernels ported."""
+def scan(root: Path, files: list[Path], problems: list[Problem],
+         held: set[tuple[str, str]] = frozenset()) -> list[Extension]:
+    """Every registrations dict under root, its CPU and GPU kernels ported
+    but those held (target, platform): their lowering stays legacy."""
     _not_yet(root, files, problems)
     sources = {p: p.read_text(errors="replace") for p in files if p.name.endswith(SOURCES)}
     found = []
     for path, text in sources.items():
-        entries = _entries(text)
+        entries = _entries(_code(text))
         if not entries or not (_DICT_FN.search(text) or _MODULE_LINE.search(text)):
             continue
         module = _MODULE.search(text)
@@ -226,7 +244,25 @@ def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extensi
             params, defined = kernel
             kind = _kind(params)
             here = Path(defined.split(":")[0]) == rel
-            if kind == "cpu" and here:
+            ext.platforms[target] = _gpu.platform_of(params)
+            if (target, ext.platforms[target]) in held:
+                problems.append(Problem(where, _gpu.held(target)))
+                ext.legacy.append(target)
+                continue
+            if kind in ("gpu", "gpu-status"):
+                gpu = _gpu.scan_kernel(target, function, params, defined, path, text, sources,
+                                       here)
+                if isinstance(gpu, str):
+                    problems.append(Problem(where, gpu))
+                    ext.legacy.append(target)
+                    continue
+                kernel, status_header = gpu
+                ext.ported.append(Kernel(target, function, params, defined, status=kernel.status,
+                                         stream=kernel.stream))
+                ext.status_header = status_header or ext.status_header
+                continue
+            if kind == "cpu" and (here or _gpu.declaring_include(path, text, function, sources)):
+                # defined here, or declared in a header this file includes
                 ext.ported.append(Kernel(target, function, params, defined))
                 continue
             include = _STATUS_INCLUDE.search(text)
@@ -237,8 +273,6 @@ def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extensi
             if kind == "cpu-status" and here:
                 kind = "cpu-status-include"
             why = {
-                "gpu": "a GPU kernel (CUDA/HIP stream first): typed GPU handlers are not "
-                       "generated yet",
                 "cpu-status": "a kernel that reports through XlaCustomCallStatus, defined in "
                               "another file: not ported yet",
                 "cpu-status-include": "a kernel that reports through XlaCustomCallStatus "
@@ -246,7 +280,9 @@ def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extensi
                                       "with quotes: not ported yet",
                 "cpu-v3": "an API version 3 kernel (opaque on CPU): not ported yet",
                 "other": f"a signature it does not know ({', '.join(params)})",
-                "cpu": f"its kernel is defined in another file ({defined}): not ported yet",
+                "cpu": f"its kernel is defined in another file ({defined}), whose declaration "
+                       "the file with the dict does not include: not ported (include its "
+                       "header there)",
             }[kind]
             problems.append(Problem(where, f"'{target}': {function} ({defined}) is {why}"
                                     if kind != "cpu" else f"'{target}': {why}"))

@@ -29,6 +29,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
+from . import _gpu_lowering
 from ._layouts import RowMajor
 from ._names import Names, Part, _reads, expand, literal, registrations_module
 from ._report import Problem
@@ -226,13 +227,22 @@ class _Port(cst.CSTTransformer):
         self.path, self.facts, self.ported, self.legacy = path, facts, ported, legacy
         self.modules, self.problems, self.names = modules, problems, names
         # the module's registrations: [(name template, ported?)] (None: unknown)
-        self.registered: list[tuple[tuple, bool | None]] = []
+        self.named: list[tuple[tuple, bool | None]] = []
         self.capsules: dict[str, bool] = {}    # capsules made by hand, by member
         self.changed = False
         self.extend = False                # jax.extend.core is used
         # (rule, name): `name = custom_call(...)` ported, whose `.results` are
         # now `name` itself
         self.result_vars: set[tuple[int, str]] = set()
+        self.kernels: dict[str, dict[str, bool]] = {}   # target -> {platform: ported}
+        self.rules = _gpu_lowering.Rules()
+        self.held: set[tuple[str, str]] = set()
+        self.prior: set[tuple[str, str]] = set()   # held by an earlier pass
+        self.needs_numpy = False
+        # A lowering whose targets it cannot tell may lower any target this
+        # module registers: those are held (kept legacy) with it.
+        self.registered: set[str] = set()
+        self.unread = False
 
     def where(self, node: cst.CSTNode) -> str:
         return f"{self.path}:{self.get_metadata(PositionProvider, node).start.line}"
@@ -282,7 +292,7 @@ class _Port(cst.CSTTransformer):
                         if state is None and lit is not None:
                             state = True if lit in self.ported else (
                                 False if lit in self.legacy else None)
-                    self.registered.append((t, state))
+                    self.named.append((t, state))
                     states.append(state)
             self.states[id(call)] = states
 
@@ -326,7 +336,7 @@ class _Port(cst.CSTTransformer):
         every, ported = set(), set()
         for t in templates:
             lit = literal(t)
-            states = [st for rt, st in self.registered if rt == t]
+            states = [st for rt, st in self.named if rt == t]
             if not states and lit is not None and (lit in self.ported or lit in self.legacy):
                 states = [lit in self.ported]
             if not states or None in states:
@@ -344,7 +354,8 @@ class _Port(cst.CSTTransformer):
         module = None
         if loop is not None and isinstance(loop.iter, cst.Call):
             it = _dotted(loop.iter.func) or ""
-            if it.endswith(".registrations.items") or it.endswith(".registrations().items"):
+            if it.endswith(".registrations.items") or it.endswith(".registrations().items") \
+                    or it.endswith(".custom_call_targets.items"):
                 module = it.split(".")[-3]
             elif isinstance(loop.iter.func, cst.Attribute) and isinstance(
                     loop.iter.func.value, cst.Call):
@@ -356,6 +367,7 @@ class _Port(cst.CSTTransformer):
         version = None       # the api_version to register with: None for typed (4)
         if module is not None and module in self.modules:
             ported, legacy = self.modules[module]
+            self.registered |= ported
             if legacy and ported:
                 # Each entry as it now is: the ported ones' capsules are
                 # typed handlers, the rest legacy kernels.
@@ -371,6 +383,7 @@ class _Port(cst.CSTTransformer):
                                              "not ported (said above): kept as "
                                              "jax.ffi.register_ffi_target(..., api_version=0)"))
         elif literal is not None and (literal in self.ported or literal in self.legacy):
+            self.registered.add(literal)
             if literal in self.legacy:
                 version = "0"
                 self.problems.append(Problem(where, f"registers '{literal}', not ported (said "
@@ -438,6 +451,32 @@ class _Port(cst.CSTTransformer):
         self.changed = True
         return updated.with_changes(args=args)
 
+    def _wrapped_registration(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """The project's own registration function called with api_version=0
+        in a loop over an extension's targets (mpi4jax's
+        `register_custom_call_target(name, fn, platform=P, api_version=0)`
+        over `M.custom_call_targets.items()`): api_version=1 where all of
+        M's targets are ported."""
+        loop = next((p for p, _ in self.parents(node) if isinstance(p, cst.For)), None)
+        it = _dotted(loop.iter.func) if loop is not None and isinstance(loop.iter, cst.Call) \
+            else None
+        module = it.split(".")[-3] if it and (it.endswith(".custom_call_targets.items") or
+                                              it.endswith(".registrations.items")) else None
+        if module not in self.modules:
+            return updated
+        ported, legacy = self.modules[module]
+        self.registered |= ported
+        if legacy:
+            what = "the legacy targets" if not ported else \
+                f"the targets ({', '.join(sorted(legacy))} not ported, said above)"
+            self.problems.append(Problem(self.where(node), f"registers {what} of {module} "
+                                         "through one call: kept legacy (api_version=0)"))
+            return updated
+        self.changed = True
+        return updated.with_changes(args=[
+            a.with_changes(value=cst.Integer("1")) if a.keyword and
+            a.keyword.value == "api_version" else a for a in updated.args])
+
     # Lowering -------------------------------------------------------------
     def _names(self, node: cst.Call, name: cst.BaseExpression) -> tuple[set[str], str | None]:
         """The target names that reach a lowering site, and the name of the
@@ -481,6 +520,9 @@ class _Port(cst.CSTTransformer):
                   results: bool) -> cst.BaseExpression | None:
         name = _arg(node, 0, "call_target_name")
         if name is None:
+            self.problems.append(Problem(self.where(node), "a custom call whose target it "
+                                         "cannot read (passed through *args): not ported"))
+            self.unread = True
             return None
         names, ctx = self._names(node, name.value)
         ported = names & self.ported
@@ -491,9 +533,15 @@ class _Port(cst.CSTTransformer):
                 self.problems.append(Problem(where, "a custom call whose target is a name it "
                                              "cannot follow to a registration in its module or "
                                              "to a literal"))
+                self.unread = True
                 return None
             names, ported = followed
-        if names != ported:
+        if (ported or names & {t for t, _p in self.prior}) and self._layouts_unshown(node, names):
+            return None
+        shape = self._platforms(node, names)
+        if shape == "refused":
+            return None
+        if shape is None and names != ported:
             left = sorted(names - ported)
             if ported:
                 self.problems.append(Problem(where, f"lowers ported and legacy targets "
@@ -503,8 +551,9 @@ class _Port(cst.CSTTransformer):
                                              "kept a legacy custom call"))
             return None
         version = _arg(node, 99, "api_version")
+        versions = ("1", "2", "3")
         if version is not None and not (isinstance(version.value, cst.Integer) and
-                                        version.value.value in ("1", "2", "3")):
+                                        version.value.value in versions):
             self.problems.append(Problem(where, "a custom call with an API version other than "
                                          "1, 2 or 3 on a ported CPU target: not ported yet"))
             return None
@@ -530,16 +579,6 @@ class _Port(cst.CSTTransformer):
                 kwargs.append(a)
         if operands is None:
             return None
-        rows = RowMajor(self.names.module, self.names)   # (reads the original nodes)
-        odd = [a.keyword.value for a in node.args if a.keyword is not None and
-               a.keyword.value in ("operand_layouts", "result_layouts") and
-               not rows.many(a.value)]
-        if odd:
-            self.problems.append(Problem(where, f"a custom call whose {' and '.join(odd)} it "
-                                         "cannot show row-major: jax.ffi.ffi_lowering with "
-                                         "skip_ffi_layout_processing=True would drop them for "
-                                         "XLA's row-major default: not ported yet"))
-            return None
         # Each argument keeps its own line; the new one goes last, with the
         # call's closing comma (or none, as the call had).
         # A kept argument keeps its own comma (and the comment after it);
@@ -562,9 +601,66 @@ class _Port(cst.CSTTransformer):
         self.changed = True
         if isinstance(operands, cst.BinaryOperation) and not operands.lpar:
             operands = operands.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        return cst.Call(func=lowering, args=[
-            cst.Arg(cst.Name(ctx), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-            cst.Arg(operands, star="*")])
+        space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        call_args = [cst.Arg(cst.Name(ctx), comma=space), cst.Arg(operands, star="*")]
+        if shape == "gpu":
+            config = _arg(updated, 99, "backend_config")
+            call_args = [call_args[0], call_args[1].with_changes(comma=space),
+                         _gpu_lowering.opaque(config.value if config else None, self.numpy())]
+        return cst.Call(func=lowering, args=call_args)
+
+    def _layouts_unshown(self, node: cst.Call, names: set[str]) -> bool:
+        """Whether the site's layouts are not shown row-major (_layouts): it
+        is said and kept legacy, its targets held (their kernels and
+        registrations kept legacy too), since ffi_lowering under
+        skip_ffi_layout_processing=True would give XLA row-major ones."""
+        rows = RowMajor(self.names.module, self.names)   # (reads the original nodes)
+        odd = [a.keyword.value for a in node.args if a.keyword is not None and
+               a.keyword.value in ("operand_layouts", "result_layouts") and
+               not rows.many(a.value)]
+        if not odd:
+            return False
+        self.problems.append(Problem(self.where(node), f"a custom call whose "
+                                     f"{' and '.join(odd)} it cannot show row-major: "
+                                     "jax.ffi.ffi_lowering(skip_ffi_layout_processing=True) "
+                                     "would give XLA row-major ones: kept legacy, its targets "
+                                     "held"))
+        self.held |= {(n, p) for n in names for p, ok in self.kernels.get(n, {}).items() if ok}
+        if not names <= set(self.kernels):
+            self.unread = True       # (names followed to registrations: hold the module's)
+        return True
+
+    def _platforms(self, node: cst.Call, names: set[str]) -> str | None:
+        """'cpu' or 'gpu': the form the site is ported in; 'refused' (said,
+        and its ported targets held) where it stays legacy; None where the
+        native side said nothing of its targets' platforms."""
+        if not self.kernels or not names <= set(self.kernels):
+            return None
+        fn = next((p for p, _ in self.parents(node) if isinstance(p, cst.FunctionDef)), None)
+        rule = fn.name.value if fn else None
+        lowered = _gpu_lowering.pairs(names, rule, self.facts.bound.get(rule, []), self.rules,
+                                      self.kernels)
+        # Targets held by an earlier pass count as ported here, so that the
+        # site says why it holds them.
+        view = {n: {p: ok or (n, p) in self.prior for p, ok in ps.items()}
+                for n, ps in self.kernels.items()}
+        shape, hold = _gpu_lowering.form(lowered, view)
+        if shape in ("cpu", "gpu") and not lowered & self.prior:
+            return shape
+        if shape in ("cpu", "gpu"):      # its targets are held for another site
+            shape, hold = "held", set()
+        self.problems.append(Problem(self.where(node),
+                                     _gpu_lowering.refusal(shape, lowered, hold)))
+        self.held |= hold
+        return "refused"
+
+    def numpy(self) -> str:
+        """The module's name for numpy (imported as `numpy` where it has none)."""
+        name = next((k for k, v in self.facts.aliases.items() if v == "numpy"), None)
+        if name is None:
+            self.needs_numpy = True
+            return "numpy"
+        return name
 
     # Removed plumbing ------------------------------------------------------
     def leave_Return(self, original: cst.Return, updated: cst.Return):
@@ -673,6 +769,9 @@ class _Port(cst.CSTTransformer):
                 m.matches(
                 _arg(original, 99, "api_version"), m.Arg(value=m.Integer("0"))):
             return self._ffi_registration(original, updated)
+        if full != "jax.ffi.register_ffi_target" and m.matches(
+                _arg(original, 99, "api_version"), m.Arg(value=m.Integer("0"))):
+            return self._wrapped_registration(original, updated)
         for pattern, why in _NOT_YET:
             if pattern.search(full):
                 self.problems.append(Problem(self.where(original), why))
@@ -800,8 +899,15 @@ def _import_jax(module: cst.Module, extend: bool) -> cst.Module:
 
 def port(path: str, text: str, ported: set[str], legacy: set[str],
          modules: dict[str, tuple[set[str], set[str]]], problems: list[Problem],
+         kernels: dict[str, dict[str, bool]] | None = None,
+         held: set[tuple[str, str]] | None = None,
+         prior: set[tuple[str, str]] = frozenset(),
          capsules: dict[str, bool] | None = None) -> str | None:
-    """text ported, or None when nothing in it is a legacy target's use."""
+    """text ported, or None when nothing in it is a legacy target's use.
+    kernels: each target's platforms, ported or not (_gpu_lowering); the
+    ported (target, platform) pairs of sites kept legacy are added to held;
+    prior: those an earlier pass held; capsules: those made by hand, by the
+    member that holds each (ported or not)."""
     if not re.search(r"custom_?call|ffi_call", text, re.I):
         return None
     try:
@@ -814,14 +920,25 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     wrapper.visit(facts)
     rules = Translations(path, module, facts, ported, legacy)   # XlaBuilder's
     start = len(problems)
-    porter = _Port(path, facts, ported, legacy, modules, problems, Names(wrapper, facts.aliases, _test))
+    porter = _Port(path, facts, ported, legacy, modules, problems,
+                   Names(wrapper, facts.aliases, _test))
+    porter.kernels, porter.prior = kernels or {}, set(prior)
     porter.capsules = capsules or {}
     porter.collect(wrapper.module)
+    wrapper.visit(porter.rules)
     new = wrapper.visit(porter)
     rules.said(problems, start)
     new, translated = rules.apply(new)
+    if held is not None:
+        held |= porter.held
+        if porter.unread:
+            held |= {(t, p) for t in porter.registered
+                     for p, ported in (kernels or {}).get(t, {}).items() if ported}
     if not (porter.changed or translated):
         return None
     new = new.visit(_Plumbing(_uses(new)))
-    new = _import_jax(new, porter.extend)
+    if porter.extend or re.search(r"\bjax\.ffi\b", new.code):
+        new = _import_jax(new, porter.extend)
+    if porter.needs_numpy:
+        new = _gpu_lowering.import_numpy(new)
     return new.code

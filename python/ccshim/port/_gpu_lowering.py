@@ -1,0 +1,164 @@
+"""The platforms of a lowering site, and the GPU form of its port.
+
+A legacy call site lowers its target names for the platforms its rule is
+registered for (``register_lowering(prim, rule, platform=P)``, through
+``partial(rule, "name")`` or through a wrapper ``rule_p = wrap(rule)``).  The
+native side says, for each target, on which platforms its kernel was
+ported.  A site is ported when every (name, platform) it lowers is: in the
+CPU form when it lowers for the CPU only, in the GPU form when it lowers for
+GPU platforms only.  The GPU form passes the legacy ``backend_config`` bytes
+as the attribute ``opaque``, an array of uint8 that the handler reads:
+
+    jax.ffi.ffi_lowering(name, ..., skip_ffi_layout_processing=True)(
+        ctx, *OPS, opaque=np.frombuffer(OPAQUE, dtype=np.uint8))
+
+Where a site mixes ported and legacy (name, platform) pairs it stays legacy,
+and so must the ported ones (their registration and their handlers): they
+are *held*, and the port is made again without them (``__init__``).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+CPU, GPU = "cpu", ("cuda", "rocm", "other")
+
+
+def platform(name: str | None) -> str | None:
+    """A platform's spelling in registrations and lowerings, as the kernels'
+    platforms are named: cpu, cuda, rocm, or other (SYCL, XPU, ...)."""
+    if name is None:
+        return None
+    key = name.lower()
+    return {"cpu": CPU, "host": CPU, "cuda": "cuda", "gpu": "cuda", "rocm": "rocm"}.get(key,
+                                                                                        "other")
+
+
+class Rules(cst.CSTVisitor):
+    """The platforms each lowering rule (a function's name) is registered
+    for, through `wrapped = wrap(rule)` assignments."""
+
+    def __init__(self) -> None:
+        self.platforms: dict[str, set[str]] = {}
+        self.wraps: dict[str, str] = {}     # wrapped -> rule
+        self.calls: dict[str, set[str]] = {}  # function -> the names it calls
+        self.functions: list[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node.name.value)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.pop()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        if (len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and
+                isinstance(value, cst.Call) and len(value.args) == 1 and
+                isinstance(value.args[0].value, cst.Name)):
+            self.wraps[node.targets[0].target.value] = value.args[0].value.value
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if self.functions and isinstance(func, cst.Name):
+            self.calls.setdefault(self.functions[-1], set()).add(func.value)
+        name = func.attr.value if isinstance(func, cst.Attribute) else (
+            func.value if isinstance(func, cst.Name) else "")
+        if name != "register_lowering" or len(node.args) < 2:
+            return
+        rule = node.args[1].value
+        where = next((a for a in node.args if a.keyword and a.keyword.value == "platform"),
+                     node.args[2] if len(node.args) > 2 and node.args[2].keyword is None
+                     else None)
+        if not isinstance(rule, cst.Name) or where is None or \
+                not isinstance(where.value, cst.SimpleString):
+            return
+        self.platforms.setdefault(rule.value, set()).add(platform(where.value.evaluated_value))
+
+    def of(self, rule: str) -> set[str]:
+        """The platforms rule is registered for: itself, wrapped, or called
+        by a rule that is (one level)."""
+        found = set(self.platforms.get(rule, ()))
+        users = [w for w, inner in self.wraps.items() if inner == rule] + \
+            [f for f, called in self.calls.items() if rule in called and f != rule]
+        for user in users:
+            found |= self.platforms.get(user, set())
+        return found
+
+
+def pairs(names: set[str], rule: str | None, bound: list[tuple[str, str | None]],
+          rules: Rules, kernels: dict[str, dict[str, bool]]) -> set[tuple[str, str]]:
+    """The (name, platform) pairs a site lowers: from the partial bindings of
+    its rule, else from the rule's registrations, else every platform the
+    names have a kernel for."""
+    by_binding = {(n, platform(p)) for n, p in bound if n in names and p}
+    if by_binding and {n for n, _ in by_binding} == names:
+        return by_binding
+    registered = rules.of(rule) if rule else set()
+    if registered:
+        return {(n, p) for n in names for p in registered}
+    return {(n, p) for n in names for p in kernels.get(n, {})}
+
+
+def form(lowered: set[tuple[str, str]],
+         kernels: dict[str, dict[str, bool]]) -> tuple[str, set[tuple[str, str]]]:
+    """('cpu' | 'gpu', set()) when every pair is ported; ('mixed', the ported
+    pairs, to hold) when some are not; ('legacy', set()) when none is;
+    ('both', every pair, to hold) when a site lowers ported targets for CPU
+    and GPU: one custom call cannot be both forms."""
+    ported = {(n, p) for n, p in lowered if kernels.get(n, {}).get(p)}
+    if not ported:
+        return "legacy", set()
+    if ported != lowered:
+        return "mixed", ported
+    platforms = {p for _, p in lowered}
+    if platforms == {CPU}:
+        return "cpu", set()
+    if CPU in platforms:
+        return "both", lowered
+    return "gpu", set()
+
+
+def _shown(pairs: set[tuple[str, str]]) -> str:
+    return ", ".join(sorted(f"{n} ({'another GPU platform' if p == 'other' else p})"
+                            for n, p in pairs))
+
+
+def refusal(shape: str, lowered: set[tuple[str, str]], hold: set[tuple[str, str]]) -> str:
+    """Why a site of that form stays legacy."""
+    if shape == "both":
+        return "one custom call lowers its targets for CPU and GPU: kept legacy (a rule per " \
+               "platform is ported)"
+    if shape == "mixed":
+        return f"lowers ported and legacy targets ({_shown(lowered - hold)} not ported): " \
+               "kept legacy"
+    if shape == "held":
+        return f"lowers {_shown(lowered)}, kept legacy for another of their lowerings (said " \
+               "there): kept a legacy custom call"
+    return f"lowers {_shown(lowered)}, not ported: kept a legacy custom call"
+
+
+def opaque(config: cst.BaseExpression | None, numpy: str) -> cst.Arg:
+    """`opaque=np.frombuffer(CONFIG, dtype=np.uint8)`: the legacy opaque
+    bytes (b"" where the call had none; a str literal as its UTF-8 bytes,
+    as mlir.custom_call encoded it)."""
+    if config is None:
+        config = cst.SimpleString('b""')
+    elif isinstance(config, cst.SimpleString) and isinstance(config.evaluated_value, str):
+        config = cst.SimpleString(repr(config.evaluated_value.encode()))
+    value = cst.parse_expression(f"{numpy}.frombuffer(X, dtype={numpy}.uint8)")
+    value = value.with_changes(args=[cst.Arg(config, comma=value.args[0].comma),
+                                     value.args[1]])
+    return cst.Arg(value, keyword=cst.Name("opaque"),
+                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+
+
+def import_numpy(module: cst.Module) -> cst.Module:
+    """module with `import numpy` before its first import (after its
+    docstring and __future__ imports)."""
+    body = list(module.body)
+    at = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine) and
+               any(isinstance(x, cst.Import) or (isinstance(x, cst.ImportFrom) and not (
+                   isinstance(x.module, cst.Name) and x.module.value == "__future__"))
+                   for x in s.body)), 0)
+    body.insert(at, cst.parse_statement("import numpy\n"))
+    return module.with_changes(body=body)
