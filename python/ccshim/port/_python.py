@@ -30,144 +30,18 @@ import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from . import _gpu_lowering
+from ._facts import _XLA_CLIENT, _Facts, _arg, _dotted, _literals, _string, _test
 from ._layouts import RowMajor
 from ._names import Names, Part, _reads, expand, literal, registrations_module
+from ._plumbing import _Plumbing, _import_jax, _uses
 from ._report import Problem
 from ._translation import Translations
 
-_XLA_CLIENT = {"jax.lib.xla_client", "jaxlib.xla_client", "jax._src.lib.xla_client"}
 # The other legacy forms the census met, said and left as they are (docs/port.md).
 _NOT_YET = (
     (re.compile(r"(^|\.)CustomCallOp$"), "a CustomCallOp built by hand: not ported yet"),
 )
-# Imports of what today's JAX no longer has, dropped once nothing uses them.
-_REMOVED = _XLA_CLIENT | {"jax.core", "jaxlib.hlo_helpers", "jaxlib.hlo_helpers.custom_call"}
 _CUSTOM_CALL_MODULES = {"jax.interpreters.mlir", "jaxlib.hlo_helpers", "jax._src.interpreters.mlir"}
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    return None
-
-
-def _string(node: cst.BaseExpression | None) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        if isinstance(value, bytes):     # a target name given as bytes
-            try:
-                return value.decode("ascii")
-            except UnicodeDecodeError:
-                return None
-        return value if isinstance(value, str) else None
-    return None
-
-
-def _literals(node: cst.BaseExpression | None) -> list[str] | None:
-    """The strings of a tuple or list of string literals; None otherwise."""
-    if not isinstance(node, (cst.Tuple, cst.List)):
-        return None
-    found = [_string(e.value) for e in node.elements]
-    return None if not found or None in found else found
-
-
-def _arg(call: cst.Call, index: int, keyword: str) -> cst.Arg | None:
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == keyword:
-            return a
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    return positional[index] if index < len(positional) else None
-
-
-class _Facts(cst.CSTVisitor):
-    """Names the module binds: its imports, its rules' partial bindings, its
-    JVP rules."""
-
-    def __init__(self) -> None:
-        self.aliases: dict[str, str] = {}      # local name -> dotted module or object
-        self.bound: dict[str, list[tuple[str, str | None]]] = {}  # rule -> [(name, platform)]
-        self.jvps: set[str] = set()              # functions given as JVP rules
-
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            full = _dotted(alias.name)
-            local = alias.asname.name.value if alias.asname else full.split(".")[0]
-            self.aliases[local] = full if alias.asname else local
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.module is None or isinstance(node.names, cst.ImportStar):
-            return
-        base = _dotted(node.module)
-        for alias in node.names:
-            name = _dotted(alias.name)
-            local = alias.asname.name.value if alias.asname else name
-            self.aliases[local] = f"{base}.{name}"
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        # ad.primitive_jvps[prim] = rule  (or partial(rule, ...))
-        rule = node.value
-        if isinstance(rule, cst.Call) and self.full(rule.func) in ("functools.partial",
-                                                                   "partial") and rule.args:
-            rule = rule.args[0].value
-        for target in node.targets:
-            if (isinstance(target.target, cst.Subscript) and
-                    (self.full(target.target.value) or "").endswith("ad.primitive_jvps") and
-                    isinstance(rule, cst.Name)):
-                self.jvps.add(rule.value)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        # register_lowering(prim, partial(rule, "name"), platform="p")
-        if not (_dotted(node.func) or "").endswith("register_lowering"):
-            return
-        rule = _arg(node, 1, "rule")
-        platform = _string(_arg(node, 2, "platform").value) if _arg(node, 2, "platform") else None
-        if rule is None or not isinstance(rule.value, cst.Call):
-            return
-        inner = rule.value
-        if self.full(inner.func) not in ("functools.partial", "partial") or len(inner.args) < 2:
-            return
-        fn, name = _dotted(inner.args[0].value), _string(inner.args[1].value)
-        if fn is not None and name is not None:
-            self.bound.setdefault(fn, []).append((name, platform))
-
-    def full(self, node: cst.BaseExpression) -> str | None:
-        """node's dotted name with its first part resolved through imports."""
-        dotted = _dotted(node)
-        if dotted is None:
-            return None
-        head, _, rest = dotted.partition(".")
-        base = self.aliases.get(head, head)
-        return f"{base}.{rest}" if rest else base
-
-
-def _test(test: cst.BaseExpression, param: str, name: str) -> bool | None:
-    """The value of an `if` test on the rule's name parameter, for name;
-    None when it cannot tell."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _test(test.expression, param, name)
-        return None if inner is None else not inner
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        left, comp = test.left, test.comparisons[0]
-        right = comp.comparator
-        if isinstance(comp.operator, (cst.In, cst.NotIn)) and _dotted(right) == param:
-            lit = _string(left)
-            if lit is None:
-                return None
-            return (lit in name) == isinstance(comp.operator, cst.In)
-        if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
-            lit = _string(right) if _dotted(left) == param else (
-                _string(left) if _dotted(right) == param else None)
-            if lit is None:
-                return None
-            return (lit == name) == isinstance(comp.operator, cst.Equal)
-    if (isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and
-            _dotted(test.func.value) == param and test.func.attr.value == "startswith" and
-            len(test.args) == 1 and _string(test.args[0].value) is not None):
-        return name.startswith(_string(test.args[0].value))
-    return None
 
 
 def _uncommented(comma):
@@ -794,107 +668,6 @@ class _Port(cst.CSTTransformer):
                 self.result_vars.add(var)
                 return new
         return updated
-
-
-class _Plumbing(cst.CSTTransformer):
-    """Drops the xla_client import (and `x = xla_client.ops`) that nothing
-    uses any more; their names are gone from today's JAX."""
-
-    def __init__(self, uses: dict[str, int]):
-        super().__init__()
-        self.uses = uses
-
-    def _unused_client(self, alias: cst.ImportAlias, base: str) -> bool:
-        local = alias.asname.name.value if alias.asname else _dotted(alias.name).split(".")[-1]
-        full = f"{base}.{_dotted(alias.name)}" if base else _dotted(alias.name)
-        return full in _REMOVED and self.uses.get(local, 0) == 0
-
-    def leave_SimpleStatementLine(self, original, updated):
-        body = []
-        for stmt in updated.body:
-            if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
-                base = _dotted(stmt.module) if stmt.module else ""
-                names = [a for a in stmt.names if not self._unused_client(a, base)]
-                if not names:
-                    continue
-                if len(names) != len(stmt.names):
-                    names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                    stmt = stmt.with_changes(names=names)
-            elif m.matches(stmt, m.Assign(targets=[m.AssignTarget(target=m.Name())],
-                                          value=m.Attribute(attr=m.Name("ops")))):
-                target = stmt.targets[0].target.value
-                if self.uses.get(target, 0) == 0 and \
-                        self.uses.get(_dotted(stmt.value.value), 0) == 0:
-                    continue
-            body.append(stmt)
-        if not body:
-            return cst.RemovalSentinel.REMOVE
-        return updated.with_changes(body=body)
-
-
-def _uses(module: cst.Module) -> dict[str, int]:
-    """Names read, not counting the imports and `x = y.ops` that bind them."""
-    class Count(cst.CSTVisitor):
-        def __init__(self):
-            self.uses: dict[str, int] = {}
-
-        def visit_Import(self, node):
-            return False
-
-        def visit_ImportFrom(self, node):
-            return False
-
-        def visit_AssignTarget(self, node):
-            return False
-
-        def visit_Assign(self, node):
-            if m.matches(node.value, m.Attribute(value=m.Name(), attr=m.Name("ops"))):
-                return False
-            return True
-
-        def visit_Attribute(self, node):
-            node.value.visit(self)     # `x` of x.y is read; `y` is no name
-            return False
-
-        def visit_Name(self, node):
-            self.uses[node.value] = self.uses.get(node.value, 0) + 1
-
-    count = Count()
-    module.visit(count)
-    return count.uses
-
-
-def _import_jax(module: cst.Module, extend: bool) -> cst.Module:
-    """module with a top-level `import jax` (and `import jax.extend.core`),
-    before its first import from jax."""
-    want = ["jax"] + (["jax.extend.core"] if extend else [])
-    body = list(module.body)
-    first = None
-    for i, stmt in enumerate(body):
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for s in stmt.body:
-            if isinstance(s, cst.Import):
-                for alias in s.names:
-                    if alias.asname is None and _dotted(alias.name) in want:
-                        want.remove(_dotted(alias.name))
-            if first is None and isinstance(s, (cst.Import, cst.ImportFrom)):
-                name = _dotted(s.module) if isinstance(s, cst.ImportFrom) and s.module else (
-                    _dotted(s.names[0].name) if isinstance(s, cst.Import) else "")
-                if name and name.split(".")[0] in ("jax", "jaxlib"):
-                    first = i
-    if not want:
-        return module
-    if first is None:
-        first = max((i + 1 for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
-                     and any(isinstance(x, (cst.Import, cst.ImportFrom)) for x in s.body)),
-                    default=0)
-    lines = [cst.parse_statement(f"import {name}\n") for name in want]
-    if first < len(body):
-        lines[0] = lines[0].with_changes(leading_lines=body[first].leading_lines)
-        body[first] = body[first].with_changes(leading_lines=())
-    body[first:first] = lines
-    return module.with_changes(body=body)
 
 
 def port(path: str, text: str, ported: set[str], legacy: set[str],

@@ -1,0 +1,135 @@
+"""What a module binds, read with libcst for the port's Python side: its
+imports (each local name's dotted origin), the names `partial(rule, "name")`
+binds for `register_lowering`, its JVP rules; and the small readers of
+literals and call arguments the other passes share."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+_XLA_CLIENT = {"jax.lib.xla_client", "jaxlib.xla_client", "jax._src.lib.xla_client"}
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def _string(node: cst.BaseExpression | None) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        if isinstance(value, bytes):     # a target name given as bytes
+            try:
+                return value.decode("ascii")
+            except UnicodeDecodeError:
+                return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _literals(node: cst.BaseExpression | None) -> list[str] | None:
+    """The strings of a tuple or list of string literals; None otherwise."""
+    if not isinstance(node, (cst.Tuple, cst.List)):
+        return None
+    found = [_string(e.value) for e in node.elements]
+    return None if not found or None in found else found
+
+
+def _arg(call: cst.Call, index: int, keyword: str) -> cst.Arg | None:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == keyword:
+            return a
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[index] if index < len(positional) else None
+
+
+class _Facts(cst.CSTVisitor):
+    """Names the module binds: its imports, its rules' partial bindings, its
+    JVP rules."""
+
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}      # local name -> dotted module or object
+        self.bound: dict[str, list[tuple[str, str | None]]] = {}  # rule -> [(name, platform)]
+        self.jvps: set[str] = set()              # functions given as JVP rules
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = _dotted(alias.name)
+            local = alias.asname.name.value if alias.asname else full.split(".")[0]
+            self.aliases[local] = full if alias.asname else local
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        base = _dotted(node.module)
+        for alias in node.names:
+            name = _dotted(alias.name)
+            local = alias.asname.name.value if alias.asname else name
+            self.aliases[local] = f"{base}.{name}"
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # ad.primitive_jvps[prim] = rule  (or partial(rule, ...))
+        rule = node.value
+        if isinstance(rule, cst.Call) and self.full(rule.func) in ("functools.partial",
+                                                                   "partial") and rule.args:
+            rule = rule.args[0].value
+        for target in node.targets:
+            if (isinstance(target.target, cst.Subscript) and
+                    (self.full(target.target.value) or "").endswith("ad.primitive_jvps") and
+                    isinstance(rule, cst.Name)):
+                self.jvps.add(rule.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # register_lowering(prim, partial(rule, "name"), platform="p")
+        if not (_dotted(node.func) or "").endswith("register_lowering"):
+            return
+        rule = _arg(node, 1, "rule")
+        platform = _string(_arg(node, 2, "platform").value) if _arg(node, 2, "platform") else None
+        if rule is None or not isinstance(rule.value, cst.Call):
+            return
+        inner = rule.value
+        if self.full(inner.func) not in ("functools.partial", "partial") or len(inner.args) < 2:
+            return
+        fn, name = _dotted(inner.args[0].value), _string(inner.args[1].value)
+        if fn is not None and name is not None:
+            self.bound.setdefault(fn, []).append((name, platform))
+
+    def full(self, node: cst.BaseExpression) -> str | None:
+        """node's dotted name with its first part resolved through imports."""
+        dotted = _dotted(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        base = self.aliases.get(head, head)
+        return f"{base}.{rest}" if rest else base
+
+
+def _test(test: cst.BaseExpression, param: str, name: str) -> bool | None:
+    """The value of an `if` test on the rule's name parameter, for name;
+    None when it cannot tell."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _test(test.expression, param, name)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        left, comp = test.left, test.comparisons[0]
+        right = comp.comparator
+        if isinstance(comp.operator, (cst.In, cst.NotIn)) and _dotted(right) == param:
+            lit = _string(left)
+            if lit is None:
+                return None
+            return (lit in name) == isinstance(comp.operator, cst.In)
+        if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
+            lit = _string(right) if _dotted(left) == param else (
+                _string(left) if _dotted(right) == param else None)
+            if lit is None:
+                return None
+            return (lit == name) == isinstance(comp.operator, cst.Equal)
+    if (isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and
+            _dotted(test.func.value) == param and test.func.attr.value == "startswith" and
+            len(test.args) == 1 and _string(test.args[0].value) is not None):
+        return name.startswith(_string(test.args[0].value))
+    return None

@@ -1,0 +1,114 @@
+"""Removed JAX plumbing a ported module imports: the imports of what today's
+JAX no longer has, dropped once nothing uses them, and `import jax` (and
+`jax.extend.core`) added where the port's edits use them."""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from ._facts import _XLA_CLIENT, _dotted
+
+# Imports of what today's JAX no longer has, dropped once nothing uses them.
+_REMOVED = _XLA_CLIENT | {"jax.core", "jaxlib.hlo_helpers", "jaxlib.hlo_helpers.custom_call"}
+
+
+class _Plumbing(cst.CSTTransformer):
+    """Drops the xla_client import (and `x = xla_client.ops`) that nothing
+    uses any more; their names are gone from today's JAX."""
+
+    def __init__(self, uses: dict[str, int]):
+        super().__init__()
+        self.uses = uses
+
+    def _unused_client(self, alias: cst.ImportAlias, base: str) -> bool:
+        local = alias.asname.name.value if alias.asname else _dotted(alias.name).split(".")[-1]
+        full = f"{base}.{_dotted(alias.name)}" if base else _dotted(alias.name)
+        return full in _REMOVED and self.uses.get(local, 0) == 0
+
+    def leave_SimpleStatementLine(self, original, updated):
+        body = []
+        for stmt in updated.body:
+            if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+                base = _dotted(stmt.module) if stmt.module else ""
+                names = [a for a in stmt.names if not self._unused_client(a, base)]
+                if not names:
+                    continue
+                if len(names) != len(stmt.names):
+                    names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                    stmt = stmt.with_changes(names=names)
+            elif m.matches(stmt, m.Assign(targets=[m.AssignTarget(target=m.Name())],
+                                          value=m.Attribute(attr=m.Name("ops")))):
+                target = stmt.targets[0].target.value
+                if self.uses.get(target, 0) == 0 and \
+                        self.uses.get(_dotted(stmt.value.value), 0) == 0:
+                    continue
+            body.append(stmt)
+        if not body:
+            return cst.RemovalSentinel.REMOVE
+        return updated.with_changes(body=body)
+
+
+def _uses(module: cst.Module) -> dict[str, int]:
+    """Names read, not counting the imports and `x = y.ops` that bind them."""
+    class Count(cst.CSTVisitor):
+        def __init__(self):
+            self.uses: dict[str, int] = {}
+
+        def visit_Import(self, node):
+            return False
+
+        def visit_ImportFrom(self, node):
+            return False
+
+        def visit_AssignTarget(self, node):
+            return False
+
+        def visit_Assign(self, node):
+            if m.matches(node.value, m.Attribute(value=m.Name(), attr=m.Name("ops"))):
+                return False
+            return True
+
+        def visit_Attribute(self, node):
+            node.value.visit(self)     # `x` of x.y is read; `y` is no name
+            return False
+
+        def visit_Name(self, node):
+            self.uses[node.value] = self.uses.get(node.value, 0) + 1
+
+    count = Count()
+    module.visit(count)
+    return count.uses
+
+
+def _import_jax(module: cst.Module, extend: bool) -> cst.Module:
+    """module with a top-level `import jax` (and `import jax.extend.core`),
+    before its first import from jax."""
+    want = ["jax"] + (["jax.extend.core"] if extend else [])
+    body = list(module.body)
+    first = None
+    for i, stmt in enumerate(body):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for s in stmt.body:
+            if isinstance(s, cst.Import):
+                for alias in s.names:
+                    if alias.asname is None and _dotted(alias.name) in want:
+                        want.remove(_dotted(alias.name))
+            if first is None and isinstance(s, (cst.Import, cst.ImportFrom)):
+                name = _dotted(s.module) if isinstance(s, cst.ImportFrom) and s.module else (
+                    _dotted(s.names[0].name) if isinstance(s, cst.Import) else "")
+                if name and name.split(".")[0] in ("jax", "jaxlib"):
+                    first = i
+    if not want:
+        return module
+    if first is None:
+        first = max((i + 1 for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
+                     and any(isinstance(x, (cst.Import, cst.ImportFrom)) for x in s.body)),
+                    default=0)
+    lines = [cst.parse_statement(f"import {name}\n") for name in want]
+    if first < len(body):
+        lines[0] = lines[0].with_changes(leading_lines=body[first].leading_lines)
+        body[first] = body[first].with_changes(leading_lines=())
+    body[first:first] = lines
+    return module.with_changes(body=body)
