@@ -387,6 +387,26 @@ def port_unexplained(port: dict | None) -> list[str]:
     return bad
 
 
+def update(chosen: list, field: str, make, wrong=lambda value: []) -> int:
+    """Each chosen project's results with one field made anew by make(p)
+    (its suites' runs kept as they are); how many failed, said."""
+    failed = 0
+    for p in chosen:
+        path = RESULTS / f"{p['key']}.json"
+        if not path.exists():
+            say(f"{p['key']}: no results yet: census.py run {p['name']} makes them")
+            failed += 1
+            continue
+        say(f"{p['key']}: {field}")
+        result = json.loads(path.read_text())
+        result[field] = json.loads(scrub(json.dumps(make(p))))
+        path.write_text(json.dumps(result, indent=1) + "\n")
+        for line in wrong(result[field]):
+            say(f"  {p['key']}: {field}: {line}")
+            failed += 1
+    return failed
+
+
 def _today() -> str:
     return datetime.date.today().isoformat()
 
@@ -466,29 +486,9 @@ def main(argv: list[str]) -> int:
                 say(f"  {p['key']}: {line}")
                 failed += 1
     if verb in ("port", "all"):
-        for p in chosen:
-            path = RESULTS / f"{p['key']}.json"
-            if not path.exists():
-                say(f"{p['key']}: no results yet: census.py run {p['name']} makes them")
-                failed += 1
-                continue
-            say(f"{p['key']}: ccshim port")
-            result = json.loads(path.read_text())
-            result["port"] = json.loads(scrub(json.dumps(port_check(p))))
-            path.write_text(json.dumps(result, indent=1) + "\n")
-            for line in port_unexplained(result["port"]):
-                say(f"  {p['key']}: port: {line}")
-                failed += 1
+        failed += update(chosen, "port", port_check, port_unexplained)
     if verb == "scan":
-        for p in chosen:
-            path = RESULTS / f"{p['key']}.json"
-            if not path.exists():
-                say(f"{p['key']}: no results yet: census.py run {p['name']} makes them")
-                failed += 1
-                continue
-            result = json.loads(path.read_text())
-            result["scan"] = json.loads(scrub(json.dumps(scan(p))))
-            path.write_text(json.dumps(result, indent=1) + "\n")
+        failed += update(chosen, "scan", scan)
     if verb in ("doc", "all"):
         import report
         report.write(everything, RESULTS)

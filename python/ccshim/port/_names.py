@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
+from ._facts import _dotted, _string
+
 _LIMIT = 64      # templates per expression, past which it gives up
 _DEPTH = 8       # parameters followed through calls, nested
 
@@ -79,18 +81,6 @@ def expand(t: Template, keys: dict[str, list[str]]) -> list[tuple[Template, str 
         return []
     return [(normal(k if isinstance(p, Keys) else p for p in t), k)
             for k in keys.get(spots[0].module, [])]
-
-
-def _string(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        if isinstance(value, bytes):
-            try:
-                return value.decode("ascii")
-            except UnicodeDecodeError:
-                return None
-        return value if isinstance(value, str) else None
-    return None
 
 
 def _product(choices: list[list[Template]]) -> list[Template] | None:
@@ -338,15 +328,6 @@ def registrations_module(node: cst.BaseExpression) -> str | None:
         return None
     parts = dotted.split(".")
     return parts[-2] if len(parts) > 1 else None
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    return None
 
 
 def _reads(node: cst.CSTNode) -> list[cst.Name]:

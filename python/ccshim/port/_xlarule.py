@@ -35,6 +35,8 @@ from typing import Callable
 import libcst as cst
 import libcst.matchers as m
 
+from ._facts import _arg, _string
+
 SHAPE = "_ArrayShape"
 # XlaBuilder Shape methods -> the aval's attribute
 _SHAPE_METHODS = {"dimensions": "shape", "element_type": "dtype", "numpy_dtype": "dtype",
@@ -67,14 +69,6 @@ class Names:
     legacy: set[str] = field(default_factory=set)
 
 
-def _arg(call: cst.Call, index: int, keyword: str) -> cst.Arg | None:
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == keyword:
-            return a
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    return positional[index] if index < len(positional) else None
-
-
 def _code(node: cst.CSTNode) -> str | None:
     """node's code on one line (its layout inside a call's parentheses
     does not survive being moved out of them); None where a comment in it
@@ -99,18 +93,6 @@ class _Align(cst.CSTTransformer):
 
 def _is_get_shape(node: cst.BaseExpression, c: str) -> bool:
     return m.matches(node, m.Call(func=m.Attribute(value=m.Name(c), attr=m.Name("get_shape"))))
-
-
-def _name_literal(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        if isinstance(value, bytes):
-            try:
-                return value.decode("ascii")
-            except UnicodeDecodeError:
-                return None
-        return value
-    return None
 
 
 class _Check(cst.CSTVisitor):
@@ -237,7 +219,7 @@ class Rule:
     def _check_call(self, call: cst.Call) -> None:
         kind = self.names.xla(call.func)
         target = _arg(call, 1, "call_target_name")
-        name = _name_literal(target.value) if target else None
+        name = _string(target.value) if target else None
         if name is None:
             raise Refused(call, "calls a target that is not a literal")
         if name not in self.names.ported:
@@ -333,7 +315,7 @@ class _Lower(cst.CSTTransformer):
     def _custom_call(self, original: cst.Call, updated: cst.Call, kind: str) -> cst.BaseExpression:
         r = self.rule
         shape_kw = _CUSTOM_CALLS[kind][0]
-        target = _name_literal(_arg(updated, 1, "call_target_name").value)
+        target = _string(_arg(updated, 1, "call_target_name").value)
         operands = _arg(updated, 2, "operands").value
         shape_orig = _arg(original, 3, shape_kw).value
         shape = _arg(updated, 3, shape_kw).value
