@@ -79,8 +79,7 @@ ffi::Error CallGpu(ffi::RemainingArgs args, ffi::RemainingRets rets,
                    ffi::Span<const std::uint8_t> opaque, Call call) {
   if (args.size() + rets.size() > kMaxBuffers) {
     return ffi::Error::InvalidArgument("legacy custom call: expected at most " +
-                                       std::to_string(kMaxBuffers) +
-                                       " operands and results, got " +
+                                       std::to_string(kMaxBuffers) + " operands and results, got " +
                                        std::to_string(args.size() + rets.size()));
   }
   void* buffers[kMaxBuffers + 1];
