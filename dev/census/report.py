@@ -111,7 +111,7 @@ def _ported(port: dict | None) -> str:
         return f"{_counts(run['counts'])}, no ccshim; {typed}"
     if not port["files"]:
         return f"nothing ({len(port['refused'])} refused)"
-    return f"partly ({len(port['files'])} files; {len(port['refused'])} refused)"
+    return f"not kept: {len(port['files'])} files edited, {len(port['refused'])} refused"
 
 
 def _port_lines(port: dict | None, key: str) -> list[str]:
@@ -122,9 +122,11 @@ def _port_lines(port: dict | None, key: str) -> list[str]:
     if port["kept"]:
         out.append(f"- `ccshim port`: its patch edits {len(port['files'])} files, kept as "
                    f"`dev/census/ports/{key}.patch` (what it refused: `{key}.refused`)")
+    elif port["files"]:
+        out.append(f"- `ccshim port` of its tree: a patch of {len(port['files'])} file(s) "
+                   "(not kept: not built and run)")
     else:
-        out.append(f"- `ccshim port` of its tree: a patch of {len(port['files'])} files "
-                   "(not kept: not yet built and run)")
+        out.append("- `ccshim port` of its tree: nothing ported")
     run = port.get("run")
     if port.get("not_built"):
         out.append(f"  - not built or run here: {port['not_built']}")
