@@ -35,8 +35,10 @@ say() { printf 'setup: %s\n' "$*"; }
 fail() { say "$*"; exit 1; }
 
 required_debs=(gcc g++ make cmake pkg-config libffi-dev python3-venv)
+# libeigen3-dev: planet-harmonica's ported build (make test-projects), whose
+# sdist ships no Eigen.
 test_debs=(clang libclang-rt-14-dev clang-format-14 valgrind libopenblas-dev
-           hipcc libamdhip64-dev ccache)
+           hipcc libamdhip64-dev ccache libeigen3-dev)
 # Pinned so that every run tests the same thing.  jax 0.10.2 is the newest
 # release for this machine's Python 3.11 (FFI API 0.3).
 demo_pkgs=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6)
