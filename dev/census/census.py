@@ -479,8 +479,9 @@ def main(argv: list[str]) -> int:
             say(f"{p['key']} ({p['status']})")
             result = json.loads(scrub(json.dumps(census_run(p))))
             old = RESULTS / f"{p['key']}.json"
-            if old.exists() and "port" in json.loads(old.read_text()):
-                result["port"] = json.loads(old.read_text())["port"]  # census.py port's
+            kept = json.loads(old.read_text()).get("port") if old.exists() else None
+            if kept is not None:
+                result["port"] = kept   # census.py port's, made apart from the runs
             (RESULTS / f"{p['key']}.json").write_text(json.dumps(result, indent=1) + "\n")
             for line in unexplained(result):
                 say(f"  {p['key']}: {line}")

@@ -17,7 +17,7 @@ from ccshim.port._python import _test  # noqa: E402
 
 def _names(source: str):
     wrapper = MetadataWrapper(cst.parse_module(source))
-    return Names(wrapper, {}, _test), wrapper.module
+    return Names(wrapper, _test), wrapper.module
 
 
 def _call_arg(module, func: str, index: int = 0):
@@ -149,7 +149,7 @@ def test_layouts_are_ported_only_where_the_code_shows_them_row_major():
         "    mixed = [()]\n"
         "    mixed += [(0, 1)]\n"
         "    lower(ops, acc, [(), lyt, *([lyt] * 2)], mixed, [(0, 1)], other, [[1, 0, 2]])\n"))
-    names = Names(wrapper, {}, _test)
+    names = Names(wrapper, _test)
     rows = RowMajor(wrapper.module, names)
     found = []
 

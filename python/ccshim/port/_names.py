@@ -95,11 +95,10 @@ def _product(choices: list[list[Template]]) -> list[Template] | None:
 class Names:
     """Follows name expressions in one module (a MetadataWrapper's)."""
 
-    def __init__(self, wrapper, aliases: dict[str, str], test=None):
+    def __init__(self, wrapper, test=None):
         self.scopes = wrapper.resolve(ScopeProvider)
         self.parents = wrapper.resolve(ParentNodeProvider)
         self.module = wrapper.module
-        self.aliases = aliases
         # test(if_test, param, value): the value of an `if` test on a
         # parameter, for one value of it; None when it cannot tell
         self.test = test

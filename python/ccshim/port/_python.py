@@ -32,7 +32,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 from . import _gpu_lowering
 from ._facts import _XLA_CLIENT, _Facts, _arg, _dotted, _literals, _string, _test
 from ._layouts import RowMajor
-from ._names import Names, Part, _reads, expand, literal, registrations_module
+from ._names import Names, Part, _reads, _walk, expand, literal, registrations_module
 from ._plumbing import _Plumbing, _import_jax, _uses
 from ._report import Problem
 from ._translation import Translations
@@ -42,6 +42,9 @@ _NOT_YET = (
     (re.compile(r"(^|\.)CustomCallOp$"), "a CustomCallOp built by hand: not ported yet"),
 )
 _CUSTOM_CALL_MODULES = {"jax.interpreters.mlir", "jaxlib.hlo_helpers", "jax._src.interpreters.mlir"}
+# The registrations, legacy and today's (whose api_version=0 is legacy).
+_LEGACY_REGISTER = frozenset(f"{mod}.register_custom_call_target" for mod in _XLA_CLIENT)
+_FFI_REGISTER = frozenset({"jax.ffi.register_ffi_target", "jax.extend.ffi.register_ffi_target"})
 
 
 def _uncommented(comma):
@@ -52,17 +55,6 @@ def _uncommented(comma):
     if isinstance(after, cst.ParenthesizedWhitespace):
         after = after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
     return comma.with_changes(whitespace_after=after)
-
-
-def _calls(module: cst.Module) -> list[cst.Call]:
-    found = []
-
-    class Visit(cst.CSTVisitor):
-        def visit_Call(self, node):
-            found.append(node)
-
-    module.visit(Visit())
-    return found
 
 
 def _shown(part) -> str:
@@ -100,6 +92,7 @@ class _Port(cst.CSTTransformer):
         super().__init__()
         self.path, self.facts, self.ported, self.legacy = path, facts, ported, legacy
         self.modules, self.problems, self.names = modules, problems, names
+        self.rows = RowMajor(names.module, names)     # layouts shown row-major
         # the module's registrations: [(name template, ported?)] (None: unknown)
         self.named: list[tuple[tuple, bool | None]] = []
         self.capsules: dict[str, bool] = {}    # capsules made by hand, by member
@@ -137,10 +130,9 @@ class _Port(cst.CSTTransformer):
         """Every registration of the module, before any is edited: its name
         templates, and whether each registers a ported handler."""
         self.states: dict[int, list[bool | None]] = {}
-        for call in _calls(module):
+        for call in _walk(module, cst.Call):
             full = self.facts.full(call.func) or ""
-            if full not in {f"{mod}.register_custom_call_target" for mod in _XLA_CLIENT} | \
-                    {"jax.ffi.register_ffi_target", "jax.extend.ffi.register_ffi_target"}:
+            if full not in _LEGACY_REGISTER | _FFI_REGISTER:
                 continue
             name, fn = _arg(call, 0, "name"), _arg(call, 1, "fn")
             if name is None or fn is None:
@@ -488,10 +480,9 @@ class _Port(cst.CSTTransformer):
         is said and kept legacy, its targets held (their kernels and
         registrations kept legacy too), since ffi_lowering under
         skip_ffi_layout_processing=True would give XLA row-major ones."""
-        rows = RowMajor(self.names.module, self.names)   # (reads the original nodes)
         odd = [a.keyword.value for a in node.args if a.keyword is not None and
                a.keyword.value in ("operand_layouts", "result_layouts") and
-               not rows.many(a.value)]
+               not self.rows.many(a.value)]     # (the original nodes: their scopes are known)
         if not odd:
             return False
         self.problems.append(Problem(self.where(node), f"a custom call whose "
@@ -637,10 +628,9 @@ class _Port(cst.CSTTransformer):
         full = self.facts.full(original.func) or ""
         if full == "jax.interpreters.mlir.ir_constant":
             return self._ir_constant(original, updated)
-        if full in {f"{mod}.register_custom_call_target" for mod in _XLA_CLIENT}:
+        if full in _LEGACY_REGISTER:
             return self._registration(original, updated)
-        if full in ("jax.ffi.register_ffi_target", "jax.extend.ffi.register_ffi_target") and \
-                m.matches(
+        if full in _FFI_REGISTER and m.matches(
                 _arg(original, 99, "api_version"), m.Arg(value=m.Integer("0"))):
             return self._ffi_registration(original, updated)
         if full != "jax.ffi.register_ffi_target" and m.matches(
@@ -694,7 +684,7 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     rules = Translations(path, module, facts, ported, legacy)   # XlaBuilder's
     start = len(problems)
     porter = _Port(path, facts, ported, legacy, modules, problems,
-                   Names(wrapper, facts.aliases, _test))
+                   Names(wrapper, _test))
     porter.kernels, porter.prior = kernels or {}, set(prior)
     porter.capsules = capsules or {}
     porter.collect(wrapper.module)
