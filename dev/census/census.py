@@ -358,7 +358,8 @@ def port_check(p: dict) -> dict | None:
             raise RuntimeError("its kept patch is stale: python dev/census/ports.py")
         with tempfile.TemporaryDirectory() as tmp:
             site = pathlib.Path(tmp) / "site"
-            project_ports.build(project_ports.patched(p["key"], pathlib.Path(tmp)), site)
+            project_ports.build(project_ports.patched(p["key"], pathlib.Path(tmp)), site,
+                                project=p["key"])
             ran = project_ports.run(p["key"], site, run_python(p, run),
                                     timeout=p["suite"].get("timeout", 1800))
     except Exception as e:  # said in the results and the doc

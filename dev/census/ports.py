@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT / "tests" / "python"))
 from project_ports import TREES, side_by_side, source_tree  # noqa: E402
 
 # The projects whose legacy form `ccshim port` ports today (docs/port.md).
-PORTED = ("celerite2-0.3.2", "exoplanet-core-0.3.1", "jaxbind-1.2.1", "planet-harmonica-0.1.1",
-          "pybamm-26.10.1.1", "tfc-1.4.0", "veros-1.7.0")
+PORTED = ("celerite2-0.3.2", "exoplanet-core-0.3.1", "jaxbind-1.2.1", "kepler-jax-371dca9",
+          "planet-harmonica-0.1.1", "pybamm-26.10.1.1", "tfc-1.4.0", "veros-1.7.0")
 # Kept ports not built here, and why.
 NOT_BUILT = {
     "pybamm-26.10.1.1": "pybammsolvers' sdist has no SUNDIALS or SuiteSparse sources (its build "

@@ -75,6 +75,11 @@ def harmonica_buildable(tree: pathlib.Path) -> None:
 
 # What a project's build needs beyond its sdist, added to the patched tree.
 BUILDABLE = {"planet-harmonica-0.1.1": harmonica_buildable}
+# What a project's build needs in its environment: kepler_jax's version
+# comes from setuptools_scm, which needs a clone's .git; the cache's copy of
+# its commit has none, so the version a clone reports is pretended, as its
+# census [build] does (dev/census/projects/kepler-jax.toml).
+BUILD_ENV = {"kepler-jax-371dca9": {"SETUPTOOLS_SCM_PRETEND_VERSION": "0.1.dev56+g371dca9"}}
 
 
 def side_by_side(project: str, into: pathlib.Path) -> list[pathlib.Path]:
@@ -107,13 +112,14 @@ def patched(project: str, into: pathlib.Path) -> pathlib.Path:
 
 
 def build(tree: pathlib.Path, site: pathlib.Path, python: pathlib.Path = NEWEST,
-          timeout: int = 1200) -> None:
+          timeout: int = 1200, project: str | None = None) -> None:
     """The ported tree built by its own build (its pyproject's backend,
     without build isolation: the build Python has its requirements) into
-    site."""
+    site, with what the project's build needs in its environment."""
     done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
                            "--no-build-isolation", "--target", str(site), str(tree)],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **BUILD_ENV.get(project, {})})
     if done.returncode:
         raise RuntimeError("its build failed:\n" + (done.stdout + done.stderr)[-3000:])
 
@@ -132,6 +138,13 @@ def environment(site: pathlib.Path, python: pathlib.Path, dump: pathlib.Path) ->
            if not k.startswith(("CCSHIM_", "PYTHON", "XLA_", "JAX_"))}
     env.update(PYTHONPATH=os.pathsep.join([str(site), site_packages(python)]),
                XLA_FLAGS=f"--xla_dump_to={dump} --xla_dump_hlo_as_text")
+    # mpi4py finds the venv's MPI (the mpich wheel's lib/libmpi.so.12) from
+    # the venv's prefix, which only site processing gives (mpi4py/_mpiabi.py,
+    # _site_prefixes); under -S it would take whatever libmpi the system has
+    # or none (veros imports mpi4py).  The folder it would have searched:
+    lib = pathlib.Path(python).parent.parent / "lib"
+    if any(lib.glob("libmpi.so*")):
+        env["MPI4PY_LIBMPI"] = str(lib)
     return env
 
 

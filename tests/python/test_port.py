@@ -278,7 +278,7 @@ def test_the_ported_project_builds_and_passes_its_suite_without_ccshim(tmp_path,
     if not NEWEST.exists():
         pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
     site = tmp_path / "site"
-    project_ports.build(project_ports.patched(project, tmp_path), site)
+    project_ports.build(project_ports.patched(project, tmp_path), site, project=project)
     ran = project_ports.run(project, site, NEWEST, timeout=1200)
     assert ran["ccshim"] == "ModuleNotFoundError: No module named 'ccshim'", ran["ccshim"]
     found, tail = ran["found"], ran["tail"]

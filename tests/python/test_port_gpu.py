@@ -435,3 +435,33 @@ def test_a_cpu_kernel_declared_in_an_included_header_is_ported_beside_the_dict(t
         "ccshim port: pkg/ops.cc:7: not ported: 'unseen': its kernel is defined in another "
         "file (pkg/kernels.cc:3), whose declaration the file with the dict does not include: "
         "not ported (include its header there)"]
+
+
+def test_a_template_instance_kernel_gets_a_handler_of_its_own(tmp_path):
+    """kepler_jax: `dict["cpu_kepler_f32"] = EncapsulateFunction(cpu_kepler<float>)`,
+    one template's instances exported under two names, and its CMake target
+    naming the source under ${CMAKE_CURRENT_LIST_DIR}."""
+    tree = tmp_path / "tree"
+    (tree / "lib").mkdir(parents=True)
+    (tree / "lib" / "cpu_ops.cc").write_text(
+        "#include <pybind11/pybind11.h>\n\nnamespace {\n"
+        "template <typename T>\nvoid cpu_kepler(void *out_tuple, const void **in) {}\n\n"
+        "pybind11::dict Registrations() {\n  pybind11::dict dict;\n"
+        '  dict["cpu_kepler_f32"] = EncapsulateFunction(cpu_kepler<float>);\n'
+        '  dict["cpu_kepler_f64"] = EncapsulateFunction(cpu_kepler<double>);\n'
+        "  return dict;\n}\n"
+        'PYBIND11_MODULE(cpu_ops, m) { m.def("registrations", &Registrations); }\n}\n')
+    (tree / "CMakeLists.txt").write_text(
+        "project(p LANGUAGES CXX)\nfind_package(pybind11 CONFIG REQUIRED)\n"
+        "pybind11_add_module(cpu_ops ${CMAKE_CURRENT_LIST_DIR}/lib/cpu_ops.cc)\n")
+    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree)],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    for t, handler in (("float", "cpu_kepler_float_ffi"), ("double", "cpu_kepler_double_ffi")):
+        assert f"+XLA_FFI_DEFINE_HANDLER({handler}," in done.stdout
+        assert f"+                       xla_legacy_call::CpuHandler<cpu_kepler<{t}>>," \
+            in done.stdout
+    assert '+  dict["cpu_kepler_f32"] = EncapsulateFunction(cpu_kepler_float_ffi);' in done.stdout
+    assert "+target_include_directories(cpu_ops SYSTEM PRIVATE ${XLA_DIR})" in done.stdout

@@ -120,6 +120,28 @@ def test_a_platform_parameter_is_pruned_by_the_if_around_the_call():
     assert sorted(literal(t) for t in names.templates(call)) == ["cpu_pycall", "gpu_pycall"]
 
 
+def test_a_parameter_read_through_a_local_is_pruned_by_the_if_around_the_call():
+    """kepler_jax: the rule makes its name in a local from its keyword-only
+    platform, bound by partial in a loop over platforms."""
+    names, module = _names(
+        "from functools import partial\n"
+        "def _lowering(ctx, x, *, platform='cpu'):\n"
+        "    if x.dtype == 'f32':\n"
+        "        op_name = platform + '_kepler_f32'\n"
+        "    else:\n"
+        "        op_name = platform + '_kepler_f64'\n"
+        "    if platform == 'cpu':\n"
+        "        return lower(op_name, x)\n"
+        "    elif platform == 'gpu':\n"
+        "        return lower_gpu(op_name, x)\n"
+        "for platform in ['cpu', 'gpu']:\n"
+        "    register_lowering(prim, partial(_lowering, platform=platform), platform=platform)\n")
+    assert sorted(literal(t) for t in names.reaching(_call_arg(module, "lower"))) == \
+        ["cpu_kepler_f32", "cpu_kepler_f64"]
+    assert sorted(literal(t) for t in names.reaching(_call_arg(module, "lower_gpu"))) == \
+        ["gpu_kepler_f32", "gpu_kepler_f64"]
+
+
 def test_what_it_cannot_follow_is_none_not_a_guess():
     names, module = _names(
         "import os\n"

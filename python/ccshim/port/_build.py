@@ -52,6 +52,11 @@ def _target_calls(text: str) -> dict[str, tuple[int, int]]:
     return found
 
 
+# A source named relative to the CMakeLists.txt: as it is, or under the
+# folder CMake names that (kepler_jax's ${CMAKE_CURRENT_LIST_DIR}/lib/...).
+_HERE = r"(?:(?<![\w/.$])|\$\{CMAKE_CURRENT_(?:LIST|SOURCE)_DIR\}/)"
+
+
 def _cmake(text: str, rel_sources: list[str], where: str,
            problems: list[Problem]) -> str | None:
     """CMakeLists text with the targets building rel_sources given XLA's
@@ -60,7 +65,7 @@ def _cmake(text: str, rel_sources: list[str], where: str,
     adds = _target_calls(text)
     for src in rel_sources:
         found = [target for target, (start, end) in adds.items()
-                 if re.search(r"(?<![\w/.])" + re.escape(src) + r"\b", text[start:end])]
+                 if re.search(_HERE + re.escape(src) + r"\b", text[start:end])]
         if not found:
             problems.append(Problem(where, f"no target here builds {src}: its build is not "
                                     "ported (add XLA's headers, jax.ffi.include_dir(), to it)"))

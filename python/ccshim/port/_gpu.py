@@ -69,7 +69,8 @@ def declaring_include(path: Path, text: str, function: str,
                        sources: dict[Path, str]) -> Path | None:
     """The header that declares `void function(` among those text (path's)
     includes with quotes: beside path, or in the tree by its path's end."""
-    name = re.escape(function.split("::")[-1])
+    from ._native import base_name  # _native imports this module
+    name = re.escape(base_name(function))
     for m in _INCLUDE.finditer(text):
         inc = m.group(1)
         beside = (path.parent / inc).resolve()

@@ -233,13 +233,8 @@ class Names:
         reads one parameter of the enclosing function, only the values of it
         for which the `if` tests on it around the site let the site run."""
         fn = self._function(node)
-        params = []
-        if fn is not None and self.test is not None:
-            for name in _reads(node):
-                for a in self._assignments(name) or []:
-                    if isinstance(getattr(a, "node", None), cst.Param) and \
-                            self._function(a.node) is fn:
-                        params.append((name.value, a.node))
+        params = self._params_read(node, fn) if fn is not None and self.test is not None \
+            else []
         if len({id(p) for _n, p in params}) != 1:
             return self.templates(node)
         name, param = params[0]
@@ -258,6 +253,28 @@ class Names:
             return self.templates(node)
         finally:
             self._fixed = {}
+
+    def _params_read(self, node: cst.BaseExpression, fn: cst.FunctionDef) -> list:
+        """(name, Param) of fn's parameters that node reads: itself, or
+        through fn's locals assigned from them (kepler_jax's `op_name =
+        platform + "_kepler_f32"`)."""
+        found, seen, todo = [], set(), list(_reads(node))
+        while todo:
+            name = todo.pop()
+            for a in self._assignments(name) or []:
+                target = getattr(a, "node", None)
+                if id(target) in seen or self._function(target) is not fn:
+                    continue
+                seen.add(id(target))
+                if isinstance(target, cst.Param):
+                    found.append((name.value, target))
+                    continue
+                parent = self.parents.get(target) if isinstance(target, cst.Name) else None
+                assign = self.parents.get(parent) if isinstance(parent, cst.AssignTarget) \
+                    else None
+                if isinstance(assign, cst.Assign):
+                    todo += _reads(assign.value)
+        return found
 
     def _reaches(self, node, fn, name: str, value: str) -> bool | None:
         """Whether the `if` tests between fn and node let node run when the

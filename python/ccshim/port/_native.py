@@ -22,12 +22,16 @@ from ._report import Problem
 HEADER = "xla_legacy_call.h"
 SOURCES = (".cc", ".cpp", ".cxx", ".cu", ".cu.cc", ".h", ".hpp", ".cuh")
 
+# A kernel's name in an entry: qualified, perhaps a template's instance
+# (kepler_jax's cpu_kepler<float>).
+_FUNCTION = r"([A-Za-z_][\w:]*(?:\s*<[^<>;()]*>)?)"
 # dict["name"] = EncapsulateFunction(fn);  (or any one-argument wrapper)
-_ENTRY = re.compile(r'(\w+)\s*\[\s*"([^"]+)"\s*\]\s*=\s*(\w+)\s*\(\s*([A-Za-z_][\w:]*)\s*\)\s*;')
+_ENTRY = re.compile(r'(\w+)\s*\[\s*"([^"]+)"\s*\]\s*=\s*(\w+)\s*\(\s*' + _FUNCTION +
+                    r'\s*\)\s*;')
 # m.def("name", []() { return EncapsulateFunction(fn); })  (celerite2's form:
 # a module function that returns the capsule)
-_EXPORT = re.compile(r'\.def\s*\(\s*"(\w+)"\s*,\s*\[\]\s*\(\s*\)\s*\{\s*return\s+(\w+)\s*\(\s*'
-                     r'([A-Za-z_][\w:]*)\s*\)\s*;\s*\}\s*\)')
+_EXPORT = re.compile(r'\.def\s*\(\s*"(\w+)"\s*,\s*\[\]\s*\(\s*\)\s*\{\s*return\s+(\w+)\s*\(\s*' +
+                     _FUNCTION + r'\s*\)\s*;\s*\}\s*\)')
 _MODULE = re.compile(r"(?:PYBIND11_MODULE|NB_MODULE)\s*\(\s*(\w+)\s*,")
 _MODULE_LINE = re.compile(r"^[ \t]*(?:PYBIND11_MODULE|NB_MODULE)\s*\(", re.M)
 _DICT_FN = re.compile(r"^[ \t]*(?:pybind11::|py::|nb::|nanobind::)?dict\s+\w+\s*\([^)]*\)\s*\{",
@@ -76,10 +80,17 @@ def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
+def base_name(function: str) -> str:
+    """A kernel's own name: without its qualification and template
+    arguments (cpu_kepler for kepler_jax::cpu_kepler<float>)."""
+    return re.sub(r"<.*", "", function).split("::")[-1].strip()
+
+
 def _params(text: str, function: str) -> tuple[list[str], int] | None:
-    """The parameters of `void function(...)` defined or declared in text,
-    and where; None when it is not there."""
-    name = function.split("::")[-1]
+    """The parameters of `void function(...)` defined or declared in text
+    (a template's, for an instance of it), and where; None when it is not
+    there."""
+    name = base_name(function)
     m = re.search(r"\b(?:void|auto)\s+" + re.escape(name) + r"\s*\(([^)]*)\)", text)
     if not m:
         return None
@@ -113,7 +124,11 @@ def _find_kernel(function: str, path: Path, text: str, sources: dict[Path, str],
 
 
 def _handler_name(function: str) -> str:
-    return function.split("::")[-1] + "_ffi"
+    """The handler's name: the kernel's, with a template instance's
+    arguments spelt in (cpu_kepler_float_ffi)."""
+    args = re.search(r"<(.*)>", function)
+    spelt = "_" + re.sub(r"\W+", "_", args.group(1)).strip("_") if args else ""
+    return base_name(function) + spelt + "_ffi"
 
 
 def _entries(text: str) -> list[tuple[re.Match, str, str, tuple[int, int]]]:
@@ -126,7 +141,7 @@ def _entries(text: str) -> list[tuple[re.Match, str, str, tuple[int, int]]]:
 
 
 def _returns_const_void(text: str, k: Kernel) -> bool:
-    name = re.escape(k.function.split("::")[-1])
+    name = re.escape(base_name(k.function))
     return re.search(r"\bconst\s+void\s+" + name + r"\s*\(", text) is not None
 
 
@@ -233,7 +248,7 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
         rel = path.relative_to(root)
         for m, target, function, _span in entries:
             where = f"{rel}:{_line(text, m.start())}"
-            if function.split("::")[-1] in typed:
+            if base_name(function) in typed:
                 ext.typed.append(target)
                 continue
             kernel = _find_kernel(function, path, text, sources, root)

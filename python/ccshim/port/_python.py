@@ -429,30 +429,37 @@ class _Port(cst.CSTTransformer):
                                          "not ported yet"))
             return None
         keep = {"operand_layouts", "result_layouts", "has_side_effect"}
-        kwargs = []
+        name_arg = next(a for a in updated.args
+                        if a.keyword is None or a.keyword.value == "call_target_name")
+        kept: list[cst.Arg] = []
         operands = None
         for a in updated.args:
             key = a.keyword.value if a.keyword else None
             if key == "operands":
                 operands = a.value
-            elif key == "result_types":
-                if not m.matches(a.value, m.ListComp(elt=m.Call(
-                        func=m.Attribute(attr=m.Name("aval_to_ir_type"))),
-                        for_in=m.CompFor(iter=m.Attribute(value=m.Name(ctx),
-                                                          attr=m.Name("avals_out"))))):
-                    kwargs.append(a)
-            elif key in keep:
-                kwargs.append(a)
+            if a is name_arg:
+                kept.append(a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT))
+            elif key in keep or key == "result_types" and not m.matches(a.value, m.ListComp(
+                    elt=m.Call(func=m.Attribute(attr=m.Name("aval_to_ir_type"))),
+                    for_in=m.CompFor(iter=m.Attribute(value=m.Name(ctx),
+                                                      attr=m.Name("avals_out"))))):
+                kept.append(a)
+            elif kept and isinstance(kept[-1].comma, cst.Comma):
+                # A dropped argument's comment lines go with it; those after
+                # it introduce the next argument, and now follow the kept one
+                # before it (kepler_jax's "# Layout specification:").
+                after = a.comma.whitespace_after if isinstance(a.comma, cst.Comma) and \
+                    a is not updated.args[-1] else None
+                comma = kept[-1].comma.with_changes(whitespace_after=after) if after \
+                    else _uncommented(kept[-1].comma)
+                kept[-1] = kept[-1].with_changes(comma=comma)
         if operands is None:
             return None
         # Each argument keeps its own line; the new one goes last, with the
         # call's closing comma (or none, as the call had).
         # A kept argument keeps its own comma (and the comment after it);
         # one that had none (it was last) gets the name's, less its comment.
-        name_arg = next(a for a in updated.args
-                        if a.keyword is None or a.keyword.value == "call_target_name")
         between = _uncommented(name_arg.comma)
-        kept = [name_arg.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)] + kwargs
         skip = cst.Arg(cst.Name("True"), keyword=cst.Name("skip_ffi_layout_processing"),
                        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
                        comma=updated.args[-1].comma,
