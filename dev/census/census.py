@@ -106,6 +106,12 @@ def fetch(p: dict, git_from: str | None = None) -> None:
         say(f"fetching {p['key']}'s {entry['path']} at {entry['commit'][:12]} from "
             f"{git_from or entry['repository']}")
         fetcher.fetch_git(entry, CACHE, git_from)
+    for name in p.get("port", {}).get("git", []):   # what its kept port's build needs
+        entry = fetcher.git_entry(name)
+        if not fetcher.complete(entry, CACHE):
+            say(f"fetching {name} ({entry['path']}) at {entry['commit'][:12]} from "
+                f"{entry['repository']}")
+            fetcher.fetch_git(entry, CACHE)
 
 
 def python_of(version: str) -> str:
@@ -332,6 +338,17 @@ def port_tree(p: dict) -> pathlib.Path | None:
     return inside[0] if len(inside) == 1 else CACHE / folder
 
 
+def port_build_python(p: dict, run: dict) -> pathlib.Path:
+    """The Python a kept port is built with: make test's newest venv, or
+    for a project whose build needs more ([port] build_pip: PyBaMM's casadi
+    and build backends, pinned), a venv of the run's Python and JAX with
+    those."""
+    pins = p.get("port", {}).get("build_pip")
+    if not pins:
+        return project_ports.NEWEST
+    return venv(run.get("python", "3.12"), run["jax"], pins) / "bin" / "python"
+
+
 def port_check(p: dict) -> dict | None:
     """What `ccshim port` makes of the project's tree (the files its patch
     edits, what it refused); for a project whose port is kept
@@ -351,7 +368,6 @@ def port_check(p: dict) -> dict | None:
         return out
     run = max(p["runs"], key=lambda r: manifest.jax_version(r["jax"]))
     baseline = json.loads((BASELINES / f"{p['key']}.json").read_text())
-    there = baseline["runs"]["1"]["tests"]
     out["run"] = {"jax": run["jax"]}
     try:
         if patch != ports.kept(ports.KEPT / f"{p['key']}.patch"):
@@ -359,18 +375,29 @@ def port_check(p: dict) -> dict | None:
         with tempfile.TemporaryDirectory() as tmp:
             site = pathlib.Path(tmp) / "site"
             project_ports.build(project_ports.patched(p["key"], pathlib.Path(tmp)), site,
-                                project=p["key"])
+                                port_build_python(p, run), project=p["key"])
             ran = project_ports.run(p["key"], site, run_python(p, run),
                                     timeout=p["suite"].get("timeout", 1800))
+            # on its other rank counts too (mpi4jax on 2), as its reference ran
+            more = {n: project_ports.run(p["key"], site, run_python(p, run), ranks=n,
+                                         timeout=p["suite"].get("timeout", 1800))
+                    for n in p.get("ranks", [1]) if n != 1}
     except Exception as e:  # said in the results and the doc
         out["run"]["error"] = f"{type(e).__name__}: {str(e)[-600:]}"
         return out
+
+    def lost(found: dict, ranks: int) -> list[str]:
+        passed = baseline["runs"][str(ranks)]["tests"]
+        return sorted(t for t, o in passed.items() if o == "passed" and found.get(t) != "passed")
     found = ran["found"]
     out["run"].update({
         "counts": project_suites.counts(found), "ccshim": ran["ccshim"],
-        "lost": sorted(t for t, o in there.items() if o == "passed" and found.get(t) != "passed"),
-        "calls": ran["calls"], "untyped": ran["untyped"][:5],
+        "lost": lost(found, 1), "calls": ran["calls"], "untyped": ran["untyped"][:5],
         "tail": ran["tail"][-1500:] if not found else ""})
+    if more:
+        out["run"]["ranks"] = {str(n): {"counts": project_suites.counts(r["found"]),
+                                        "lost": lost(r["found"], n), "untyped": r["untyped"][:5]}
+                               for n, r in more.items()}
     return out
 
 
@@ -383,6 +410,9 @@ def port_unexplained(port: dict | None) -> list[str]:
     if run.get("error"):
         return [run["error"]]
     bad = [f"lost {t}" for t in run["lost"]] + [f"untyped: {c}" for c in run["untyped"]]
+    for ranks, r in run.get("ranks", {}).items():
+        bad += [f"lost {t} on {ranks} ranks" for t in r["lost"]] + \
+            [f"untyped on {ranks} ranks: {c}" for c in r["untyped"]]
     if "No module named 'ccshim'" not in run["ccshim"]:
         bad.append(f"ccshim importable there ({run['ccshim']})")
     return bad

@@ -24,7 +24,7 @@ _KEYS = {
     "requires": list, "ranks": list, "targets": list, "reaching": str, "stopped_from": str,
     "package": dict, "suite": dict, "reference": dict, "runs": list, "files": list,
     "build": dict, "lost": list, "gpu": dict, "pypi": str, "scan": str, "license": str,
-    "published": str,
+    "published": str, "port": dict,
 }
 _REQUIRED = ("name", "version", "released", "platforms", "forms", "found_by", "status")
 _NEEDED_TO_RUN = ("package", "suite", "reference", "runs")

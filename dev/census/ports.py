@@ -27,13 +27,9 @@ from project_ports import TREES, side_by_side, source_tree  # noqa: E402
 
 # The projects whose legacy form `ccshim port` ports today (docs/port.md).
 PORTED = ("celerite2-0.3.2", "exoplanet-core-0.3.1", "jaxbind-1.2.1", "kepler-jax-371dca9",
-          "planet-harmonica-0.1.1", "pybamm-26.10.1.1", "tfc-1.4.0", "veros-1.7.0")
+          "mpi4jax-0.8.1.post2", "planet-harmonica-0.1.1", "pybamm-26.10.1.1", "tfc-1.4.0", "veros-1.7.0")
 # Kept ports not built here, and why.
-NOT_BUILT = {
-    "pybamm-26.10.1.1": "pybammsolvers' sdist has no SUNDIALS or SuiteSparse sources (its build "
-                        "wants its git submodules, or both installed and named by SUNDIALS_ROOT "
-                        "and SuiteSparse_ROOT), and PyBaMM's suite is in its repository only",
-}
+NOT_BUILT: dict[str, str] = {}
 KEPT = HERE / "ports"
 
 

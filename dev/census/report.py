@@ -107,7 +107,8 @@ def _ported(port: dict | None) -> str:
     if run and run.get("error"):
         return "port kept; could not run"
     if run:
-        typed = "every call typed" if not run["untyped"] else f"{len(run['untyped'])}+ untyped"
+        untyped = len(run["untyped"]) + sum(len(r["untyped"]) for r in run.get("ranks", {}).values())
+        typed = "every call typed" if not untyped else f"{untyped}+ untyped"
         return f"{_counts(run['counts'])}, no ccshim; {typed}"
     if not port["files"]:
         return f"nothing ({len(port['refused'])} refused)"
@@ -139,6 +140,10 @@ def _port_lines(port: dict | None, key: str) -> list[str]:
                    f"cannot be imported: {_counts(run['counts'])}; lost: "
                    f"{', '.join(run['lost']) or 'none'}; custom calls XLA compiled: {calls}; "
                    f"not typed: {len(run['untyped']) or 'none'}")
+        for ranks, r in sorted(run.get("ranks", {}).items()):
+            out.append(f"  - the same on {ranks} ranks: {_counts(r['counts'])}; lost: "
+                       f"{', '.join(r['lost']) or 'none'}; not typed: "
+                       f"{len(r['untyped']) or 'none'}")
     for why in sorted(set(port["refused"])):
         n = port["refused"].count(why)
         out.append(f"  - not ported{f' ({n}×)' if n > 1 else ''}: {why[:300]}")

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 
 import project_suites
-from project_modules import cached
+from project_modules import cached, fetch
 
 ROOT = project_suites.ROOT
 KEPT = ROOT / "dev" / "census" / "ports"
@@ -73,8 +73,25 @@ def harmonica_buildable(tree: pathlib.Path) -> None:
     (tree / "vendor" / "eigen").symlink_to(EIGEN)
 
 
+def pybamm_buildable(tree: pathlib.Path) -> None:
+    """pybammsolvers' git submodules, which its sdist does not ship, where
+    its build looks for them (beside its CMakeLists.txt, which then builds
+    them): SUNDIALS and SuiteSparse's KLU at the commits its repository
+    pinned (tests/fixtures/git_sources.tsv).  LookupError where one is not
+    in the cache."""
+    for name in ("sundials", "SuiteSparse"):
+        source = cached(fetch.git_entry(name)["folder"])
+        if not (source / ".complete").exists():
+            raise LookupError(f"pybammsolvers' build needs its {name} submodule: fetch it with "
+                              f"`python3 tests/fixtures/fetch.py --git {name} [CLONE]` "
+                              "(git_sources.tsv)")
+        shutil.copytree(source, tree / "pybammsolvers" / name,
+                        ignore=shutil.ignore_patterns(".complete"))
+
+
 # What a project's build needs beyond its sdist, added to the patched tree.
-BUILDABLE = {"planet-harmonica-0.1.1": harmonica_buildable}
+BUILDABLE = {"planet-harmonica-0.1.1": harmonica_buildable,
+             "pybamm-26.10.1.1": pybamm_buildable}
 # What a project's build needs in its environment: kepler_jax's version
 # comes from setuptools_scm, which needs a clone's .git; the cache's copy of
 # its commit has none, so the version a clone reports is pretended, as its
@@ -115,13 +132,20 @@ def build(tree: pathlib.Path, site: pathlib.Path, python: pathlib.Path = NEWEST,
           timeout: int = 1200, project: str | None = None) -> None:
     """The ported tree built by its own build (its pyproject's backend,
     without build isolation: the build Python has its requirements) into
-    site, with what the project's build needs in its environment."""
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
-                           "--no-build-isolation", "--target", str(site), str(tree)],
-                          capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **BUILD_ENV.get(project, {})})
-    if done.returncode:
-        raise RuntimeError("its build failed:\n" + (done.stdout + done.stderr)[-3000:])
+    site, with what the project's build needs in its environment; a
+    project of several trees, each of them."""
+    for part in [tree / name for name in TREES[project]] if project in TREES else [tree]:
+        done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
+                               "--no-build-isolation", "--target", str(site), str(part)],
+                              capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **BUILD_ENV.get(project, {}),
+                                   # the build venv's tools (mpich's mpicc for
+                                   # mpi4jax), as an activated venv has them
+                                   "PATH": os.pathsep.join([str(pathlib.Path(python).parent),
+                                                            os.environ.get("PATH", "")])})
+        if done.returncode:
+            raise RuntimeError(f"its build ({part.name}) failed:\n" +
+                               (done.stdout + done.stderr)[-3000:])
 
 
 def site_packages(python: pathlib.Path) -> str:

@@ -53,3 +53,25 @@ def test_the_manifest_names_each_entry_it_has():
         fetch.git_entry("nope")
     veros = fetch.git_entry("veros")
     assert len(veros["commit"]) == len(veros["tree"]) == 40 and veros["path"] == "test"
+
+
+def test_several_paths_are_taken_from_a_bare_clone_in_place(tmp_path):
+    """pybammsolvers' submodules: only the parts its build reads (SUNDIALS
+    without its documentation), each checked, read from a mirror in place."""
+    repo, commit, tree = _repo(tmp_path)
+    bare = tmp_path / "mirror.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
+    blob = subprocess.run(["git", "rev-parse", f"{commit}:other.txt"], cwd=repo, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    cache = tmp_path / "cache"
+    entry = {"name": "p", "version": "1", "repository": "https://unused.invalid/p",
+             "commit": commit, "path": "test,other.txt", "tree": f"{tree},{blob}",
+             "folder": "p-1-parts"}
+    fetch.fetch_git(entry, cache, str(bare))
+    got = cache / "p-1-parts"
+    assert (got / "test" / "a_test.py").exists() and (got / "other.txt").read_text() == \
+        "not taken\n"
+    wrong = dict(entry, tree=f"{tree},{'0' * 40}", folder="p-1-wrong")
+    with pytest.raises(ValueError, match=f"other.txt at {commit}: tree {blob}"):
+        fetch.fetch_git(wrong, cache, str(bare))
+    assert not (cache / "p-1-wrong").exists()

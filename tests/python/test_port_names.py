@@ -184,3 +184,60 @@ def test_layouts_are_ported_only_where_the_code_shows_them_row_major():
     assert [rows.many(a) for a in found] == \
         [True, True, True, False, False, False, False]
 
+
+
+def test_a_layouts_helper_of_another_module_is_read_for_the_calls_arguments():
+    """mpi4jax: get_default_layouts(operands, order="c") in another module
+    builds its list by append from a lambda its `order` chooses; read there,
+    for the call's order (given, or the default): "c" is row-major, "f" not."""
+    from ccshim.port._layouts import RowMajor
+    from ccshim.port._python import _importer
+    from ccshim.port._facts import _Facts
+    import pathlib
+    import tempfile
+    helper = (
+        "def get_default_layouts(operands, order='c'):\n"
+        "    layouts = []\n"
+        "    if order == 'c':\n"
+        "        default_layout = lambda t: tuple(range(len(t.shape) - 1, -1, -1))\n"
+        "    elif order == 'f':\n"
+        "        default_layout = lambda t: tuple(range(len(t.shape)))\n"
+        "    else:\n"
+        "        raise ValueError(order)\n"
+        "    for op in operands:\n"
+        "        if op is None:\n"
+        "            layouts.append(())\n"
+        "        else:\n"
+        "            layouts.append(default_layout(op))\n"
+        "    return layouts\n"
+        "def spoiled(operands):\n"
+        "    layouts = []\n"
+        "    layouts.append(())\n"
+        "    layouts.insert(0, (0, 1))\n"
+        "    return layouts\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        utils = pathlib.Path(tmp) / "utils.py"
+        utils.write_text(helper)
+        wrapper = MetadataWrapper(cst.parse_module(
+            "from pkg.utils import get_default_layouts, spoiled\n"
+            "def rule(ctx, ops):\n"
+            "    lower(get_default_layouts(ops), get_default_layouts(ops, order='c'),\n"
+            "          get_default_layouts(ops, 'f'), spoiled(ops), unknown(ops))\n"))
+        facts = _Facts()
+        wrapper.visit(facts)
+        rows = RowMajor(wrapper.module, Names(wrapper, _test),
+                        _importer(facts, {"pkg.utils": utils}, {}))
+        got = [rows.many(a) for a in _call_args(wrapper.module, "lower")]
+    assert got == [True, True, False, False, False]
+
+
+def _call_args(module, func: str):
+    found = []
+
+    class Visit(cst.CSTVisitor):
+        def visit_Call(self, node):
+            if isinstance(node.func, cst.Name) and node.func.value == func:
+                found.extend(a.value for a in node.args)
+
+    module.visit(Visit())
+    return found

@@ -113,19 +113,38 @@ def _port(trees: list[Path], held: set[tuple[str, str]]):
         for target, platform in e.platforms.items():
             kernels.setdefault(target, {})[platform] = target not in e.legacy
     more: set[tuple[str, str]] = set()
+    tree = _modules(roots)
     for root in roots:
         for path in _files(root):
             if path.suffix != ".py":
                 continue
             text = path.read_text(errors="replace")
             new = _python.port(str(path.relative_to(base)), text, ported, legacy, modules,
-                               problems, kernels, more, held, capsules)
+                               problems, kernels, more, held, capsules, tree)
             if new is not None and new != text:
                 edits[path] = (text, new)
     edits = {p: _line_ends(p, old, new) for p, (old, new) in edits.items()}
     # Problems are said relative to the patch's base.
     problems = [Problem(_rebase(p.where, roots, base), p.why) for p in problems]
     return {p: edits[p] for p in sorted(edits)}, problems, more
+
+
+def _modules(roots: list[Path]) -> dict[str, Path]:
+    """The trees' Python modules by the dotted names they are imported as
+    (a package's __init__.py by the package's; under src/, without it)."""
+    found: dict[str, Path] = {}
+    for root in roots:
+        for path in _files(root):
+            if path.suffix != ".py":
+                continue
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            if parts and parts[0] == "src":
+                parts.pop(0)
+            if parts:
+                found.setdefault(".".join(parts), path)
+    return found
 
 
 def _line_ends(path: Path, old: str | None, new: str) -> tuple[str | None, str]:

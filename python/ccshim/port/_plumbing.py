@@ -11,6 +11,11 @@ from ._facts import _XLA_CLIENT, _dotted
 
 # Imports of what today's JAX no longer has, dropped once nothing uses them.
 _REMOVED = _XLA_CLIENT | {"jax.core", "jaxlib.hlo_helpers", "jaxlib.hlo_helpers.custom_call"}
+# Names JAX removed whose replacement is the same thing under another name
+# (zero-change mode's table, python/ccshim/legacy/_restored.py): a
+# `from M import NAME` of one becomes an import of today's, under the name
+# the module uses (mpi4jax's sendrecv: `from jax import typeof as get_aval`).
+_MOVED = {"jax.core.get_aval": ("jax", "typeof")}
 
 
 class _Plumbing(cst.CSTTransformer):
@@ -27,11 +32,20 @@ class _Plumbing(cst.CSTTransformer):
         return full in _REMOVED and self.uses.get(local, 0) == 0
 
     def leave_SimpleStatementLine(self, original, updated):
-        body = []
+        body, moved = [], []
         for stmt in updated.body:
             if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
                 base = _dotted(stmt.module) if stmt.module else ""
-                names = [a for a in stmt.names if not self._unused_client(a, base)]
+                names = []
+                for a in stmt.names:
+                    today = _MOVED.get(f"{base}.{_dotted(a.name)}")
+                    if today is not None:
+                        local = a.asname.name.value if a.asname else _dotted(a.name)
+                        moved.append(cst.parse_statement(
+                            f"from {today[0]} import {today[1]}" +
+                            (f" as {local}" if local != today[1] else "") + "\n"))
+                    elif not self._unused_client(a, base):
+                        names.append(a)
                 if not names:
                     continue
                 if len(names) != len(stmt.names):
@@ -44,6 +58,11 @@ class _Plumbing(cst.CSTTransformer):
                         self.uses.get(_dotted(stmt.value.value), 0) == 0:
                     continue
             body.append(stmt)
+        if moved:   # today's imports, where the removed ones were
+            if body:
+                return cst.FlattenSentinel([updated.with_changes(body=body)] + moved)
+            moved[0] = moved[0].with_changes(leading_lines=updated.leading_lines)
+            return cst.FlattenSentinel(moved)
         if not body:
             return cst.RemovalSentinel.REMOVE
         return updated.with_changes(body=body)

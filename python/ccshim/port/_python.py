@@ -24,6 +24,7 @@ Removed plumbing the module imports is replaced by today's API.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import libcst as cst
 import libcst.matchers as m
@@ -88,11 +89,11 @@ class _Port(cst.CSTTransformer):
 
     def __init__(self, path: str, facts: _Facts, ported: set[str], legacy: set[str],
                  modules: dict[str, tuple[set[str], set[str]]], problems: list[Problem],
-                 names: Names):
+                 names: Names, imported=None):
         super().__init__()
         self.path, self.facts, self.ported, self.legacy = path, facts, ported, legacy
         self.modules, self.problems, self.names = modules, problems, names
-        self.rows = RowMajor(names.module, names)     # layouts shown row-major
+        self.rows = RowMajor(names.module, names, imported)     # layouts shown row-major
         # the module's registrations: [(name template, ported?)] (None: unknown)
         self.named: list[tuple[tuple, bool | None]] = []
         self.capsules: dict[str, bool] = {}    # capsules made by hand, by member
@@ -667,17 +668,49 @@ class _Port(cst.CSTTransformer):
         return updated
 
 
+def _importer(facts: _Facts, tree: dict[str, Path], read: dict):
+    """imported(name) for RowMajor: the module of the tree a name is
+    imported from (`from pkg.utils import f`), read once per port of a
+    module (read: dotted name -> its RowMajor, or None), and its functions
+    of that name."""
+    def rows(dotted: str):
+        if dotted not in read:
+            read[dotted] = None
+            try:
+                wrapper = MetadataWrapper(cst.parse_module(tree[dotted].read_text(
+                    errors="replace")))
+            except (KeyError, OSError, cst.ParserSyntaxError):
+                return None
+            other = _Facts()
+            wrapper.visit(other)
+            read[dotted] = RowMajor(wrapper.module, Names(wrapper, _test),
+                                    _importer(other, tree, read))
+        return read[dotted]
+
+    def imported(name: str):
+        dotted = facts.aliases.get(name, "")
+        if "." not in dotted:
+            return None
+        where, function = dotted.rsplit(".", 1)
+        found = rows(where) if where in tree else None
+        return (found, found.functions[function]) if found is not None and \
+            function in found.functions else None
+    return imported
+
+
 def port(path: str, text: str, ported: set[str], legacy: set[str],
          modules: dict[str, tuple[set[str], set[str]]], problems: list[Problem],
          kernels: dict[str, dict[str, bool]] | None = None,
          held: set[tuple[str, str]] | None = None,
          prior: set[tuple[str, str]] = frozenset(),
-         capsules: dict[str, bool] | None = None) -> str | None:
+         capsules: dict[str, bool] | None = None,
+         tree: dict[str, Path] | None = None) -> str | None:
     """text ported, or None when nothing in it is a legacy target's use.
     kernels: each target's platforms, ported or not (_gpu_lowering); the
     ported (target, platform) pairs of sites kept legacy are added to held;
     prior: those an earlier pass held; capsules: those made by hand, by the
-    member that holds each (ported or not)."""
+    member that holds each (ported or not); tree: the tree's modules, by
+    dotted name, whose functions the layouts' reader may read."""
     if not re.search(r"custom_?call|ffi_call", text, re.I):
         return None
     try:
@@ -691,7 +724,7 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     rules = Translations(path, module, facts, ported, legacy)   # XlaBuilder's
     start = len(problems)
     porter = _Port(path, facts, ported, legacy, modules, problems,
-                   Names(wrapper, _test))
+                   Names(wrapper, _test), _importer(facts, tree or {}, {}))
     porter.kernels, porter.prior = kernels or {}, set(prior)
     porter.capsules = capsules or {}
     porter.collect(wrapper.module)
