@@ -13,7 +13,11 @@
  *       opaque an Attr<std::string_view>, the stream from PlatformStream
  *       (bench/bench_ffi.cc); built where jaxlib's headers are given
  *       (CCSHIM_JAXLIB_INCLUDE), else the bench says it is absent and why;
- *   B2  the ccshim adapter (prebuilt entry; and the libffi closure).
+ *   B2  the ccshim adapter (prebuilt entry; and the libffi closure);
+ *   P   the handler `ccshim port` writes for the kernel (its
+ *       xla_legacy_call.h over RemainingArgs and RemainingRets; on GPU the
+ *       opaque a u8 array, in a frame of its own), built with B1x
+ *       (bench/bench_port.cc); none for cpu_v3, which the port refuses.
  *
  * Per call it reports instructions (callgrind, repeatable on a noisy
  * machine: the program re-runs itself under valgrind) and nanoseconds
@@ -53,11 +57,15 @@
 #include "ccshim/ccshim.h"
 #include "tools.h"
 
-/* B1x not built: no handlers (the table says why). */
+/* B1x and P not built: no handlers (the table says why). */
 #if !CCSHIM_BENCH_HAVE_FFI
 ccshim_bench_ffi_handler* ccshim_bench_ffi(int form, int buffers) {
   (void)form;
   (void)buffers;
+  return NULL;
+}
+ccshim_bench_ffi_handler* ccshim_bench_port(int form) {
+  (void)form;
   return NULL;
 }
 #endif
@@ -290,7 +298,10 @@ typedef struct config {
   ccshim_adapter* adapter; /* prebuilt entry */
   ccshim_adapter* closure; /* libffi closure */
   XLA_FFI_Handler* b1;
-  XLA_FFI_Handler* b1x; /* NULL when not built */
+  XLA_FFI_Handler* b1x;        /* NULL when not built */
+  XLA_FFI_Handler* port;       /* P: NULL when not built, and for cpu_v3 */
+  ccshim_frame_builder* fb_u8; /* P's GPU frame: the opaque as a u8 array */
+  XLA_FFI_CallFrame frame_u8;
   /* B0's ready arguments */
   const void* in[MAX_BUFFERS];
   void* buffers[MAX_BUFFERS];
@@ -338,6 +349,19 @@ static void config_init(config* c, int form, int arity) {
   c->b1 = b1s[form];
   c->b1x = ccshim_bench_ffi(form, arity);
   if (CCSHIM_BENCH_HAVE_FFI && c->b1x == NULL) die("no ffi.h handler for this form and arity");
+  c->port = ccshim_bench_port(form);
+  c->frame_u8 = c->frame;
+  if (form == 3) { /* the same frame, its opaque a u8 array (what the port binds) */
+    if (ccshim_frame_builder_new(&c->fb_u8)) die("setup");
+    for (int i = 0; i < nargs; i++)
+      if (ccshim_frame_builder_add_arg(c->fb_u8, XLA_FFI_DataType_F32, c->data[i], 1, &four))
+        die("frame");
+    if (ccshim_frame_builder_add_ret(c->fb_u8, XLA_FFI_DataType_F32, c->data[nargs], 1, &four) ||
+        ccshim_frame_builder_add_array(c->fb_u8, "opaque", XLA_FFI_DataType_U8, opaque_bytes, 8) ||
+        ccshim_frame_builder_build(c->fb_u8, ccshim_ffi_api(), c->ctx,
+                                   XLA_FFI_ExecutionStage_EXECUTE, &c->frame_u8))
+      die("frame");
+  }
   for (int i = 0; i < nargs; i++) c->in[i] = c->data[i];
   for (int i = 0; i <= nargs; i++) c->buffers[i] = c->data[i];
   ccshim_legacy_status_init(&c->status);
@@ -348,6 +372,7 @@ static void config_free(config* c) {
   ccshim_adapter_free(c->adapter);
   ccshim_adapter_free(c->closure);
   ccshim_frame_builder_free(c->fb);
+  ccshim_frame_builder_free(c->fb_u8);
   ccshim_context_free(c->ctx);
 }
 
@@ -364,11 +389,12 @@ static void __attribute__((noinline)) run_b0(config* c, long n) {
   }
 }
 
-static void __attribute__((noinline)) run_handler(config* c, XLA_FFI_Handler* h, long n) {
+static void __attribute__((noinline))
+run_handler(config* c, XLA_FFI_Handler* h, XLA_FFI_CallFrame* frame, long n) {
   b1_nargs = c->arity - 1;
   b1_nrets = 1;
   for (long k = 0; k < n; k++) {
-    XLA_FFI_Error* e = h(&c->frame);
+    XLA_FFI_Error* e = h(frame);
     if (e != NULL) die(ccshim_error_message(e));
   }
 }
@@ -376,10 +402,11 @@ static void __attribute__((noinline)) run_handler(config* c, XLA_FFI_Handler* h,
 static void run_variant(config* c, int v, long n) {
   switch (v) {
     case 0: run_b0(c, n); break;
-    case 1: run_handler(c, c->b1, n); break;
-    case 2: run_handler(c, ccshim_adapter_handler(c->adapter), n); break;
-    case 3: run_handler(c, ccshim_adapter_handler(c->closure), n); break;
-    default: run_handler(c, c->b1x, n); break;
+    case 1: run_handler(c, c->b1, &c->frame, n); break;
+    case 2: run_handler(c, ccshim_adapter_handler(c->adapter), &c->frame, n); break;
+    case 3: run_handler(c, ccshim_adapter_handler(c->closure), &c->frame, n); break;
+    case B1X: run_handler(c, c->b1x, &c->frame, n); break;
+    default: run_handler(c, c->port, &c->frame_u8, n); break;
   }
 }
 
@@ -417,10 +444,10 @@ static spread spread_of(double* v, int n) {
 static void time_config(config* c, int runs, long calls, spread ns[VARIANTS]) {
   double samples[VARIANTS][MAX_RUNS] = {{0}};
   for (int v = 0; v < VARIANTS; v++)
-    if (variant_built(v)) run_variant(c, v, calls / 10); /* warm up */
+    if (variant_built(v, c->form)) run_variant(c, v, calls / 10); /* warm up */
   for (int r = 0; r < runs; r++)
     for (int v = 0; v < VARIANTS; v++) {
-      if (!variant_built(v)) continue;
+      if (!variant_built(v, c->form)) continue;
       double t0 = now_ns();
       run_variant(c, v, calls);
       samples[v][r] = (now_ns() - t0) / (double)calls;
@@ -436,7 +463,7 @@ static void instructions_child(long calls) {
       config* c = malloc(sizeof *c);
       config_init(c, f, arities[a]);
       for (int v = 0; v < VARIANTS; v++) {
-        if (!variant_built(v)) continue;
+        if (!variant_built(v, f)) continue;
         run_variant(c, v, 16); /* resolve lazy bindings outside the count */
         char label[64];
         snprintf(label, sizeof label, "%s/%d/%s", form_names[f], arities[a], variant_names[v]);
@@ -507,7 +534,7 @@ typedef struct scaling_job {
 
 static void* scaling_worker(void* p) {
   scaling_job* j = p;
-  run_handler(j->c, ccshim_adapter_handler(j->c->adapter), j->calls);
+  run_handler(j->c, ccshim_adapter_handler(j->c->adapter), &j->c->frame, j->calls);
   return NULL;
 }
 
@@ -523,7 +550,7 @@ static double thread_scaling(long calls) {
   double best1 = 1e30, best2 = 1e30;
   for (int r = 0; r < 15; r++) { /* best of many: the machine may be shared */
     double t0 = now_ns();
-    run_handler(c[0], ccshim_adapter_handler(c[0]->adapter), calls);
+    run_handler(c[0], ccshim_adapter_handler(c[0]->adapter), &c[0]->frame, calls);
     double t1 = now_ns() - t0;
     pthread_t th[2];
     scaling_job jobs[2] = {{c[0], calls}, {c[1], calls}};
@@ -617,8 +644,10 @@ int ccshim_bench_main(const char* self, int argc, char** argv) {
       config_free(c);
       free(c);
     }
-  r.have_instr = instructions && measure_instructions(self, r.instr, 1000) ==
-                                     NUM_FORMS * NUM_ARITIES * (VARIANTS - !CCSHIM_BENCH_HAVE_FFI);
+  int measured = 0; /* the dumps expected: each variant built, per form and arity */
+  for (int f = 0; f < NUM_FORMS; f++)
+    for (int v = 0; v < VARIANTS; v++) measured += NUM_ARITIES * variant_built(v, f);
+  r.have_instr = instructions && measure_instructions(self, r.instr, 1000) == measured;
   r.scaling = thread_scaling(quick ? 200000 : 2000000);
   wrap_cost(&r.wrap_us, &r.footprint, &r.closure_bytes);
   int met = ccshim_bench_print_table(&r);

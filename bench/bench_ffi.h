@@ -36,6 +36,11 @@ extern void (*volatile ccshim_bench_k_gpu)(void* stream, void** buffers, const c
  * NULL for another count. */
 ccshim_bench_ffi_handler* ccshim_bench_ffi(int form, int buffers);
 
+/* P: the handler `ccshim port` writes for the kernel of form `form`, for any
+ * number of buffers (bench/bench_port.cc), or NULL for cpu_v3, which the
+ * port does not port.  Its GPU handler takes the opaque as a u8 array. */
+ccshim_bench_ffi_handler* ccshim_bench_port(int form);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -18,27 +18,28 @@ static const char* time_verdict(const spread* b1, const spread* b2) {
   return "MISSED";
 }
 
-/* (B2 - B0) / (ref - B0) in instructions: the adapter's overhead over the
- * floor relative to a hand-written handler's. */
-static double over_ref(const double* i, int ref) { return (i[2] - i[0]) / (i[ref] - i[0]); }
+/* (v - B0) / (ref - B0) in instructions: a variant's overhead over the
+ * floor relative to a hand-written handler's (the adapter's: v = 2). */
+static double over(const double* i, int v, int ref) { return (i[v] - i[0]) / (i[ref] - i[0]); }
+static double over_ref(const double* i, int ref) { return over(i, 2, ref); }
 
 /* The table's cells for a variant: instructions ("-" when not measured or
  * not built) and the median time with its quartiles. */
-static void cell_ins(char* buf, size_t cap, const results* r, const double* i, int v) {
-  if (r->have_instr && variant_built(v))
+static void cell_ins(char* buf, size_t cap, const results* r, const double* i, int v, int f) {
+  if (r->have_instr && variant_built(v, f))
     snprintf(buf, cap, "%.0f", i[v]);
   else
     snprintf(buf, cap, "-");
 }
-/* over_ref against reference `ref`, or "-" when not measured. */
-static void cell_ratio(char* buf, size_t cap, int measured, const double* i, int ref) {
+/* over(v, ref), or "-" when not measured. */
+static void cell_ratio(char* buf, size_t cap, int measured, const double* i, int v, int ref) {
   if (measured)
-    snprintf(buf, cap, "%.2f", over_ref(i, ref));
+    snprintf(buf, cap, "%.2f", over(i, v, ref));
   else
     snprintf(buf, cap, "-");
 }
-static void cell_ns(char* buf, size_t cap, const spread* t, int v) {
-  if (variant_built(v))
+static void cell_ns(char* buf, size_t cap, const spread* t, int v, int f) {
+  if (variant_built(v, f))
     snprintf(buf, cap, "%.2f [%.2f-%.2f]", t[v].median, t[v].q1, t[v].q3);
   else
     snprintf(buf, cap, "-");
@@ -53,44 +54,54 @@ int ccshim_bench_print_table(const results* r) {
       "  build: %s, %s, flags: %s\n"
       "  B1x: %s%s%s%s\n"
       "  B0 direct call (floor)   B1 hand-written typed handler (C API)   B1x hand-written "
-      "(ffi.h)\n  B2 ccshim adapter (prebuilt entry)   B2c (libffi closure)\n\n",
+      "(ffi.h)\n  B2 ccshim adapter (prebuilt entry)   B2c (libffi closure)   P the handler "
+      "`ccshim port` writes\n\n",
       ccshim_version(), CCSHIM_BENCH_BUILD_TYPE, CCSHIM_BENCH_COMPILER, CCSHIM_BENCH_FLAGS,
       CCSHIM_BENCH_HAVE_FFI ? CCSHIM_BENCH_CXX_COMPILER : "not built: ",
       CCSHIM_BENCH_HAVE_FFI ? ", flags: " : "",
       CCSHIM_BENCH_HAVE_FFI ? CCSHIM_BENCH_CXX_FLAGS : CCSHIM_BENCH_FFI_ABSENT,
       CCSHIM_BENCH_HAVE_FFI ? " -std=c++17" : "");
-  printf("%-7s %4s | %6s %6s %7s %6s %7s | %5s %6s %6s | %5s %15s %15s %15s %6s | %9s %9s\n",
-         "form", "bufs", "B0 ins", "B1 ins", "B1x ins", "B2 ins", "B2c ins", "B2/B1", "B2/B1x",
-         "ins", "B0 ns", "B1 ns [q1-q3]", "B1x ns [q1-q3]", "B2 ns [q1-q3]", "B2c ns", "time B1",
-         "time B1x");
+  printf(
+      "%-7s %4s | %6s %6s %7s %6s %7s %5s | %5s %6s %5s %6s | %5s %15s %15s %15s %6s %15s "
+      "| %9s %9s %9s\n",
+      "form", "bufs", "B0 ins", "B1 ins", "B1x ins", "B2 ins", "B2c ins", "P ins", "B2/B1",
+      "B2/B1x", "P/B1x", "ins", "B0 ns", "B1 ns [q1-q3]", "B1x ns [q1-q3]", "B2 ns [q1-q3]",
+      "B2c ns", "P ns [q1-q3]", "time B1", "time B1x", "P time");
   int met = 1;
   for (int f = 0; f < NUM_FORMS; f++)
     for (int a = 0; a < NUM_ARITIES; a++) {
       const double* i = r->instr[f][a];
       const spread* t = r->ns[f][a];
+      int port = variant_built(PORT, f);
       int row_met = !r->have_instr || (over_ref(i, 1) <= TARGET &&
-                                       (!CCSHIM_BENCH_HAVE_FFI || over_ref(i, B1X) <= TARGET));
+                                       (!CCSHIM_BENCH_HAVE_FFI || over_ref(i, B1X) <= TARGET) &&
+                                       (!port || over(i, PORT, B1X) <= TARGET));
       if (!row_met) met = 0;
-      char ins[VARIANTS][16], ns[VARIANTS][32], ratio[2][16];
+      char ins[VARIANTS][16], ns[VARIANTS][32], ratio[3][16];
       for (int v = 0; v < VARIANTS; v++) {
-        cell_ins(ins[v], sizeof ins[v], r, i, v);
-        cell_ns(ns[v], sizeof ns[v], t, v);
+        cell_ins(ins[v], sizeof ins[v], r, i, v, f);
+        cell_ns(ns[v], sizeof ns[v], t, v, f);
       }
-      cell_ratio(ratio[0], sizeof ratio[0], r->have_instr, i, 1);
-      cell_ratio(ratio[1], sizeof ratio[1], r->have_instr && CCSHIM_BENCH_HAVE_FFI, i, B1X);
+      cell_ratio(ratio[0], sizeof ratio[0], r->have_instr, i, 2, 1);
+      cell_ratio(ratio[1], sizeof ratio[1], r->have_instr && CCSHIM_BENCH_HAVE_FFI, i, 2, B1X);
+      cell_ratio(ratio[2], sizeof ratio[2], r->have_instr && port, i, PORT, B1X);
       printf(
-          "%-7s %4d | %6s %6s %7s %6s %7s | %5s %6s %6s | %5.2f %15s %15s %15s %6.2f | %9s %9s\n",
-          form_names[f], arities[a], ins[0], ins[1], ins[B1X], ins[2], ins[3], ratio[0], ratio[1],
-          r->have_instr ? (row_met ? "met" : "MISSED") : "-", t[0].median, ns[1], ns[B1X], ns[2],
-          t[3].median, time_verdict(&t[1], &t[2]),
-          CCSHIM_BENCH_HAVE_FFI ? time_verdict(&t[B1X], &t[2]) : "-");
+          "%-7s %4d | %6s %6s %7s %6s %7s %5s | %5s %6s %5s %6s | %5.2f %15s %15s %15s %6.2f %15s "
+          "| %9s %9s %9s\n",
+          form_names[f], arities[a], ins[0], ins[1], ins[B1X], ins[2], ins[3], ins[PORT], ratio[0],
+          ratio[1], ratio[2], r->have_instr ? (row_met ? "met" : "MISSED") : "-", t[0].median,
+          ns[1], ns[B1X], ns[2], t[3].median, ns[PORT], time_verdict(&t[1], &t[2]),
+          CCSHIM_BENCH_HAVE_FFI ? time_verdict(&t[B1X], &t[2]) : "-",
+          port ? time_verdict(&t[B1X], &t[PORT]) : "-");
     }
   printf(
       "\nB2/B1, B2/B1x: the adapter's overhead over the floor, relative to each hand-written "
-      "handler's:\n(B2-B0)/(B1-B0) and (B2-B0)/(B1x-B0); ins: met when both <= %.2f in "
-      "instructions.\n"
+      "handler's:\n(B2-B0)/(B1-B0) and (B2-B0)/(B1x-B0); P/B1x: the ported handler's, "
+      "(P-B0)/(B1x-B0);\nins: met when all three <= %.2f in instructions (P: none for cpu_v3, "
+      "which the port refuses).\n"
       "ns: the median of %d interleaved runs [its quartiles]; time B1, time B1x: met when B2's "
-      "median\n<= the reference's, in spread when within the reference's quartiles.\n",
+      "median\n<= the reference's, in spread when within the reference's quartiles; P time: "
+      "P's against B1x's.\n",
       TARGET, r->runs);
   if (!r->have_instr)
     printf("instructions: not measured (valgrind or its callgrind.h not available)\n");
@@ -106,27 +117,27 @@ int ccshim_bench_print_table(const results* r) {
   return met;
 }
 
-/* {"B0": x, ...} of the variants built, in the table's order. */
-static void write_variants(FILE* j, const double* x) {
-  static const int order[VARIANTS] = {0, 1, B1X, 2, 3};
+/* {"B0": x, ...} of the variants built for form f, in the table's order. */
+static void write_variants(FILE* j, const double* x, int f) {
+  static const int order[VARIANTS] = {0, 1, B1X, 2, 3, PORT};
   const char* sep = "{";
   for (int k = 0; k < VARIANTS; k++) {
     int v = order[k];
-    if (!variant_built(v)) continue;
+    if (!variant_built(v, f)) continue;
     fprintf(j, "%s\"%s\": %.3f", sep, variant_names[v], x[v]);
     sep = ", ";
   }
   fprintf(j, "}");
 }
 
-static void write_spread(FILE* j, const spread* t) {
+static void write_spread(FILE* j, const spread* t, int f) {
   double median[VARIANTS];
   for (int v = 0; v < VARIANTS; v++) median[v] = t[v].median;
-  write_variants(j, median);
+  write_variants(j, median, f);
   fprintf(j, ", \"ns_spread\": {");
   const char* sep = "";
   for (int v = 0; v < VARIANTS; v++) {
-    if (!variant_built(v)) continue;
+    if (!variant_built(v, f)) continue;
     fprintf(j,
             "%s\"%s\": {\"min\": %.3f, \"q1\": %.3f, \"median\": %.3f, \"q3\": %.3f, "
             "\"max\": %.3f}",
@@ -156,9 +167,9 @@ void ccshim_bench_write_json(FILE* j, const results* r) {
     for (int a = 0; a < NUM_ARITIES; a++) {
       fprintf(j, "    {\"form\": \"%s\", \"buffers\": %d, \"instructions\": ", form_names[f],
               arities[a]);
-      write_variants(j, r->instr[f][a]);
+      write_variants(j, r->instr[f][a], f);
       fprintf(j, ", \"ns\": ");
-      write_spread(j, r->ns[f][a]);
+      write_spread(j, r->ns[f][a], f);
       fprintf(j, "}%s\n", f == NUM_FORMS - 1 && a == NUM_ARITIES - 1 ? "" : ",");
     }
   fprintf(j,

@@ -313,10 +313,16 @@ except Exception as e:
 
 @pytest.mark.skipif(os.environ.get("CCSHIM_SUITE") == "pinned",
                     reason="it builds and runs on the newest JAX: make test runs it there")
-def test_a_ported_status_kernel_fails_as_an_ffi_error_with_its_message(tmp_path):
+@pytest.mark.parametrize("decode", ["tables", "each"])
+def test_a_ported_status_kernel_fails_as_an_ffi_error_with_its_message(tmp_path, monkeypatch,
+                                                                       decode):
     """A fixture of the same form with a single-result kernel and a
     status-returning (API version 2) tuple-result kernel: ported, built by
-    its own build, run without ccshim."""
+    its own build, run without ccshim; its handlers reading the buffers from
+    the frame's tables, and (XLA_LEGACY_CALL_DECODE_EACH, what headers of
+    other FFI versions get) each through get<AnyBuffer>()."""
+    if decode == "each":
+        monkeypatch.setenv("CXXFLAGS", "-DXLA_LEGACY_CALL_DECODE_EACH")
     if not NEWEST.exists():
         pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
     tree = tmp_path / "tree"

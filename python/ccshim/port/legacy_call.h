@@ -26,28 +26,102 @@ namespace ffi = xla::ffi;
 // ported project passes more buffers than this.
 constexpr std::size_t kMaxBuffers = 256;
 
+// What is said of a call past kMaxBuffers: out of line, so that the path
+// every call takes stays small enough for the compiler to inline the
+// buffers' decoding into it (as a hand-written binding's is).
+#if defined(__GNUC__) || defined(__clang__)
+#define XLA_LEGACY_CALL_COLD __attribute__((cold, noinline))
+#define XLA_LEGACY_CALL_INLINE __attribute__((always_inline)) inline
+#elif defined(_MSC_VER)
+#define XLA_LEGACY_CALL_COLD __declspec(noinline)
+#define XLA_LEGACY_CALL_INLINE __forceinline
+#else
+#define XLA_LEGACY_CALL_COLD
+#define XLA_LEGACY_CALL_INLINE inline
+#endif
+XLA_LEGACY_CALL_COLD inline ffi::Error TooMany(std::size_t got) {
+  return ffi::Error::InvalidArgument("legacy custom call: expected at most " +
+                                     std::to_string(kMaxBuffers) + " buffers, got " +
+                                     std::to_string(got));
+}
+XLA_LEGACY_CALL_COLD inline ffi::Error NotABuffer(const char* what, std::size_t i) {
+  return ffi::Error::InvalidArgument(std::string("legacy custom call: ") + what + " " +
+                                     std::to_string(i) + " is not a buffer");
+}
+
+// Each buffer's data: read from the tables of XLA's C API behind
+// RemainingArgs and RemainingRets (XLA_FFI_Args, XLA_FFI_Rets, through their
+// protected accessors) where the headers are of an FFI version this was
+// checked against (0.3 to 0.5: JAX 0.10 to 0.12), which costs what a
+// hand-written binding's Arg<AnyBuffer> does; through get<AnyBuffer>()
+// otherwise, which decodes each into an ErrorOr (more than twice the
+// instructions: `ccshim bench`, P; XLA_LEGACY_CALL_DECODE_EACH defined
+// takes that way anywhere).  Each returns the index of the first entry that
+// is not a buffer, or n.
+#if !defined(XLA_LEGACY_CALL_DECODE_EACH) && XLA_FFI_API_MAJOR == 0 && XLA_FFI_API_MINOR >= 3 && \
+    XLA_FFI_API_MINOR <= 5
+XLA_LEGACY_CALL_INLINE std::size_t ArgData(const ffi::RemainingArgs& args, std::size_t n,
+                                           const void** dst) {
+  struct Table : ffi::RemainingArgs {
+    explicit Table(const ffi::RemainingArgs& a) : ffi::RemainingArgs(a) {}
+    const XLA_FFI_Args* c() const { return this->args(); }
+    std::size_t first() const { return this->offset(); }
+  } const table(args);
+  const XLA_FFI_Args* c = table.c();
+  for (std::size_t i = 0, k = table.first(); i < n; ++i, ++k) {
+    if (c->types[k] != XLA_FFI_ArgType_BUFFER) return i;
+    dst[i] = static_cast<const XLA_FFI_Buffer*>(c->args[k])->data;
+  }
+  return n;
+}
+XLA_LEGACY_CALL_INLINE std::size_t RetData(const ffi::RemainingRets& rets, std::size_t n,
+                                           void** dst) {
+  struct Table : ffi::RemainingRets {
+    explicit Table(const ffi::RemainingRets& r) : ffi::RemainingRets(r) {}
+    const XLA_FFI_Rets* c() const { return this->rets(); }
+    std::size_t first() const { return this->offset(); }
+  } const table(rets);
+  const XLA_FFI_Rets* c = table.c();
+  for (std::size_t i = 0, k = table.first(); i < n; ++i, ++k) {
+    if (c->types[k] != XLA_FFI_RetType_BUFFER) return i;
+    dst[i] = static_cast<const XLA_FFI_Buffer*>(c->rets[k])->data;
+  }
+  return n;
+}
+#else
+XLA_LEGACY_CALL_INLINE std::size_t ArgData(const ffi::RemainingArgs& args, std::size_t n,
+                                           const void** dst) {
+  for (std::size_t i = 0; i < n; ++i) {
+    auto arg = args.get<ffi::AnyBuffer>(i);
+    if (arg.has_error()) return i;
+    dst[i] = arg->untyped_data();
+  }
+  return n;
+}
+XLA_LEGACY_CALL_INLINE std::size_t RetData(const ffi::RemainingRets& rets, std::size_t n,
+                                           void** dst) {
+  for (std::size_t i = 0; i < n; ++i) {
+    auto ret = rets.get<ffi::AnyBuffer>(i);
+    if (ret.has_error()) return i;
+    dst[i] = (*ret)->untyped_data();
+  }
+  return n;
+}
+#endif
+
 // The CPU legacy convention around `call(out, in)`, which runs the kernel.
 template <typename Call>
-ffi::Error CallCpu(ffi::RemainingArgs args, ffi::RemainingRets rets, Call call) {
-  if (args.size() > kMaxBuffers || rets.size() > kMaxBuffers) {
-    return ffi::Error::InvalidArgument("legacy custom call: expected at most " +
-                                       std::to_string(kMaxBuffers) + " operands and results, got " +
-                                       std::to_string(args.size()) + " and " +
-                                       std::to_string(rets.size()));
-  }
+XLA_LEGACY_CALL_INLINE ffi::Error CallCpu(ffi::RemainingArgs args, ffi::RemainingRets rets,
+                                          Call call) {
+  const std::size_t num_args = args.size(), num_rets = rets.size();
+  if (num_args > kMaxBuffers || num_rets > kMaxBuffers) return TooMany(num_args + num_rets);
   const void* in[kMaxBuffers + 1];
   void* results[kMaxBuffers + 1];
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    auto arg = args.get<ffi::AnyBuffer>(i);
-    if (arg.has_error()) return arg.error();
-    in[i] = arg->untyped_data();
-  }
-  for (std::size_t i = 0; i < rets.size(); ++i) {
-    auto ret = rets.get<ffi::AnyBuffer>(i);
-    if (ret.has_error()) return ret.error();
-    results[i] = (*ret)->untyped_data();
-  }
-  void* out = rets.size() == 1 ? results[0] : static_cast<void*>(results);
+  std::size_t bad = ArgData(args, num_args, in);
+  if (bad != num_args) return NotABuffer("operand", bad);
+  bad = RetData(rets, num_rets, results);
+  if (bad != num_rets) return NotABuffer("result", bad);
+  void* out = num_rets == 1 ? results[0] : static_cast<void*>(results);
   return call(out, in);
 }
 
@@ -75,24 +149,15 @@ ffi::Error CpuHandler(ffi::RemainingArgs args, ffi::RemainingRets rets) {
 // pointers (a token's entry is NULL, as XLA's legacy GPU runtime gave it),
 // and the opaque bytes, copied so that they end in a NUL as XLA's string did.
 template <typename Call>
-ffi::Error CallGpu(ffi::RemainingArgs args, ffi::RemainingRets rets,
-                   ffi::Span<const std::uint8_t> opaque, Call call) {
-  if (args.size() + rets.size() > kMaxBuffers) {
-    return ffi::Error::InvalidArgument("legacy custom call: expected at most " +
-                                       std::to_string(kMaxBuffers) + " operands and results, got " +
-                                       std::to_string(args.size() + rets.size()));
-  }
+XLA_LEGACY_CALL_INLINE ffi::Error CallGpu(ffi::RemainingArgs args, ffi::RemainingRets rets,
+                                          ffi::Span<const std::uint8_t> opaque, Call call) {
+  const std::size_t num_args = args.size(), num_rets = rets.size();
+  if (num_args + num_rets > kMaxBuffers) return TooMany(num_args + num_rets);
   void* buffers[kMaxBuffers + 1];
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    auto arg = args.get<ffi::AnyBuffer>(i);
-    if (arg.has_error()) return arg.error();
-    buffers[i] = arg->untyped_data();
-  }
-  for (std::size_t i = 0; i < rets.size(); ++i) {
-    auto ret = rets.get<ffi::AnyBuffer>(i);
-    if (ret.has_error()) return ret.error();
-    buffers[args.size() + i] = (*ret)->untyped_data();
-  }
+  std::size_t bad = ArgData(args, num_args, const_cast<const void**>(buffers));
+  if (bad != num_args) return NotABuffer("operand", bad);
+  bad = RetData(rets, num_rets, buffers + num_args);
+  if (bad != num_rets) return NotABuffer("result", bad);
   const std::string bytes(reinterpret_cast<const char*>(opaque.begin()), opaque.size());
   return call(buffers, bytes.c_str(), bytes.size());
 }
