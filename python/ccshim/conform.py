@@ -292,6 +292,34 @@ def _typed(c: Control, kernel: int, at: list) -> None:
         raise Broken(str(e)) from None
 
 
+def _ported(c: Control, handler: int, at: list) -> None:
+    """The typed side: a handler `ccshim port` wrote (--against-python), run
+    in the embedded runtime on the same buffers, the opaque (if any) as its
+    u8 attribute `opaque`, as the port's GPU lowering passes it."""
+    import numpy as np
+
+    from ._core import CcshimError, Signature, answers_as_typed_handler
+    from ._native import lib
+    from .runtime import HandlerError, invoke_at
+    if not answers_as_typed_handler(handler):
+        raise Broken("--against-python: the capsule is not a typed-FFI handler (it did not "
+                     "answer XLA's metadata query as one): not a ported build?")
+    sig = Signature(c.signature)
+
+    def frame(leaves, addresses):
+        return [(lib.ccshim_dtype_from_name(leaf.dtype.encode(), len(leaf.dtype)), address,
+                 leaf.shape) for leaf, address in zip(leaves, addresses)]
+
+    attrs = {"opaque": np.frombuffer(bytes(c.opaque), np.uint8)} if c.opaque else None
+    try:
+        invoke_at(handler, frame(sig.operands, at[:c.num_args]),
+                  frame(sig.results, at[c.num_args:]), attrs)
+    except HandlerError as e:
+        raise Failed(e.number, e.message) from None
+    except CcshimError as e:
+        raise Broken(str(e)) from None
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ccshim conform (a side in Python)")
     p.add_argument("--control", type=int, required=True)
@@ -302,6 +330,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--symbol")
     p.add_argument("--init")
     p.add_argument("--reference", choices=("xla", "invoker"), default="invoker")
+    p.add_argument("--against")   # MODULE[:ATTR] of a ported build: the typed side
     return p
 
 
@@ -310,7 +339,9 @@ def run(c: Control, a: argparse.Namespace) -> None:
     xla = a.reference == "xla"
     if xla and c.what != TYPED:
         c.name_reference(_xla_name())
-    if a.python:
+    if a.against:
+        kernel = _python_kernel(a.against, a.name, None)
+    elif a.python:
         kernel = _python_kernel(a.python, a.name, a.init)
     else:
         kernel = _library_kernel(a.lib, a.symbol)
@@ -320,7 +351,9 @@ def run(c: Control, a: argparse.Namespace) -> None:
         _probe(c, kernel, bool(a.python), xla)
         return
     at = map_buffers(a.buffers, c.buffers)
-    if c.what == TYPED:
+    if c.what == TYPED and a.against:
+        _ported(c, kernel, at)
+    elif c.what == TYPED:
         _typed(c, kernel, at)
     elif xla:
         _legacy_by_xla(c, kernel, at)

@@ -9,6 +9,7 @@ port (make census).
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
@@ -203,3 +204,46 @@ def run(project: str, site: pathlib.Path, python: pathlib.Path, ranks: int = 1,
         calls, untyped = custom_calls(dump)
     return {"found": found, "tail": tail, "calls": calls, "untyped": untyped,
             "ccshim": (probe.stderr.strip().splitlines() or ["imported"])[-1]}
+
+
+def conform(project: str, site: pathlib.Path, python: pathlib.Path, ccshim: pathlib.Path,
+            entries: list[dict], into: pathlib.Path) -> dict:
+    """`ccshim conform --against-python` of each ported kernel named in
+    entries (the manifest's [port] conform: module, name, api, signature,
+    arg_hex; attr: the module's mapping, registrations by default, or
+    function: the module's function that returns the capsule), the handler of the ported build in site against the kernel of
+    the project's legacy build (its sdist unpatched, built the same way into
+    into) run by XLA's legacy path: {name: {"status", "runs", "equal",
+    "both_failed", "detail"}}."""
+    legacy = into / "legacy-site"
+    tree = into / "legacy-tree"
+    side_by_side(project, tree)
+    if project in BUILDABLE:
+        BUILDABLE[project](tree)
+    build(tree, legacy, python, project=project)
+    found = {}
+    for e in entries:
+        modules = [next(iter(sorted(s.glob(e["module"] + "*.so"))), None) for s in (legacy, site)]
+        if None in modules:
+            found[e["name"]] = {"status": "error", "detail": f"no {e['module']}*.so in a build"}
+            continue
+        # the module's mapping of its capsules (registrations by default), or
+        # the module function that returns the kernel's (celerite2's)
+        attr = e.get("function") or e.get("attr", "registrations")
+        named = [] if "function" in e else [e["name"]]
+        args = [str(ccshim), "conform", "--python", f"{modules[0]}:{attr}", *named,
+                "--api", str(e["api"]), "--signature", e["signature"], "--reference", "xla",
+                "--against-python", f"{modules[1]}:{attr}",
+                *(["--against-name", e["name"]] if named else []), "--runs", "3", "--json"]
+        for fixed in e.get("arg_hex", []):
+            args += ["--arg-hex", fixed]
+        done = subprocess.run(args, env=dict(os.environ, CCSHIM_PYTHON=str(python)),
+                              capture_output=True, text=True, timeout=600)
+        try:
+            (target,) = json.loads(done.stdout)["targets"]
+        except (ValueError, KeyError):
+            found[e["name"]] = {"status": "error", "detail": (done.stdout + done.stderr)[-300:]}
+            continue
+        found[e["name"]] = {k: target.get(k) for k in ("status", "runs", "equal",
+                                                       "both_failed", "detail")}
+    return found

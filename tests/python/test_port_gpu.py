@@ -70,12 +70,17 @@ def test_the_opaque_bytes_arrive_as_they_were_through_real_xla(tmp_path):
         assert seen["buffers"] == [0, 1, 100, 101]
 
 
+def _port(tree: pathlib.Path, *flags: str) -> subprocess.CompletedProcess:
+    """`python -m ccshim.port TREE FLAGS...` with this checkout's package."""
+    return subprocess.run([sys.executable, "-m", "ccshim.port", str(tree), *flags],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
+                          capture_output=True, text=True, timeout=300)
+
+
 def _ported_fixture(tmp_path) -> pathlib.Path:
     tree = tmp_path / "gpu_ext"
     shutil.copytree(HERE, tree)
-    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree), "--apply"],
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
-                          capture_output=True, text=True, timeout=300)
+    done = _port(tree, "--apply")
     assert done.returncode == 0, done.stderr
     assert "not ported" not in done.stderr, done.stderr
     return tree
@@ -156,9 +161,7 @@ def test_gpu_ext_port_compiles_with_nvcc_and_its_lowering_passes_the_opaque(tmp_
     ops = (tree / "src" / "gpu_ext" / "ops.py").read_text()
     assert "opaque=np.frombuffer(descriptor, dtype=np.uint8))" in ops
     assert "backend_config=" not in ops and "xla_client" not in ops
-    again = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree)],
-                           env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
-                           capture_output=True, text=True, timeout=300)
+    again = _port(tree)
     assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
     nvcc = shutil.which("nvcc") or shutil.which("nvcc", path="/usr/local/cuda/bin")
     if nvcc is None:
@@ -257,9 +260,7 @@ def test_a_hip_port_compiles_with_hipcc(tmp_path):
     (tree / "CMakeLists.txt").write_text(
         "project(p LANGUAGES CXX HIP)\nfind_package(pybind11 CONFIG REQUIRED)\n"
         'pybind11_add_module(hip_ops "hip_ops.cc" "kernels.hip")\n')
-    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree), "--apply"],
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
-                          capture_output=True, text=True, timeout=300)
+    done = _port(tree, "--apply")
     assert done.returncode == 0 and "not ported" not in done.stderr, done.stderr
     ported = (tree / "hip_ops.cc").read_text()
     assert ".Ctx<xla::ffi::PlatformStream<hipStream_t>>()" in ported
@@ -286,9 +287,7 @@ def test_a_lowering_it_cannot_read_keeps_the_targets_it_may_lower_legacy(tmp_pat
     ops = tree / "src" / "gpu_ext" / "ops.py"
     ops.write_text(ops.read_text() + "\n\ndef custom_call(*args, **kwargs):\n"
                    "    return mlir.custom_call(*args, **kwargs).results\n")
-    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree)],
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
-                          capture_output=True, text=True, timeout=300)
+    done = _port(tree)
     assert done.returncode == 0, done.stderr
     said = done.stderr.splitlines()
     for line, target in ((15, "gpu_ext_scale"), (16, "gpu_ext_fail")):
@@ -312,9 +311,7 @@ def test_veros_cuda_lowering_of_other_layouts_is_held_not_ported(tmp_path):
         fixture_missing(f"{src} (dev/setup.sh test makes it)")
     tree = tmp_path / "veros"
     shutil.copytree(src, tree)
-    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree), "--apply"],
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
-                          capture_output=True, text=True, timeout=300)
+    done = _port(tree, "--apply")
     assert done.returncode == 0, done.stderr
     special = "veros/core/special/"
     assert f"{special}tdma_.py:173: not ported: a custom call whose result_layouts and " \
@@ -392,9 +389,7 @@ def test_one_custom_call_for_cpu_and_gpu_keeps_its_targets_legacy(tmp_path):
         "project(p LANGUAGES CXX)\nfind_package(pybind11 CONFIG REQUIRED)\n"
         'pybind11_add_module(cpu_ops "pkg/cpu_ops.cc")\n'
         'pybind11_add_module(gpu_ops "pkg/gpu_ops.cc")\n')
-    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree)],
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
-                          capture_output=True, text=True, timeout=300)
+    done = _port(tree)
     assert done.returncode == 0, done.stderr
     said = done.stderr.splitlines()
     assert said[:2] == [
@@ -425,9 +420,7 @@ def test_a_cpu_kernel_declared_in_an_included_header_is_ported_beside_the_dict(t
     (tree / "CMakeLists.txt").write_text(
         "project(p LANGUAGES CXX)\nfind_package(pybind11 CONFIG REQUIRED)\n"
         'pybind11_add_module(ops "pkg/ops.cc" "pkg/kernels.cc")\n')
-    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree)],
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
-                          capture_output=True, text=True, timeout=300)
+    done = _port(tree)
     assert done.returncode == 0, done.stderr
     assert '+  dict["seen"] = EncapsulateFunction(seen_ffi);' in done.stdout
     assert "+                       xla_legacy_call::CpuHandler<seen>," in done.stdout
@@ -454,9 +447,7 @@ def test_a_template_instance_kernel_gets_a_handler_of_its_own(tmp_path):
     (tree / "CMakeLists.txt").write_text(
         "project(p LANGUAGES CXX)\nfind_package(pybind11 CONFIG REQUIRED)\n"
         "pybind11_add_module(cpu_ops ${CMAKE_CURRENT_LIST_DIR}/lib/cpu_ops.cc)\n")
-    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(tree)],
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
-                          capture_output=True, text=True, timeout=300)
+    done = _port(tree)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     for t, handler in (("float", "cpu_kepler_float_ffi"), ("double", "cpu_kepler_double_ffi")):

@@ -61,6 +61,9 @@ typedef struct target {
   int reference_xla;                  /* --reference xla */
   char* against_lib;                  /* --against: the native handler's library, or NULL */
   char* against_symbol;
+  char* against_python; /* --against-python MODULE[:ATTR]: a port's handler, in Python */
+  char* against_name;   /* --against-name NAME: its entry in ATTR's mapping */
+  char* against_path;   /* --against-path DIR: where that Python finds the port's build */
   attr attrs[MAX_ATTRS];
   int num_attrs;
   struct {

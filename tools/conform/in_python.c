@@ -31,7 +31,8 @@ _Static_assert(offsetof(side, message) == 32 && sizeof(side) == 544, "side: 544 
 _Static_assert(sizeof(control_buffer) == 24, "control_buffer: 24 bytes");
 
 int conform_in_python(const target* t, int what) {
-  if (what == RUN_TYPED) return t->python != NULL && t->against_lib == NULL;
+  if (what == RUN_TYPED)
+    return t->against_python != NULL || (t->python != NULL && t->against_lib == NULL);
   return t->python != NULL || t->reference_xla;
 }
 
@@ -114,15 +115,32 @@ void conform_exec_python(const target* t, int control_fd, int buffers_fd, contro
   argv[n++] = cfd;
   argv[n++] = "--buffers";
   argv[n++] = bfd;
-  argv[n++] = t->python ? "--python" : "--lib";
-  argv[n++] = t->python ? t->python : t->lib;
-  if (t->python == NULL || t->python_named) {
-    argv[n++] = t->python ? "--name" : "--symbol";
-    argv[n++] = t->symbol;
-  }
-  if (t->init) {
-    argv[n++] = "--init";
-    argv[n++] = t->init;
+  if (c->what == RUN_TYPED && t->against_python) {
+    /* the port's handler, from its build (--against-path first on the path) */
+    argv[n++] = "--against";
+    argv[n++] = t->against_python;
+    if (t->against_name) {
+      argv[n++] = "--name";
+      argv[n++] = t->against_name;
+    }
+    if (t->against_path) {
+      const char* old = getenv("PYTHONPATH");
+      char* path =
+          conform_format("%s%s%s", t->against_path, old && *old ? ":" : "", old && *old ? old : "");
+      setenv("PYTHONPATH", path, 1); /* this child's own environment, before its exec */
+      free(path);
+    }
+  } else {
+    argv[n++] = t->python ? "--python" : "--lib";
+    argv[n++] = t->python ? t->python : t->lib;
+    if (t->python == NULL || t->python_named) {
+      argv[n++] = t->python ? "--name" : "--symbol";
+      argv[n++] = t->symbol;
+    }
+    if (t->init) {
+      argv[n++] = "--init";
+      argv[n++] = t->init;
+    }
   }
   argv[n++] = "--reference";
   argv[n++] = t->reference_xla ? "xla" : "invoker";

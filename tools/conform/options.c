@@ -36,6 +36,9 @@ void conform_target_reset(target* t) {
   free(t->signature);
   free(t->against_lib);
   free(t->against_symbol);
+  free(t->against_python);
+  free(t->against_name);
+  free(t->against_path);
   free(t->python);
   free(t->init);
   memset(t, 0, sizeof *t);
@@ -297,6 +300,22 @@ OPTION_FN(set_against) {
   return 0;
 }
 
+/* --against-python, --against-name, --against-path: a string each. */
+OPTION_FN(set_against_python) {
+  char** field = !strcmp(opt, "--against-python") ? &t->against_python
+                 : !strcmp(opt, "--against-name") ? &t->against_name
+                                                  : &t->against_path;
+  if (v[0] == '\0') {
+    snprintf(err, cap, "%s: expected a value", opt);
+    return -1;
+  }
+  free(*field);
+  *field = !strcmp(opt, "--against-path") && v[0] != '/' && base_dir != NULL
+               ? conform_format("%s/%s", base_dir, v)
+               : conform_format("%s", v);
+  return 0;
+}
+
 OPTION_FN(add_attr) {
   (void)opt, (void)base_dir;
   if (t->num_attrs == MAX_ATTRS) {
@@ -393,6 +412,12 @@ const option_spec conform_options[] = {
     {"--rtol", "R", set_rtol, "compare floats within R instead of byte for byte"},
     {"--against", "LIB2:HANDLER", set_against, "a native typed-FFI port instead of the adapter"},
     {"--attr", "NAME=TYPE:VALUE", add_attr, "an attribute for the port (TYPE[] for arrays, str)"},
+    {"--against-python", "MODULE[:ATTR]", set_against_python,
+     "the handler `ccshim port` wrote, from the ported build's module (a capsule, or an entry "
+     "of ATTR's mapping), instead of the adapter; run in Python"},
+    {"--against-name", "NAME", set_against_python, "its entry in ATTR's mapping"},
+    {"--against-path", "DIR", set_against_python,
+     "put before PYTHONPATH for that side only: where the ported build is"},
     {"--timeout", "SECONDS", set_timeout, "each side's deadline, then SIGKILL (default 60)"},
     {"--tuple-operands", "flat|nested", set_tuple_operands,
      "tuple operands in in[]: their leaves (XLA's CPU runtime since jaxlib 0.4.32, the "
@@ -454,6 +479,16 @@ static int check_complete(const target* t, char* err, size_t cap) {
   }
   if (t->init && !t->python) {
     snprintf(err, cap, "--init goes with --python (it is called on that module)");
+    return -1;
+  }
+  if (t->against_python && (t->against_lib || t->num_attrs)) {
+    snprintf(err, cap,
+             "--against-python takes the handler from Python, with the opaque as its "
+             "u8 attribute: leave out --against and --attr");
+    return -1;
+  }
+  if ((t->against_name || t->against_path) && !t->against_python) {
+    snprintf(err, cap, "--against-name and --against-path go with --against-python");
     return -1;
   }
   if (t->against_lib && t->reference_xla) {

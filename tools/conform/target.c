@@ -65,7 +65,8 @@ static int compare_runs(const target* t, layout* l, side* sides, report* r) {
       /* Against XLA, the kernel's message is inside XLA's. */
       int alike = t->reference_xla
                       ? lg->state == ty->state && strstr(lg->message, ty->message) != NULL
-                      : lg->state == ty->state && (lg->code == ty->code || t->against_lib) &&
+                      : lg->state == ty->state &&
+                            (lg->code == ty->code || t->against_lib || t->against_python) &&
                             lg->message_len == ty->message_len &&
                             lg->message_hash == ty->message_hash &&
                             strcmp(lg->message, ty->message) == 0;
@@ -113,7 +114,7 @@ int conform_check_target(target* t, report* r) {
                        ccshim_platform_name(t->platform));
     return 3;
   }
-  if (t->against_lib)
+  if (t->against_lib || t->against_python)
     snprintf(r->form + strlen(r->form), sizeof r->form - strlen(r->form), " vs typed");
   if (t->tuple_operands == CCSHIM_TUPLES_NESTED)
     snprintf(r->form + strlen(r->form), sizeof r->form - strlen(r->form), ", nested");
