@@ -382,6 +382,11 @@ def port_check(p: dict) -> dict | None:
             more = {n: project_ports.run(p["key"], site, run_python(p, run), ranks=n,
                                          timeout=p["suite"].get("timeout", 1800))
                     for n in p.get("ranks", [1]) if n != 1}
+            # each ported kernel named beside the legacy one run by XLA's path
+            sides = project_ports.conform(
+                p["key"], site, port_build_python(p, run), BUILD / "tools" / "ccshim",
+                p.get("port", {}).get("conform", []), pathlib.Path(tmp)) \
+                if p.get("port", {}).get("conform") else None
     except Exception as e:  # said in the results and the doc
         out["run"]["error"] = f"{type(e).__name__}: {str(e)[-600:]}"
         return out
@@ -394,6 +399,8 @@ def port_check(p: dict) -> dict | None:
         "counts": project_suites.counts(found), "ccshim": ran["ccshim"],
         "lost": lost(found, 1), "calls": ran["calls"], "untyped": ran["untyped"][:5],
         "tail": ran["tail"][-1500:] if not found else ""})
+    if sides is not None:
+        out["run"]["conform"] = sides
     if more:
         out["run"]["ranks"] = {str(n): {"counts": project_suites.counts(r["found"]),
                                         "lost": lost(r["found"], n), "untyped": r["untyped"][:5]}
@@ -410,6 +417,8 @@ def port_unexplained(port: dict | None) -> list[str]:
     if run.get("error"):
         return [run["error"]]
     bad = [f"lost {t}" for t in run["lost"]] + [f"untyped: {c}" for c in run["untyped"]]
+    bad += [f"conform {name}: {c['status']} {c.get('detail') or ''}".strip()
+            for name, c in run.get("conform", {}).items() if c["status"] != "equal"]
     for ranks, r in run.get("ranks", {}).items():
         bad += [f"lost {t} on {ranks} ranks" for t in r["lost"]] + \
             [f"untyped on {ranks} ranks: {c}" for c in r["untyped"]]

@@ -140,6 +140,15 @@ def _port_lines(port: dict | None, key: str) -> list[str]:
                    f"cannot be imported: {_counts(run['counts'])}; lost: "
                    f"{', '.join(run['lost']) or 'none'}; custom calls XLA compiled: {calls}; "
                    f"not typed: {len(run['untyped']) or 'none'}")
+        if run.get("conform"):
+            sides = run["conform"]
+            out.append(f"  - `ccshim conform --against-python`, each ported handler against the "
+                       f"legacy build's kernel run by XLA's legacy path: "
+                       f"{sum(c['status'] == 'equal' for c in sides.values())} of {len(sides)} "
+                       "equal: " + ", ".join(
+                           f"{n} {c['status']}" + (f" ({c['equal']}/{c['runs']} runs)"
+                                                   if c.get("runs") else "")
+                           for n, c in sorted(sides.items())))
         for ranks, r in sorted(run.get("ranks", {}).items()):
             out.append(f"  - the same on {ranks} ranks: {_counts(r['counts'])}; lost: "
                        f"{', '.join(r['lost']) or 'none'}; not typed: "
