@@ -8,6 +8,11 @@
 #                     the MPI mpi4jax is built against there
 #   .carry/mpi4jax-0.8.1.post2/  mpi4jax's sdist, as tests/fixtures/fetch.py
 #                     checked and unpacked it into the per-user cache
+#   .carry/port-kepler-jax/  kepler_jax's kept port (dev/census/ports/),
+#                     applied to its source in the per-user cache (census.py
+#                     fetch kepler-jax), with the build backend its pyproject
+#                     names in .carry/wheels (pure-Python wheels); left out,
+#                     said, where the cache has no such source
 #   .carry/census/KEY/  with --census: what the census step needs of each
 #                     GPU-only project with a [gpu.suite] (its wheels or sdist
 #                     from PyPI, checked by SHA-256, and its tests where only
@@ -39,6 +44,18 @@ python3 tests/fixtures/fetch.py >/dev/null
 src=$(python3 tests/fixtures/fetch.py --where)/mpi4jax-0.8.1.post2-src/mpi4jax-0.8.1.post2
 rm -rf .carry/mpi4jax-0.8.1.post2
 cp -r "$src" .carry/mpi4jax-0.8.1.post2
+kepler=$(python3 tests/fixtures/fetch.py --where)/census/kepler-jax-371dca9-src
+rm -rf .carry/port-kepler-jax
+if [ -f "$kepler/.complete" ]; then
+  cp -r "$kepler" .carry/port-kepler-jax && rm -f .carry/port-kepler-jax/.complete
+  patch -s -p1 -d .carry/port-kepler-jax <dev/census/ports/kepler-jax-371dca9.patch
+  python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    -d .carry/wheels scikit-build-core==0.11.1 setuptools-scm==8.2.0 pathspec==0.12.1 \
+    packaging==24.2
+else
+  echo "prepare: no kepler_jax source in the cache ($kepler; census.py fetch kepler-jax" \
+    "--git-from CLONE): the port-kepler step will say so" >&2
+fi
 du -sh .carry
 if [ $census = 1 ]; then
   (cd dev/census && python3 gpu_suite.py list) | while read -r key; do

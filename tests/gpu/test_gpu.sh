@@ -17,6 +17,11 @@
 #              (the wheel, chosen explicitly: its libmpi.so.12 preloaded, for
 #              children too), and its own test suite on 1 rank through
 #              `python -m ccshim.legacy --strict --report`
+#   port-kepler kepler_jax's kept port (dev/census/ports/), from
+#              .carry/port-kepler-jax: built by its own build (with nvcc,
+#              its CUDA gpu_ops), its own suite on the GPU in a Python where
+#              ccshim cannot be imported, and every kepler call XLA compiled
+#              read from its dump: typed, the CUDA ones among them
 #   census-KEY each GPU-only census project with a [gpu.suite] (dev/census/
 #              gpu_suite.py list: flash-attn-jax 0.3.0, fdtdz 1.1.3): its own
 #              suite (or the named selection its manifest gives) on XLA's
@@ -229,6 +234,41 @@ mpi("after import mpi4jax")' 2>&1 | grep -v Warning)
 }
 export -f mpi4jax_suite
 step mpi4jax 420 "grep -E '(passed|failed|error)|cuda kernels' | tail -n 2" -- mpi4jax_suite
+
+# kepler_jax's kept port on the GPU: its ported CUDA kernels through the
+# handlers `ccshim port` wrote, nothing of ccshim there.
+port_kepler() {
+  local src=$root/.carry/port-kepler-jax venv=$root/$build/venv-port
+  local site=$root/$build/port-kepler-site dump=$logs/port-kepler-hlo calls untyped
+  [ -d "$src" ] || { echo "no .carry/port-kepler-jax (tests/gpu/prepare.sh)"; return 1; }
+  rm -rf "$venv" "$site" "$dump"
+  "$python" -m venv --system-site-packages "$venv" &&
+    "$venv/bin/python" -m pip install -q --no-index --find-links "$root/.carry/wheels" \
+      scikit-build-core==0.11.1 setuptools-scm==8.2.0 || return 1
+  SETUPTOOLS_SCM_PRETEND_VERSION=0.1.dev56+g371dca9 PATH="$venv/bin:$PATH" \
+    "$venv/bin/python" -m pip install -q --no-deps --no-build-isolation --target "$site" \
+    "$src" || return 1
+  compgen -G "$site/kepler_jax/gpu_ops*.so" >/dev/null ||
+    { echo "its build made no gpu_ops: was nvcc found?"; return 1; }
+  (cd "$src" && PYTHONPATH="$site" XLA_FLAGS="--xla_dump_to=$dump --xla_dump_hlo_as_text" \
+    "$venv/bin/python" -c '
+import sys
+try:
+    import ccshim
+    sys.exit("ccshim can be imported here")
+except ImportError:
+    pass
+import jax, pytest
+print("default backend:", jax.default_backend())
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "tests"]))') || return 1
+  calls=$(cat "$dump"/*.txt | grep ' custom-call(' | grep -c 'custom_call_target="gpu_kepler_')
+  untyped=$(cat "$dump"/*.txt | grep ' custom-call(' | grep 'kepler_' |
+    grep -vc 'api_version=API_VERSION_TYPED_FFI')
+  echo "gpu_kepler calls: $calls; kepler calls not typed: $untyped"
+  [ "$calls" -gt 0 ] && [ "$untyped" -eq 0 ]
+}
+export -f port_kepler
+step port-kepler 240 "grep -E 'passed|failed|gpu_kepler calls' | tail -n 2" -- port_kepler
 
 # The census on a GPU: a GPU-only project's own suite on XLA's legacy path
 # and through ccshim, in a venv of its own that sees the machine's JAX and
