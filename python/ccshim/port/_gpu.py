@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._cxxnames import base_name
+
 _STREAM = re.compile(r"\b(cudaStream_t|CUstream|hipStream_t)\b")
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 _STATUS = re.compile(
@@ -69,7 +71,6 @@ def declaring_include(path: Path, text: str, function: str,
                        sources: dict[Path, str]) -> Path | None:
     """The header that declares `void function(` among those text (path's)
     includes with quotes: beside path, or in the tree by its path's end."""
-    from ._native import base_name  # _native imports this module
     name = re.escape(base_name(function))
     for m in _INCLUDE.finditer(text):
         inc = m.group(1)

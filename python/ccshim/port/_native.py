@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import _gpu
+from ._cxxnames import base_name
 from ._report import Problem
 
 HEADER = "xla_legacy_call.h"
@@ -78,12 +79,6 @@ def _code(text: str) -> str:
 
 def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
-
-
-def base_name(function: str) -> str:
-    """A kernel's own name: without its qualification and template
-    arguments (cpu_kepler for kepler_jax::cpu_kepler<float>)."""
-    return re.sub(r"<.*", "", function).split("::")[-1].strip()
 
 
 def _params(text: str, function: str) -> tuple[list[str], int] | None:
