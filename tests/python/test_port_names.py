@@ -231,6 +231,45 @@ def test_a_layouts_helper_of_another_module_is_read_for_the_calls_arguments():
     assert got == [True, True, False, False, False]
 
 
+def test_a_helper_imported_relatively_is_read_from_its_package():
+    """`from ..utils import f` in pkg/ops/rules.py names pkg.utils.f, and
+    `from . import m` pkg.ops.m: relative imports resolved against the
+    module's package (a package's __init__.py is its own), and one that
+    climbs above the top names nothing."""
+    from ccshim.port._layouts import RowMajor
+    from ccshim.port._python import _importer, package_of
+    from ccshim.port._facts import _Facts
+    import pathlib
+    import tempfile
+    assert package_of("pkg.ops.rules", pathlib.Path("pkg/ops/rules.py")) == "pkg.ops"
+    assert package_of("pkg.ops", pathlib.Path("pkg/ops/__init__.py")) == "pkg.ops"
+    with tempfile.TemporaryDirectory() as tmp:
+        utils = pathlib.Path(tmp) / "utils.py"
+        utils.write_text("def layouts(operands):\n"
+                         "    return [tuple(range(len(o.shape) - 1, -1, -1)) for o in operands]\n")
+        wrapper = MetadataWrapper(cst.parse_module(
+            "from ..utils import layouts\n"
+            "from . import cpu_ops\n"
+            "from .... import nowhere\n"
+            "def rule(ctx, ops):\n"
+            "    lower(layouts(ops))\n"))
+        facts = _Facts("pkg.ops")
+        wrapper.visit(facts)
+        assert facts.aliases["layouts"] == "pkg.utils.layouts"
+        assert facts.aliases["cpu_ops"] == "pkg.ops.cpu_ops"
+        assert "nowhere" not in facts.aliases
+        rows = RowMajor(wrapper.module, Names(wrapper, _test),
+                        _importer(facts, {"pkg.utils": utils}, {}))
+        assert [rows.many(a) for a in _call_args(wrapper.module, "lower")] == [True]
+        # Without its package, the module's relative import names no module
+        # of the tree: the helper is not read.
+        unplaced = _Facts()
+        wrapper.visit(unplaced)
+        rows = RowMajor(wrapper.module, Names(wrapper, _test),
+                        _importer(unplaced, {"pkg.utils": utils}, {}))
+        assert [rows.many(a) for a in _call_args(wrapper.module, "lower")] == [False]
+
+
 def _call_args(module, func: str):
     found = []
 

@@ -114,13 +114,15 @@ def _port(trees: list[Path], held: set[tuple[str, str]]):
             kernels.setdefault(target, {})[platform] = target not in e.legacy
     more: set[tuple[str, str]] = set()
     tree = _modules(roots)
+    dotted = {path: name for name, path in tree.items()}
     for root in roots:
         for path in _files(root):
             if path.suffix != ".py":
                 continue
             text = path.read_text(errors="replace")
+            package = _python.package_of(dotted[path], path) if path in dotted else ""
             new = _python.port(str(path.relative_to(base)), text, ported, legacy, modules,
-                               problems, kernels, more, held, capsules, tree)
+                               problems, kernels, more, held, capsules, tree, package)
             if new is not None and new != text:
                 edits[path] = (text, new)
     edits = {p: _line_ends(p, old, new) for p, (old, new) in edits.items()}

@@ -51,7 +51,10 @@ class _Facts(cst.CSTVisitor):
     """Names the module binds: its imports, its rules' partial bindings, its
     JVP rules."""
 
-    def __init__(self) -> None:
+    def __init__(self, package: str = "") -> None:
+        # The dotted package the module is in ("" when not known), against
+        # which its relative imports are resolved.
+        self.package = package
         self.aliases: dict[str, str] = {}      # local name -> dotted module or object
         self.bound: dict[str, list[tuple[str, str | None]]] = {}  # rule -> [(name, platform)]
         self.jvps: set[str] = set()              # functions given as JVP rules
@@ -63,9 +66,17 @@ class _Facts(cst.CSTVisitor):
             self.aliases[local] = full if alias.asname else local
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.module is None or isinstance(node.names, cst.ImportStar):
+        if isinstance(node.names, cst.ImportStar):
             return
-        base = _dotted(node.module)
+        base = _dotted(node.module) if node.module is not None else None
+        if node.relative:     # from .x import f, from .. import m: from the package up
+            parts = self.package.split(".") if self.package else []
+            up = len(node.relative) - 1
+            if up > len(parts):
+                return
+            base = ".".join(parts[:len(parts) - up] + ([base] if base else []))
+        if not base:
+            return
         for alias in node.names:
             name = _dotted(alias.name)
             local = alias.asname.name.value if alias.asname else name

@@ -668,6 +668,12 @@ class _Port(cst.CSTTransformer):
         return updated
 
 
+def package_of(dotted: str, path: Path) -> str:
+    """The package a module of that dotted name and file is in: its own
+    name for a package's __init__.py, its parent's otherwise."""
+    return dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
+
+
 def _importer(facts: _Facts, tree: dict[str, Path], read: dict):
     """imported(name) for RowMajor: the module of the tree a name is
     imported from (`from pkg.utils import f`), read once per port of a
@@ -681,7 +687,7 @@ def _importer(facts: _Facts, tree: dict[str, Path], read: dict):
                     errors="replace")))
             except (KeyError, OSError, cst.ParserSyntaxError):
                 return None
-            other = _Facts()
+            other = _Facts(package_of(dotted, tree[dotted]))
             wrapper.visit(other)
             read[dotted] = RowMajor(wrapper.module, Names(wrapper, _test),
                                     _importer(other, tree, read))
@@ -704,13 +710,14 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
          held: set[tuple[str, str]] | None = None,
          prior: set[tuple[str, str]] = frozenset(),
          capsules: dict[str, bool] | None = None,
-         tree: dict[str, Path] | None = None) -> str | None:
+         tree: dict[str, Path] | None = None, package: str = "") -> str | None:
     """text ported, or None when nothing in it is a legacy target's use.
     kernels: each target's platforms, ported or not (_gpu_lowering); the
     ported (target, platform) pairs of sites kept legacy are added to held;
     prior: those an earlier pass held; capsules: those made by hand, by the
     member that holds each (ported or not); tree: the tree's modules, by
-    dotted name, whose functions the layouts' reader may read."""
+    dotted name, whose functions the layouts' reader may read; package: the
+    dotted package the module is in, for its relative imports."""
     if not re.search(r"custom_?call|ffi_call", text, re.I):
         return None
     try:
@@ -719,7 +726,7 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
         problems.append(Problem(f"{path}:{e.raw_line}", f"libcst cannot parse it ({e.message})"))
         return None
     wrapper = MetadataWrapper(module)
-    facts = _Facts()
+    facts = _Facts(package)
     wrapper.visit(facts)
     rules = Translations(path, module, facts, ported, legacy)   # XlaBuilder's
     start = len(problems)
