@@ -190,17 +190,19 @@ def custom_calls(dump: pathlib.Path) -> tuple[dict[str, int], list[str]]:
 
 
 def run(project: str, site: pathlib.Path, python: pathlib.Path, ranks: int = 1,
-        timeout: int = 1800) -> dict:
-    """The project's suite on its ported build, without ccshim: {"found":
-    {test: outcome}, "tail", "calls": {target: count}, "untyped": [...],
-    "ccshim": what `import ccshim` said there}."""
+        timeout: int = 1800, suite=None, why=None) -> dict:
+    """The project's suite (or another release's: project_suites.run's
+    ``suite``) on its ported build, without ccshim: {"found": {test:
+    outcome}, "tail", "calls": {target: count}, "untyped": [...], "ccshim":
+    what `import ccshim` said there}; ``why`` gets each failure's message."""
     with tempfile.TemporaryDirectory() as tmp:
         dump = pathlib.Path(tmp) / "hlo"
         env = environment(site, python, dump)
         probe = subprocess.run([str(python), "-S", "-c", "import ccshim"], env=env,
                                capture_output=True, text=True)
         found, tail = project_suites.run(project, env=env, ranks=ranks, timeout=timeout,
-                                         python=python, package=site, flags=["-S"])
+                                         python=python, package=site, flags=["-S"],
+                                         suite=suite, why=why)
         calls, untyped = custom_calls(dump)
     return {"found": found, "tail": tail, "calls": calls, "untyped": untyped,
             "ccshim": (probe.stderr.strip().splitlines() or ["imported"])[-1]}

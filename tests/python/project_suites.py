@@ -69,10 +69,10 @@ REPOSITORY_ONLY = {key: p["suite"]["git"] for key, p in PROJECTS.items()
                    if isinstance(p["suite"].get("git"), str)}
 
 
-def suite_folder(project: str, into: pathlib.Path) -> None:
+def suite_folder(project: str, into: pathlib.Path, suite=None) -> None:
     """What the project's suite needs of its sdist (or repository), copied
-    as published."""
-    folder, inner, parts = SUITES[project]["suite"]
+    as published; ``suite`` as run() takes it."""
+    folder, inner, parts = suite or SUITES[project]["suite"]
     for part in parts:
         src = cached(folder) / inner / part
         (into / part).parent.mkdir(parents=True, exist_ok=True)
@@ -131,18 +131,19 @@ def counts(found: dict) -> dict:
 
 
 def run(project: str, prefix=(), env=None, ranks=1, timeout=1200, why=None, python=None,
-        package=None, flags=()):
+        package=None, flags=(), suite=None):
     """Runs the suite on ``ranks`` MPI ranks (1: no mpiexec) with ``prefix +
     [..., python, *flags, -m, pytest, ...]`` (default: this Python) and the
     project's package for that Python (or ``package``: a port's build) on
     PYTHONPATH; returns ({test id: "passed" | "failed" | "error" |
     "skipped"}, pytest's tail).  On several ranks a test passed only where
-    it passed on every rank."""
+    it passed on every rank.  ``suite``: another release's suite of the
+    project instead of the manifest's, as (cache folder, inner, parts)."""
     python = str(python or sys.executable)
     package = package or SUITES[project]["package"](abi(python))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        suite_folder(project, tmp)
+        suite_folder(project, tmp, suite)
         env = dict(os.environ if env is None else env)
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [env.get("PYTHONPATH"), str(package)]))
