@@ -69,8 +69,9 @@ def _port(trees: list[Path], held: set[tuple[str, str]]):
     roots = [t.resolve() for t in trees]
     base = Path(os.path.commonpath(roots)) if len(roots) > 1 else roots[0]
     exts = []
+    listed = {root: _files(root) for root in roots}     # each tree walked once
     for root in roots:
-        files = _files(root)
+        files = listed[root]
         found = _native.scan(root, files, problems, held) + _makers.scan(root, files, problems)
         exts += found
         done = [e for e in found if e.text is not None]
@@ -113,10 +114,10 @@ def _port(trees: list[Path], held: set[tuple[str, str]]):
         for target, platform in e.platforms.items():
             kernels.setdefault(target, {})[platform] = target not in e.legacy
     more: set[tuple[str, str]] = set()
-    tree = _modules(roots)
+    tree = _modules(listed)
     dotted = {path: name for name, path in tree.items()}
     for root in roots:
-        for path in _files(root):
+        for path in listed[root]:
             if path.suffix != ".py":
                 continue
             text = path.read_text(errors="replace")
@@ -131,12 +132,13 @@ def _port(trees: list[Path], held: set[tuple[str, str]]):
     return {p: edits[p] for p in sorted(edits)}, problems, more
 
 
-def _modules(roots: list[Path]) -> dict[str, Path]:
-    """The trees' Python modules by the dotted names they are imported as
-    (a package's __init__.py by the package's; under src/, without it)."""
+def _modules(listed: dict[Path, list[Path]]) -> dict[str, Path]:
+    """The trees' Python modules (listed: each root's files) by the dotted
+    names they are imported as (a package's __init__.py by the package's;
+    under src/, without it)."""
     found: dict[str, Path] = {}
-    for root in roots:
-        for path in _files(root):
+    for root, files in listed.items():
+        for path in files:
             if path.suffix != ".py":
                 continue
             parts = list(path.relative_to(root).with_suffix("").parts)
