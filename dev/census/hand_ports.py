@@ -32,7 +32,6 @@ suite is 0.4.0's tests/.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import pathlib
@@ -40,9 +39,7 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
-import urllib.request
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -117,12 +114,18 @@ v = np.asarray(r)
 print(statistics.median(rounds), v.dtype.str + ":" + v.tobytes().hex()[:4096])
 """
 
+MPI4JAX_09 = "hand-ports/mpi4jax-0.9.1.post2-src"
+
+# Each maintainers' release: a downloads.tsv-style entry of PyPI's (fetched
+# and unpacked by tests/fixtures/fetch.py, its SHA-256 checked), or a
+# git_sources.tsv entry's name.
 HAND = {
     "celerite2-0.3.2": {
         "release": "celerite2 0.3.3",
-        "file": "celerite2-0.3.3-cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
-        "sha256": "151aa79ed968c41105858d9e06914dbf37e9e77661ac056c68203dacaab97cd7",
-        "index": "https://pypi.org/simple/celerite2/",
+        "pypi": {"name": "celerite2", "version": "0.3.3", "file":
+                 "celerite2-0.3.3-cp312-cp312-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
+                 "sha256": "151aa79ed968c41105858d9e06914dbf37e9e77661ac056c68203dacaab97cd7",
+                 "folder": "hand-ports/celerite2-0.3.3-cp312", "members": []},
         "timing": CELERITE_TIMING, "sizes": ((64, 2000), (4096, 200)), "ranks": (1,),
     },
     "exoplanet-core-0.3.1": {
@@ -134,58 +137,33 @@ HAND = {
     },
     "mpi4jax-0.8.1.post2": {
         "release": "mpi4jax 0.9.1.post2",
-        "file": "mpi4jax-0.9.1.post2.tar.gz",
-        "sha256": "1089ab81b22edf7273e5c94cfac4dadb4fc4b2d691af87d6eff85479c8f15a0a",
-        "index": "https://pypi.org/simple/mpi4jax/",
+        "pypi": {"name": "mpi4jax", "version": "0.9.1.post2", "file": "mpi4jax-0.9.1.post2.tar.gz",
+                 "sha256": "1089ab81b22edf7273e5c94cfac4dadb4fc4b2d691af87d6eff85479c8f15a0a",
+                 "folder": MPI4JAX_09, "members": []},
         "build_with": ["nanobind==2.9.2", "setuptools==82.0.1"],
-        "suite": ("hand-ports/mpi4jax-0.9.1.post2-src", "mpi4jax-0.9.1.post2",
-                  ["pyproject.toml", "tests", "examples"]),
+        "suite": (MPI4JAX_09, "mpi4jax-0.9.1.post2", ["pyproject.toml", "tests", "examples"]),
         "timing": MPI_TIMING, "sizes": ((16, 5000), (1 << 20, 200)), "ranks": (1, 2),
     },
 }
 
 
-def download(spec: dict) -> pathlib.Path:
-    """The hand port's release (a wheel or an sdist) in the per-user cache,
-    checked."""
-    folder = cached("hand-ports")
-    path = folder / spec["file"]
-    if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != spec["sha256"]:
-        folder.mkdir(parents=True, exist_ok=True)
-        page = urllib.request.urlopen(spec["index"], timeout=60).read().decode()
-        start = page.index(spec["file"])
-        href = page.rfind('href="', 0, start) + 6
-        url = page[href:page.index('"', href)].split("#")[0]
-        data = urllib.request.urlopen(url, timeout=300).read()
-        if hashlib.sha256(data).hexdigest() != spec["sha256"]:
-            raise RuntimeError(f"{spec['file']}: SHA-256 is not the expected one")
-        path.write_bytes(data)
-    return path
-
-
-def install_hand(spec: dict, site: pathlib.Path, tmp: pathlib.Path) -> None:
-    """The maintainers' release into site: its wheel, or its sdist built by
-    its own build (as project_ports.build builds a port), with the build
-    requirements the build venv lacks on the build's path.  An sdist's
-    suite is unpacked into the cache once, where the suite runner finds it."""
-    python = str(project_ports.NEWEST)
+def hand_site(spec: dict, tmp: pathlib.Path) -> pathlib.Path:
+    """Where the maintainers' release is importable from: its wheel
+    unpacked in the cache (as the census's packages are), or its sdist or
+    tagged tree built by its own build into tmp."""
     if "git" in spec:
         entry = fetcher.git_entry(spec["git"])
         fetcher.fetch_git(entry, CACHE, GIT_FROM.get(spec["git"]))
         source = cached(entry["folder"])
-        build(spec, source, site, tmp)
-        return
-    release = download(spec)
-    if release.name.endswith(".whl"):
-        subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
-                        str(release)], check=True)
-        return
-    source = cached(spec["suite"][0])
-    if not (source / spec["suite"][1]).is_dir():
-        source.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(release) as tar:
-            tar.extractall(source, filter="data")
-    build(spec, source / spec["suite"][1], site, tmp)
+    else:
+        fetcher.fetch(spec["pypi"], CACHE)
+        source = cached(spec["pypi"]["folder"])
+        if spec["pypi"]["file"].endswith(".whl"):
+            return source
+        source = source / spec["suite"][1]
+    site = tmp / "hand-site"
+    build(spec, source, site, tmp)
+    return site
 
 
 def build(spec: dict, source: pathlib.Path, site: pathlib.Path, tmp: pathlib.Path) -> None:
@@ -253,8 +231,7 @@ def suites(project: str, spec: dict, sites: dict) -> dict:
 def compare(project: str, spec: dict, tmp: pathlib.Path) -> dict:
     port = tmp / "port-site"
     project_ports.build(project_ports.patched(project, tmp), port, project=project)
-    hand = tmp / "hand-site"
-    install_hand(spec, hand, tmp)
+    hand = hand_site(spec, tmp)
     sites = {"generated": port, "hand": hand}
     out = {"release": spec["release"], "suite": suites(project, spec, sites),
            "us_per_call": {}}
