@@ -64,8 +64,10 @@ ccshim_bench_ffi_handler* ccshim_bench_ffi(int form, int buffers) {
   (void)buffers;
   return NULL;
 }
-ccshim_bench_ffi_handler* ccshim_bench_port(int form) {
+ccshim_bench_ffi_handler* ccshim_bench_port(int form, int buffers, int fixed) {
   (void)form;
+  (void)buffers;
+  (void)fixed;
   return NULL;
 }
 #endif
@@ -300,6 +302,7 @@ typedef struct config {
   XLA_FFI_Handler* b1;
   XLA_FFI_Handler* b1x;        /* NULL when not built */
   XLA_FFI_Handler* port;       /* P: NULL when not built, and for cpu_v3 */
+  XLA_FFI_Handler* port_rt;    /* Pr: the same */
   ccshim_frame_builder* fb_u8; /* P's GPU frame: the opaque as a u8 array */
   XLA_FFI_CallFrame frame_u8;
   /* B0's ready arguments */
@@ -349,7 +352,8 @@ static void config_init(config* c, int form, int arity) {
   c->b1 = b1s[form];
   c->b1x = ccshim_bench_ffi(form, arity);
   if (CCSHIM_BENCH_HAVE_FFI && c->b1x == NULL) die("no ffi.h handler for this form and arity");
-  c->port = ccshim_bench_port(form);
+  c->port = ccshim_bench_port(form, arity, 1);
+  c->port_rt = ccshim_bench_port(form, arity, 0);
   c->frame_u8 = c->frame;
   if (form == 3) { /* the same frame, its opaque a u8 array (what the port binds) */
     if (ccshim_frame_builder_new(&c->fb_u8)) die("setup");
@@ -406,7 +410,8 @@ static void run_variant(config* c, int v, long n) {
     case 2: run_handler(c, ccshim_adapter_handler(c->adapter), &c->frame, n); break;
     case 3: run_handler(c, ccshim_adapter_handler(c->closure), &c->frame, n); break;
     case B1X: run_handler(c, c->b1x, &c->frame, n); break;
-    default: run_handler(c, c->port, &c->frame_u8, n); break;
+    case PORT: run_handler(c, c->port, &c->frame_u8, n); break;
+    default: run_handler(c, c->port_rt, &c->frame_u8, n); break;
   }
 }
 

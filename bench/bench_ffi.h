@@ -36,10 +36,13 @@ extern void (*volatile ccshim_bench_k_gpu)(void* stream, void** buffers, const c
  * NULL for another count. */
 ccshim_bench_ffi_handler* ccshim_bench_ffi(int form, int buffers);
 
-/* P: the handler `ccshim port` writes for the kernel of form `form`, for any
- * number of buffers (bench/bench_port.cc), or NULL for cpu_v3, which the
- * port does not port.  Its GPU handler takes the opaque as a u8 array. */
-ccshim_bench_ffi_handler* ccshim_bench_port(int form);
+/* The handler `ccshim port` writes for the kernel of form `form`
+ * (bench/bench_port.cc): with `fixed`, P, bound for `buffers` buffers (1, 4,
+ * 16 or 64), as it binds a target whose call sites all fix the counts;
+ * else Pr, for any number (RemainingArgs, RemainingRets), as where the
+ * counts are known only at run time.  NULL for cpu_v3, which the port does
+ * not port.  Its GPU handlers take the opaque as a u8 array. */
+ccshim_bench_ffi_handler* ccshim_bench_port(int form, int buffers, int fixed);
 
 #ifdef __cplusplus
 } /* extern "C" */

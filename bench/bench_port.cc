@@ -2,14 +2,18 @@
 // trivial legacy kernels, as it writes them beside a project's kernels: the
 // project's xla_legacy_call.h (python/ccshim/port/legacy_call.h) and, for a
 // kernel that takes a status, its custom_call_status.h; each handler
-// XLA_FFI_DEFINE_HANDLER over CpuHandler / CpuStatusHandler / GpuStatusHandler
-// with the binding the port gives (RemainingArgs and RemainingRets; on GPU the
-// stream and the opaque as a u8 array).  The port writes no handler for a CPU
+// XLA_FFI_DEFINE_HANDLER with the binding the port gives: P, where every call
+// site fixes the counts, an Arg<AnyBuffer> per operand and a Ret<AnyBuffer>
+// per result (CpuFixedHandler / CpuStatusFixedHandler / GpuStatusFixedHandler)
+// at 1 and 4 buffers; Pr, and P past 8 buffers, RemainingArgs and
+// RemainingRets (CpuHandler / ...); on GPU the stream and the opaque as a u8
+// array.  The port writes no handler for a CPU
 // API version 3 kernel (it refuses them), so P has no cpu_v3 rows.  Compiled
 // with B1x (bench_ffi.cc), where jaxlib's headers are given; exported as C
 // symbols so that bench.c can take them.
 
 #include <cstddef>
+#include <cstdint>
 
 // clang-format off: the status header before the handlers' header, as a
 // ported kernel's source includes them.
@@ -40,6 +44,8 @@ void KernelGpu(void* stream, void** buffers, const char* opaque, std::size_t len
 
 }  // namespace
 
+// Where the counts are known only at run time: RemainingArgs and
+// RemainingRets (Pr).
 // clang-format off
 XLA_FFI_DEFINE_HANDLER_SYMBOL(ccshim_bench_port_cpu_v1,
                               xla_legacy_call::CpuHandler<KernelV1>,
@@ -56,7 +62,64 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(ccshim_bench_port_gpu,
                                   .Attr<xla::ffi::Span<const std::uint8_t>>("opaque"));
 // clang-format on
 
-extern "C" XLA_FFI_Error* (*ccshim_bench_port(int form))(XLA_FFI_CallFrame*) {
+// Where every call site fixes the counts (P): an Arg<AnyBuffer> per
+// operand, then a Ret<AnyBuffer> for the result, as the port writes them.
+// clang-format off
+XLA_FFI_DEFINE_HANDLER_SYMBOL(ccshim_bench_port_cpu_v1_1,
+                              xla_legacy_call::CpuFixedHandler<KernelV1>,
+                              xla::ffi::Ffi::Bind()
+                                  .Ret<xla::ffi::AnyBuffer>());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(ccshim_bench_port_cpu_v2_1,
+                              xla_legacy_call::CpuStatusFixedHandler<KernelV2>,
+                              xla::ffi::Ffi::Bind()
+                                  .Ret<xla::ffi::AnyBuffer>());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(ccshim_bench_port_gpu_1,
+                              xla_legacy_call::GpuStatusFixedHandler<KernelGpu>,
+                              xla::ffi::Ffi::Bind()
+                                  .Ctx<xla::ffi::PlatformStream<void*>>()
+                                  .Ret<xla::ffi::AnyBuffer>()
+                                  .Attr<xla::ffi::Span<const std::uint8_t>>("opaque"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(ccshim_bench_port_cpu_v1_4,
+                              xla_legacy_call::CpuFixedHandler<KernelV1>,
+                              xla::ffi::Ffi::Bind()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Ret<xla::ffi::AnyBuffer>());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(ccshim_bench_port_cpu_v2_4,
+                              xla_legacy_call::CpuStatusFixedHandler<KernelV2>,
+                              xla::ffi::Ffi::Bind()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Ret<xla::ffi::AnyBuffer>());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(ccshim_bench_port_gpu_4,
+                              xla_legacy_call::GpuStatusFixedHandler<KernelGpu>,
+                              xla::ffi::Ffi::Bind()
+                                  .Ctx<xla::ffi::PlatformStream<void*>>()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Arg<xla::ffi::AnyBuffer>()
+                                  .Ret<xla::ffi::AnyBuffer>()
+                                  .Attr<xla::ffi::Span<const std::uint8_t>>("opaque"));
+// clang-format on
+
+extern "C" XLA_FFI_Error* (*ccshim_bench_port(int form, int buffers,
+                                              int fixed))(XLA_FFI_CallFrame*) {
+  // Past kFixedMaxBuffers buffers the port binds RemainingArgs and
+  // RemainingRets even where the counts are fixed (python/ccshim/port/
+  // _binding.py, FIXED_MAX_BUFFERS), so P is Pr there.
+  constexpr int kFixedMaxBuffers = 8;
+  static XLA_FFI_Error* (*const table[4][2])(XLA_FFI_CallFrame*) = {
+      {ccshim_bench_port_cpu_v1_1, ccshim_bench_port_cpu_v1_4},
+      {ccshim_bench_port_cpu_v2_1, ccshim_bench_port_cpu_v2_4},
+      {nullptr, nullptr},  // cpu_v3: the port writes no handler for it
+      {ccshim_bench_port_gpu_1, ccshim_bench_port_gpu_4}};
+  if (form < 0 || form > 3) return nullptr;
+  if (fixed && buffers <= kFixedMaxBuffers) {
+    if (buffers != 1 && buffers != 4) return nullptr;
+    return table[form][buffers == 1 ? 0 : 1];
+  }
   switch (form) {
     case 0: return ccshim_bench_port_cpu_v1;
     case 1: return ccshim_bench_port_cpu_v2;

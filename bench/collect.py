@@ -32,7 +32,9 @@ def markdown(results):
     """One table per build, one row per form and arity: the adapter (B2)
     against both hand-written references, B1 (C API) and B1x (ffi.h; "—"
     where the build had no jaxlib headers); and P, the handler `ccshim port`
-    writes, against B1x ("—" for CPU v3, which the port does not port)."""
+    writes where the call sites fix the counts, and Pr, where they are known
+    only at run time, against B1x ("—" for CPU v3, which the port does not
+    port)."""
     out = []
     for s in results["builds"]:
         b = s["build"]
@@ -43,8 +45,8 @@ def markdown(results):
                       else f"not built ({ffi['why_not']}):\n"))
         out.append("| form | buffers | B0 / B1 / B1x / B2 instructions | B2 vs B1 | B2 vs B1x "
                    "| B1 ns | B1x ns | B2 ns | time vs B1 / B1x | P instructions, vs B1x "
-                   "| P ns, time vs B1x |")
-        out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+                   "| P ns, time vs B1x | Pr instructions, vs B1x | Pr ns |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in s["rows"]:
             t = r["ns_spread"]
             # Without callgrind (--no-instructions, no valgrind): no counts.
@@ -55,13 +57,14 @@ def markdown(results):
                   for v in ("B1", "B1x", "B2")]
             ins = " / ".join(f"{i[v]:.0f}" if v in i else "—" for v in ("B0", "B1", "B1x", "B2"))
             times = " / ".join(verdict(t[v], t["B2"]) if v in t else "—" for v in ("B1", "B1x"))
-            port_ins = "{:.0f}, {:.2f}".format(i["P"], (i["P"] - i["B0"]) / (i["B1x"] - i["B0"])) \
-                if "P" in i and "B1x" in i else "—"
+            port_ins = ["{:.0f}, {:.2f}".format(i[v], (i[v] - i["B0"]) / (i["B1x"] - i["B0"]))
+                        if v in i and "B1x" in i else "—" for v in ("P", "Pr")]
             port_ns = "{median:.1f} [{q1:.1f}–{q3:.1f}], ".format(**t["P"]) + \
                 verdict(t["B1x"], t["P"]) if "P" in t and "B1x" in t else "—"
+            rt_ns = "{median:.1f} [{q1:.1f}–{q3:.1f}]".format(**t["Pr"]) if "Pr" in t else "—"
             out.append(f"| {FORM_NAMES[r['form']]} | {r['buffers']} | {ins} | {ratio[0]} | "
-                       f"{ratio[1]} | {ns[0]} | {ns[1]} | {ns[2]} | {times} | {port_ins} | "
-                       f"{port_ns} |")
+                       f"{ratio[1]} | {ns[0]} | {ns[1]} | {ns[2]} | {times} | {port_ins[0]} | "
+                       f"{port_ns} | {port_ins[1]} | {rt_ns} |")
         out.append("")
     return "\n".join(out)
 

@@ -1,8 +1,10 @@
 """ccshim bench reports the adapter against both hand-written references:
 B1 (C, XLA's C API) always, B1x (XLA's ffi.h) exactly where the build had
-jaxlib's headers, and where it had not, says why; with B1x, P (the handler
-`ccshim port` writes); bench/collect.py's markdown carries them all.  A quick run without callgrind: the figures are
-not judged here, only what the report holds."""
+jaxlib's headers, and where it had not, says why; with B1x, P and Pr (the
+handlers `ccshim port` writes where the call sites fix the counts and where
+they are known only at run time); bench/collect.py's markdown carries them
+all.  A quick run without callgrind: the figures are not judged here, only
+what the report holds."""
 import json
 import pathlib
 import re
@@ -32,9 +34,10 @@ def test_bench_reports_both_references(tmp_path):
     want = VARIANTS | ({"B1x"} if ffi["built"] else set())
     assert len(data["rows"]) == 16
     for row in data["rows"]:
-        # P, the handler `ccshim port` writes, is built with B1x, for every
-        # form but CPU v3 (which the port refuses)
-        here = want | ({"P"} if ffi["built"] and row["form"] != "cpu_v3" else set())
+        # P and Pr, the handlers `ccshim port` writes (counts fixed, counts
+        # known at run time), are built with B1x, for every form but CPU v3
+        # (which the port refuses)
+        here = want | ({"P", "Pr"} if ffi["built"] and row["form"] != "cpu_v3" else set())
         assert set(row["ns"]) == here, row
         assert set(row["ns_spread"]) == here, row
         assert set(row["instructions"]) == here, row
@@ -61,10 +64,11 @@ def test_bench_reports_both_references(tmp_path):
     assert len(table) == 16
     for line in table:
         cells = [c.strip() for c in line.strip("|").split("|")]
-        assert len(cells) == 11, line
-        # B1x's ns cell: a figure where built, a dash where not; P's the same,
-        # and a dash for CPU v3
+        assert len(cells) == 13, line
+        # B1x's ns cell: a figure where built, a dash where not; P's and Pr's
+        # the same, and a dash for CPU v3
         assert (cells[6] != "—") == ffi["built"], line
-        assert (cells[10] != "—") == (ffi["built"] and not line.startswith("| CPU v3")), line
+        for port in (cells[10], cells[12]):
+            assert (port != "—") == (ffi["built"] and not line.startswith("| CPU v3")), line
     if not ffi["built"]:
         assert "not built (" in md

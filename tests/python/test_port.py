@@ -320,7 +320,9 @@ def test_a_ported_status_kernel_fails_as_an_ffi_error_with_its_message(tmp_path,
     status-returning (API version 2) tuple-result kernel: ported, built by
     its own build, run without ccshim; its handlers reading the buffers from
     the frame's tables, and (XLA_LEGACY_CALL_DECODE_EACH, what headers of
-    other FFI versions get) each through get<AnyBuffer>()."""
+    other FFI versions get) each through get<AnyBuffer>().  The tuple-result
+    kernel's call site fixes its counts, so its handler takes each buffer
+    bound by ffi.h (CpuStatusFixedHandler) either way."""
     if decode == "each":
         monkeypatch.setenv("CXXFLAGS", "-DXLA_LEGACY_CALL_DECODE_EACH")
     if not NEWEST.exists():
@@ -330,6 +332,12 @@ def test_a_ported_status_kernel_fails_as_an_ffi_error_with_its_message(tmp_path,
     done = _port(tree, "--apply")
     assert done.returncode == 0 and done.stderr == "ccshim port: 6 files written\n", done.stderr
     assert _port(tree).stdout == ""
+    # twice's lowering takes its result types from the avals (a count known
+    # at run time); checked_split's writes its two operands and two results
+    # out, so its handler is bound with those counts (_binding)
+    source = (tree / "src" / "status_ext" / "cpu_ops.cpp").read_text()
+    assert "xla_legacy_call::CpuHandler<twice>," in source
+    assert "xla_legacy_call::CpuStatusFixedHandler<checked_split>," in source
     env, dump = _built_without_ccshim(tree, tmp_path)
     ran = subprocess.run([str(NEWEST), "-S", "-c", "import sys\ntry:\n import ccshim\n"
                           " sys.exit('ccshim imported')\nexcept ImportError:\n pass\n" +

@@ -57,9 +57,12 @@ def _compile(tmp_path, source, name, *includes) -> pathlib.Path:
     return out
 
 
-def test_the_opaque_bytes_arrive_as_they_were_through_real_xla(tmp_path):
+@pytest.mark.parametrize("symbol", ["opaque_echo", "opaque_echo_fixed"])
+def test_the_opaque_bytes_arrive_as_they_were_through_real_xla(tmp_path, symbol):
+    """Through the handlers' two bindings: RemainingArgs and RemainingRets,
+    and the counts fixed (an Arg or Ret<AnyBuffer> per buffer)."""
     lib = _compile(tmp_path, HERE / "opaque_echo.cc", "echo.so")
-    done = subprocess.run([sys.executable, str(HERE / "opaque_program.py"), str(lib)],
+    done = subprocess.run([sys.executable, str(HERE / "opaque_program.py"), str(lib), symbol],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.splitlines()[-1])
@@ -103,13 +106,17 @@ def test_generated_gpu_handlers_run_with_their_stream_in_the_embedded_runtime(tm
     ccshim's embedded runtime in a "cuda" context: the stream Stream_Get
     gives, one table of the operands' then the results' pointers (a token's
     entry NULL), the opaque bytes, and a status failure as XLA's legacy GPU
-    runtime reported it."""
+    runtime reported it (through a handler bound with fixed counts)."""
     if not (CUDA_INCLUDE / "cuda_runtime_api.h").exists():
         pytest.skip(f"no cuda_runtime_api.h in {CUDA_INCLUDE} (the CUDA toolkit's headers)")
     pybind11 = pytest.importorskip("pybind11", reason="gpu_ext's dict is pybind11's")
     import sysconfig
     from ccshim import runtime
     src = _ported_fixture(tmp_path) / "src" / "gpu_ext"
+    # gpu_ext_fail's only call site writes its counts out: bound with them
+    source = (src / "gpu_ops.cc").read_text()
+    assert "xla_legacy_call::GpuHandler<Scale>," in source
+    assert "xla_legacy_call::GpuStatusFixedHandler<Fail>," in source
     module = tmp_path / "mod" / f"gpu_ops{sysconfig.get_config_var('EXT_SUFFIX')}"
     module.parent.mkdir()
     built = subprocess.run(["g++", "-std=c++17", "-shared", "-fPIC", "-w", f"-I{src}",
@@ -293,7 +300,7 @@ def test_a_lowering_it_cannot_read_keeps_the_targets_it_may_lower_legacy(tmp_pat
     for line, target in ((15, "gpu_ext_scale"), (16, "gpu_ext_fail")):
         assert f"ccshim port: src/gpu_ext/gpu_ops.cc:{line}: not ported: '{target}': a " \
                "lowering of it stays legacy (said below): kept legacy with it" in said, said
-    assert "ccshim port: src/gpu_ext/ops.py:47: not ported: a custom call whose target it " \
+    assert "ccshim port: src/gpu_ext/ops.py:60: not ported: a custom call whose target it " \
            "cannot read (passed through *args): not ported" in said, said
     assert "XLA_FFI_DEFINE_HANDLER" not in done.stdout and "opaque=" not in done.stdout
     assert '+    jax.ffi.register_ffi_target(_name, _value, platform="CUDA", api_version=0)' \
@@ -456,3 +463,54 @@ def test_a_template_instance_kernel_gets_a_handler_of_its_own(tmp_path):
             in done.stdout
     assert '+  dict["cpu_kepler_f32"] = EncapsulateFunction(cpu_kepler_float_ffi);' in done.stdout
     assert "+target_include_directories(cpu_ops SYSTEM PRIVATE ${XLA_DIR})" in done.stdout
+
+
+def test_a_binding_fixes_the_counts_only_where_every_call_site_writes_them_out(tmp_path):
+    """An Arg<AnyBuffer> per operand and a Ret<AnyBuffer> per result where
+    every lowering of the target passes lists written out, of the same
+    lengths, and no more than eight buffers; RemainingArgs and RemainingRets
+    wherever else (_binding)."""
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    kernels = ("fixed", "two_counts", "run_time", "many")
+    (tree / "pkg" / "cpu_ops.cc").write_text(
+        "#include <pybind11/pybind11.h>\n\n" +
+        "".join(f"void {k}(void* out, const void** in) {{}}\n" for k in kernels) +
+        "\npybind11::dict Registrations() {\n  pybind11::dict dict;\n" +
+        "".join(f'  dict["{k}"] = EncapsulateFunction({k});\n' for k in kernels) +
+        '  return dict;\n}\nPYBIND11_MODULE(cpu_ops, m) { m.def("registrations", '
+        "&Registrations); }\n")
+    (tree / "CMakeLists.txt").write_text(
+        "project(p LANGUAGES CXX)\nfind_package(pybind11 CONFIG REQUIRED)\n"
+        'pybind11_add_module(cpu_ops "pkg/cpu_ops.cc")\n')
+
+    def site(target, operands, results):
+        return (f"    return mlir.custom_call({target!r}, operands={operands}, "
+                f"result_types={results}).results\n")
+    (tree / "pkg" / "ops.py").write_text(
+        "from jax.interpreters import mlir\nfrom jax.lib import xla_client\n\n"
+        "from pkg import cpu_ops\n\n"
+        "for _name, _value in cpu_ops.registrations().items():\n"
+        '    xla_client.register_custom_call_target(_name, _value, platform="cpu")\n\n\n'
+        "def fixed(ctx, x, y):\n" + site("fixed", "[x, y]", "[t]") +
+        "\n\ndef fixed_again(ctx, x, y):\n" + site("fixed", "(y, x)", "[t]") +
+        "\n\ndef two_counts(ctx, x, y):\n" + site("two_counts", "[x, y]", "[t]") +
+        "\n\ndef two_counts_one(ctx, x):\n" + site("two_counts", "[x]", "[t]") +
+        "\n\ndef run_time(ctx, *xs):\n" +
+        site("run_time", "[*xs]", "[mlir.aval_to_ir_type(a) for a in ctx.avals_out]") +
+        "\n\ndef many(ctx, x):\n" + site("many", "[" + ", ".join(["x"] * 8) + "]", "[t]"))
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    handlers = {}
+    for block in done.stdout.split("+XLA_FFI_DEFINE_HANDLER(")[1:]:
+        lines = block.split(";")[0].splitlines()
+        handlers[lines[0].rstrip(",")] = [ln.lstrip("+ ") for ln in lines[1:]]
+    assert handlers["fixed_ffi"] == [
+        "xla_legacy_call::CpuFixedHandler<fixed>,", "xla::ffi::Ffi::Bind()",
+        ".Arg<xla::ffi::AnyBuffer>()", ".Arg<xla::ffi::AnyBuffer>()",
+        ".Ret<xla::ffi::AnyBuffer>())"]
+    assert "+// fixed, as a typed XLA FFI handler (2 operands and 1 result at every call\n" \
+        "+// site).\n" in done.stdout
+    for k in ("two_counts", "run_time", "many"):
+        assert handlers[f"{k}_ffi"] == [f"xla_legacy_call::CpuHandler<{k}>,",
+                                        "xla::ffi::Ffi::Bind().RemainingArgs().RemainingRets())"]

@@ -30,7 +30,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import _build, _cython, _makers, _native
+from . import _binding, _build, _cython, _makers, _native
 from ._report import Problem, unified
 
 __all__ = ["main", "port"]
@@ -54,14 +54,19 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
     a call site with targets not ported) is held: the port is made again
     with it left legacy everywhere (_gpu_lowering)."""
     held: set[tuple[str, str]] = set()
+    fixed: dict[str, _binding.Counts] = {}
     while True:
-        edits, problems, more = _port(trees, held)
-        if more <= held:
+        edits, problems, more, counts = _port(trees, held, fixed)
+        if more <= held and _binding.fixed(counts) == fixed:
             return edits, problems
         held |= more
+        fixed = _binding.fixed(counts)
 
 
-def _port(trees: list[Path], held: set[tuple[str, str]]):
+def _port(trees: list[Path], held: set[tuple[str, str]], fixed: dict[str, _binding.Counts]):
+    """One pass: its edits and problems, the targets to hold, and each
+    target's lowerings' counts (_binding); fixed: the counts the handlers are
+    bound for, from the pass before."""
     from . import _python   # libcst: only where a port runs
 
     problems: list[Problem] = []
@@ -72,7 +77,8 @@ def _port(trees: list[Path], held: set[tuple[str, str]]):
     listed = {root: _files(root) for root in roots}     # each tree walked once
     for root in roots:
         files = listed[root]
-        found = _native.scan(root, files, problems, held) + _makers.scan(root, files, problems)
+        found = _native.scan(root, files, problems, held, fixed) + \
+            _makers.scan(root, files, problems)
         exts += found
         done = [e for e in found if e.text is not None]
         for e in done:
@@ -114,6 +120,7 @@ def _port(trees: list[Path], held: set[tuple[str, str]]):
         for target, platform in e.platforms.items():
             kernels.setdefault(target, {})[platform] = target not in e.legacy
     more: set[tuple[str, str]] = set()
+    counts: dict[str, set[_binding.Counts | None]] = {}
     tree = _modules(listed)
     dotted = {path: name for name, path in tree.items()}
     for root in roots:
@@ -123,13 +130,14 @@ def _port(trees: list[Path], held: set[tuple[str, str]]):
             text = path.read_text(errors="replace")
             package = _python.package_of(dotted[path], path) if path in dotted else ""
             new = _python.port(str(path.relative_to(base)), text, ported, legacy, modules,
-                               problems, kernels, more, held, capsules, tree, package)
+                               problems, kernels, more, held, capsules, tree, package,
+                               counts)
             if new is not None and new != text:
                 edits[path] = (text, new)
     edits = {p: _line_ends(p, old, new) for p, (old, new) in edits.items()}
     # Problems are said relative to the patch's base.
     problems = [Problem(_rebase(p.where, roots, base), p.why) for p in problems]
-    return {p: edits[p] for p in sorted(edits)}, problems, more
+    return {p: edits[p] for p in sorted(edits)}, problems, more, counts
 
 
 def _modules(listed: dict[Path, list[Path]]) -> dict[str, Path]:

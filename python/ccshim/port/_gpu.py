@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import _binding as _bind
 from ._cxxnames import base_name
 
 _STREAM = re.compile(r"\b(cudaStream_t|CUstream|hipStream_t)\b")
@@ -108,24 +109,29 @@ def scan_kernel(target: str, function: str, params: list[str], defined: str, pat
     return GpuKernel(stream_of(params), status), status_header
 
 
-def _binding(stream: str, indent: str) -> str:
+def _binding(stream: str, indent: str, counts: _bind.Counts | None = None) -> str:
     """Ffi::Bind() for GpuHandler: the stream, the buffers, the opaque."""
-    return (f"xla::ffi::Ffi::Bind()\n"
-            f"{indent}    .Ctx<xla::ffi::PlatformStream<{stream}>>()\n"
-            f"{indent}    .RemainingArgs()\n"
-            f"{indent}    .RemainingRets()\n"
-            f"{indent}    .Attr<xla::ffi::Span<const std::uint8_t>>(\"opaque\")")
+    calls = [f".Ctx<xla::ffi::PlatformStream<{stream}>>()", *_bind.buffers(counts),
+             '.Attr<xla::ffi::Span<const std::uint8_t>>("opaque")']
+    return "xla::ffi::Ffi::Bind()" + "".join(f"\n{indent}    {c}" for c in calls)
 
 
-def handler(target: str, function: str, name: str, stream: str, status: bool) -> str:
-    """The typed handler of one GPU kernel, as C++ beside its dict."""
-    impl = "GpuStatusHandler" if status else "GpuHandler"
+def handler(target: str, function: str, name: str, stream: str, status: bool,
+            counts: _bind.Counts | None = None) -> str:
+    """The typed handler of one GPU kernel, as C++ beside its dict; counts:
+    the (operands, results) every call site passes, where fixed."""
+    impl = ("GpuStatus" if status else "Gpu") + ("FixedHandler" if counts else "Handler")
     indent = " " * len("XLA_FFI_DEFINE_HANDLER(")
-    return (f"// {target}, as a typed XLA FFI handler ({PLATFORM[stream].upper()}: the stream, "
-            f"the buffers,\n// the opaque bytes as the `opaque` attribute).\n"
+    what = (f"{PLATFORM[stream].upper()}: the stream, the buffers,\n// the opaque bytes as the "
+            f"`opaque` attribute")
+    head = f"// {target}, as a typed XLA FFI handler ({what}).\n"
+    if counts:
+        what = f"{_bind.said(counts)[2:-1]}; {what}".replace("\n// ", " ")
+        head = _bind.comment(f"{target}, as a typed XLA FFI handler ({what}).")
+    return (head +
             f"XLA_FFI_DEFINE_HANDLER({name},\n"
             f"{indent}xla_legacy_call::{impl}<{function}>,\n"
-            f"{indent}{_binding(stream, indent)});\n")
+            f"{indent}{_binding(stream, indent, counts)});\n")
 
 
 # The header that declares each stream type, for a handler file compiled

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import _gpu
+from . import _binding, _gpu
 from ._cxxnames import base_name
 from ._report import Problem
 
@@ -50,6 +50,7 @@ class Kernel:
     where: str           # path:line of its definition
     status: bool = False  # it reports through an XlaCustomCallStatus
     stream: str | None = None  # a GPU kernel's stream type (cudaStream_t, hipStream_t)
+    counts: _binding.Counts | None = None  # (operands, results), where every call fixes them
 
 
 @dataclass
@@ -177,14 +178,18 @@ def _edit(text: str, kernels: list[Kernel]) -> str:
     for k in kernels:
         if k.stream is not None:
             block.append(_gpu.handler(k.target, k.function, _handler_name(k.function), k.stream,
-                                      k.status))
+                                      k.status, k.counts))
             continue
-        block.append(f"// {k.target}, as a typed XLA FFI handler.\n" + _const_void(text, k) +
+        impl = ("CpuStatus" if k.status else "Cpu") + ("FixedHandler" if k.counts else "Handler")
+        indent = " " * len("XLA_FFI_DEFINE_HANDLER(")
+        calls = _binding.buffers(k.counts)
+        bind = "xla::ffi::Ffi::Bind()" + ("".join(f"\n{indent}    {c}" for c in calls)
+                                          if k.counts else "".join(calls))
+        block.append(_binding.comment(f"{k.target}, as a typed XLA FFI handler"
+                                      f"{_binding.said(k.counts)}.") + _const_void(text, k) +
                      f"XLA_FFI_DEFINE_HANDLER({_handler_name(k.function)},\n"
-                     f"                       xla_legacy_call::"
-                     f"{'CpuStatusHandler' if k.status else 'CpuHandler'}<{_called(text, k)}>,\n"
-                     f"                       xla::ffi::Ffi::Bind().RemainingArgs()"
-                     f".RemainingRets());\n")
+                     f"{indent}xla_legacy_call::{impl}<{_called(text, k)}>,\n"
+                     f"{indent}{bind});\n")
     text = text[:at] + "\n".join(block) + "\n" + text[at:]
     includes = list(re.finditer(r'^#include\s*[<"][^>"]+[>"][^\n]*\n', text, re.M))
     inc = f'#include "{HEADER}"\n'
@@ -226,9 +231,13 @@ def _module_of(text: str, sources: dict[Path, str]) -> str | None:
 
 
 def scan(root: Path, files: list[Path], problems: list[Problem],
-         held: set[tuple[str, str]] = frozenset()) -> list[Extension]:
+         held: set[tuple[str, str]] = frozenset(),
+         fixed: dict[str, _binding.Counts] | None = None) -> list[Extension]:
     """Every registrations dict under root, its CPU and GPU kernels ported
-    but those held (target, platform): their lowering stays legacy."""
+    but those held (target, platform): their lowering stays legacy.  fixed:
+    the (operands, results) of the targets whose call sites all fix them
+    (_binding), bound so."""
+    fixed = fixed or {}
     _not_yet(root, files, problems)
     sources = {p: p.read_text(errors="replace") for p in files if p.name.endswith(SOURCES)}
     found = []
@@ -268,16 +277,18 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
                     continue
                 kernel, status_header = gpu
                 ext.ported.append(Kernel(target, function, params, defined, status=kernel.status,
-                                         stream=kernel.stream))
+                                         stream=kernel.stream, counts=fixed.get(target)))
                 ext.status_header = status_header or ext.status_header
                 continue
             if kind == "cpu" and (here or _gpu.declaring_include(path, text, function, sources)):
                 # defined here, or declared in a header this file includes
-                ext.ported.append(Kernel(target, function, params, defined))
+                ext.ported.append(Kernel(target, function, params, defined,
+                                         counts=fixed.get(target)))
                 continue
             include = _STATUS_INCLUDE.search(text)
             if kind == "cpu-status" and here and include and include.group(1) == '"':
-                ext.ported.append(Kernel(target, function, params, defined, status=True))
+                ext.ported.append(Kernel(target, function, params, defined, status=True,
+                                         counts=fixed.get(target)))
                 ext.status_header = include.group(2)
                 continue
             if kind == "cpu-status" and here:

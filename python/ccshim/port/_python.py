@@ -58,6 +58,15 @@ def _uncommented(comma):
     return comma.with_changes(whitespace_after=after)
 
 
+def _count(node: cst.BaseExpression | None) -> int | None:
+    """How many entries a list or tuple written out has (`[a, b]`); None for
+    anything else (a name, a comprehension, a starred entry)."""
+    if not isinstance(node, (cst.List, cst.Tuple)) or \
+            any(isinstance(e, cst.StarredElement) for e in node.elements):
+        return None
+    return len(node.elements)
+
+
 def _shown(part) -> str:
     """How a symbolic part of a target name is written in a message."""
     return part.key[1] if isinstance(part, Part) and part.key[0] == "expr" else "..."
@@ -111,6 +120,9 @@ class _Port(cst.CSTTransformer):
         # module registers: those are held (kept legacy) with it.
         self.registered: set[str] = set()
         self.unread = False
+        # target -> each of its lowerings' (operands, results), None where a
+        # count is known only at run time
+        self.counts: dict[str, set[tuple[int, int] | None]] = {}
 
     def where(self, node: cst.CSTNode) -> str:
         return f"{self.path}:{self.get_metadata(PositionProvider, node).start.line}"
@@ -456,6 +468,11 @@ class _Port(cst.CSTTransformer):
                 kept[-1] = kept[-1].with_changes(comma=comma)
         if operands is None:
             return None
+        results_arg = next((a.value for a in updated.args
+                            if a.keyword and a.keyword.value == "result_types"), None)
+        count = (_count(operands), _count(results_arg))
+        for n in names:
+            self.counts.setdefault(n, set()).add(None if None in count else count)
         # Each argument keeps its own line; the new one goes last, with the
         # call's closing comma (or none, as the call had).
         # A kept argument keeps its own comma (and the comment after it);
@@ -710,14 +727,17 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
          held: set[tuple[str, str]] | None = None,
          prior: set[tuple[str, str]] = frozenset(),
          capsules: dict[str, bool] | None = None,
-         tree: dict[str, Path] | None = None, package: str = "") -> str | None:
+         tree: dict[str, Path] | None = None, package: str = "",
+         counts: dict[str, set[tuple[int, int] | None]] | None = None) -> str | None:
     """text ported, or None when nothing in it is a legacy target's use.
     kernels: each target's platforms, ported or not (_gpu_lowering); the
     ported (target, platform) pairs of sites kept legacy are added to held;
     prior: those an earlier pass held; capsules: those made by hand, by the
     member that holds each (ported or not); tree: the tree's modules, by
     dotted name, whose functions the layouts' reader may read; package: the
-    dotted package the module is in, for its relative imports."""
+    dotted package the module is in, for its relative imports; counts: each
+    target's lowerings' (operands, results) are added to it, None for one
+    whose counts are known only at run time (a translation rule's included)."""
     if not re.search(r"custom_?call|ffi_call", text, re.I):
         return None
     try:
@@ -739,6 +759,11 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     new = wrapper.visit(porter)
     rules.said(problems, start)
     new, translated = rules.apply(new)
+    if counts is not None:
+        for target, seen in porter.counts.items():
+            counts.setdefault(target, set()).update(seen)
+        for target in rules.targets:
+            counts.setdefault(target, set()).add(None)
     if held is not None:
         held |= porter.held
         if porter.unread:

@@ -27,6 +27,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ._facts import _arg, _string
 from ._report import Problem
 from ._xlarule import SHAPE, Names, Refused, Rule
 
@@ -138,9 +139,16 @@ class Translations:
                                             f"{e.why}: kept as it was"))
             if name:
                 seen.add(name)
+        # The targets its XlaBuilder custom calls name: their handlers are
+        # bound for counts known only at run time.
+        self.targets: set[str] = set()
         for call in m.findall(module, m.Call()):
-            if self.names.xla(call.func) in ("ops.CustomCall", "ops.CustomCallWithLayout") and \
-                    not self._in(call, [functions[n] for n in seen if n in functions]):
+            if self.names.xla(call.func) not in ("ops.CustomCall", "ops.CustomCallWithLayout"):
+                continue
+            target = _arg(call, 1, "call_target_name")
+            if target is not None and _string(target.value) is not None:
+                self.targets.add(_string(target.value))
+            if not self._in(call, [functions[n] for n in seen if n in functions]):
                 problems.append(Problem(where(call), "an XlaBuilder CustomCall outside a "
                                         "translation rule registered in xla."
                                         "backend_specific_translations: not ported yet"))

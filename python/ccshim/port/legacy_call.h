@@ -1,20 +1,25 @@
 // Typed XLA FFI handlers for CPU and GPU kernels written for XLA's legacy
 // custom-call API.  Each handler calls its kernel unchanged, with what XLA's
-// legacy runtime passed it.  CPU: `in` holds the operands' data in order;
-// `out` is the result's buffer when the call has one (non-tuple) result, else
-// a table of the results' buffers in order.  GPU: the stream, one table of the
+// legacy runtime passed it.  CPU: `in` holds the operands' data in order; `out`
+// is the result's buffer when the call has one (non-tuple) result, else a
+// table of the results' buffers in order.  GPU: the stream, one table of the
 // operands' then the results' device pointers, and the opaque bytes (the
-// call's backend_config, now its `opaque` attribute).  Added by `ccshim port`;
-// it needs nothing but XLA's FFI headers (jax.ffi.include_dir()), not even
-// CUDA's or HIP's: the stream's type comes from the kernel.  A kernel that
-// reports through XlaCustomCallStatus includes the status header added beside
-// it (custom_call_status.h, at the path the kernel names), before this one.
+// call's backend_config, now its `opaque` attribute).  The handlers take the
+// buffers bound with RemainingArgs and RemainingRets (CpuHandler, GpuHandler,
+// ...), or, where every call site fixes the counts, one Arg<AnyBuffer> per
+// operand and one Ret<AnyBuffer> per result (CpuFixedHandler, ...).  Added by
+// `ccshim port`; it needs nothing but XLA's FFI headers
+// (jax.ffi.include_dir()), not even CUDA's or HIP's: the stream's type comes
+// from the kernel.  A kernel that reports through XlaCustomCallStatus includes
+// the status header added beside it (custom_call_status.h, at the path the
+// kernel names), before this one.
 #ifndef XLA_LEGACY_CALL_H_
 #define XLA_LEGACY_CALL_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "xla/ffi/api/ffi.h"
 
@@ -125,23 +130,32 @@ XLA_LEGACY_CALL_INLINE ffi::Error CallCpu(ffi::RemainingArgs args, ffi::Remainin
   return call(out, in);
 }
 
-// A kernel `void f(void* out, const void** in)` (API version 1, or 2 with
-// the status left unused).
+// Runs a kernel `void f(void* out, const void** in)` (API version 1, or 2
+// with the status left unused), or one that declares its operand table
+// `void** in`.
+template <auto Kernel>
+struct RunCpu {
+  ffi::Error operator()(void* out, const void** in) const {
+    if constexpr (std::is_invocable_v<decltype(Kernel), void*, const void**>) {
+      Kernel(out, in);
+    } else {
+      Kernel(out, const_cast<void**>(in));
+    }
+    return ffi::Error::Success();
+  }
+};
+
+// A kernel `void f(void* out, const void** in)`, bound with RemainingArgs
+// and RemainingRets.
 template <void (*Kernel)(void*, const void**)>
 ffi::Error CpuHandler(ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return CallCpu(args, rets, [](void* out, const void** in) {
-    Kernel(out, in);
-    return ffi::Error::Success();
-  });
+  return CallCpu(args, rets, RunCpu<Kernel>{});
 }
 
 // The same, for a kernel that declares its operand table `void** in`.
 template <void (*Kernel)(void*, void**)>
 ffi::Error CpuHandler(ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return CallCpu(args, rets, [](void* out, const void** in) {
-    Kernel(out, const_cast<void**>(in));
-    return ffi::Error::Success();
-  });
+  return CallCpu(args, rets, RunCpu<Kernel>{});
 }
 
 // The GPU legacy convention around `call(buffers, opaque, opaque_len)`, which
@@ -173,41 +187,146 @@ struct GpuKernel<void (*)(S, void**, const char*, std::size_t, Rest...)> {
 template <auto Kernel>
 using StreamOf = typename GpuKernel<decltype(Kernel)>::Stream;
 
-// A GPU kernel `void f(Stream stream, void** buffers, const char* opaque,
-// std::size_t opaque_len)` (API version 1, or 2 with the status left unused);
-// bound with Ctx<PlatformStream<Stream>>, RemainingArgs, RemainingRets and
-// Attr<Span<const uint8_t>>("opaque").
+// Runs a GPU kernel `void f(Stream stream, void** buffers, const char*
+// opaque, std::size_t opaque_len)` (API version 1, or 2 with the status left
+// unused) on the call's stream.
+template <auto Kernel>
+struct RunGpu {
+  StreamOf<Kernel> stream;
+  ffi::Error operator()(void** buffers, const char* data, std::size_t len) const {
+    Kernel(stream, buffers, data, len);
+    return ffi::Error::Success();
+  }
+};
+
+// A GPU kernel, bound with Ctx<PlatformStream<Stream>>, RemainingArgs,
+// RemainingRets and Attr<Span<const uint8_t>>("opaque").
 template <auto Kernel>
 ffi::Error GpuHandler(StreamOf<Kernel> stream, ffi::RemainingArgs args, ffi::RemainingRets rets,
                       ffi::Span<const std::uint8_t> opaque) {
-  return CallGpu(args, rets, opaque, [stream](void** buffers, const char* data, std::size_t len) {
-    Kernel(stream, buffers, data, len);
-    return ffi::Error::Success();
-  });
+  return CallGpu(args, rets, opaque, RunGpu<Kernel>{stream});
 }
 
+// Where every call site of a target passes the same number of operands and
+// results, its binding says how many, as a hand port's does: an
+// Arg<AnyBuffer> for each operand, then a Ret<AnyBuffer> for each result
+// (ffi.h checks the counts and each buffer's type).  The handlers below take
+// those buffers one by one and make the same tables as the ones above.
+template <typename T>
+constexpr bool kIsArg = std::is_same_v<T, ffi::AnyBuffer>;
+template <typename T>
+constexpr bool kIsRet = std::is_same_v<T, ffi::Result<ffi::AnyBuffer>>;
+template <typename... Bound>
+constexpr std::size_t kNumArgs = (std::size_t{kIsArg<Bound>} + ... + std::size_t{0});
+template <typename... Bound>
+constexpr std::size_t kNumRets = (std::size_t{kIsRet<Bound>} + ... + std::size_t{0});
+template <typename... Bound>
+constexpr bool OperandsFirst() {
+  const bool is_arg[] = {kIsArg<Bound>..., false}, is_ret[] = {kIsRet<Bound>..., false};
+  bool results = false;
+  for (std::size_t i = 0; i < sizeof...(Bound); ++i) {
+    if (is_arg[i] && results) return false;
+    results = results || is_ret[i];
+  }
+  return true;
+}
+
+// The legacy CPU tables of operands and results bound one by one.
+template <typename Call, typename... Bound>
+XLA_LEGACY_CALL_INLINE ffi::Error CallCpuBound(Call call, Bound... bound) {
+  constexpr std::size_t num_args = kNumArgs<Bound...>, num_rets = kNumRets<Bound...>;
+  static_assert(num_args + num_rets == sizeof...(Bound) && OperandsFirst<Bound...>(),
+                "bind each operand as Arg<AnyBuffer>, then each result as Ret<AnyBuffer>");
+  const void* in[num_args + 1] = {};
+  void* results[num_rets + 1] = {};
+  std::size_t a = 0, r = 0;
+  auto put = [&](auto buffer) {
+    if constexpr (kIsArg<decltype(buffer)>) {
+      in[a++] = buffer.untyped_data();
+    } else {
+      results[r++] = buffer->untyped_data();
+    }
+  };
+  (put(bound), ...);
+  void* out = num_rets == 1 ? results[0] : static_cast<void*>(results);
+  return call(out, in);
+}
+
+// The legacy GPU table bound one by one, operands then results, and the
+// opaque attribute after them.
+template <typename Call, typename... Bound>
+XLA_LEGACY_CALL_INLINE ffi::Error CallGpuBound(Call call, Bound... bound) {
+  constexpr std::size_t num_buffers = kNumArgs<Bound...> + kNumRets<Bound...>;
+  static_assert(num_buffers + 1 == sizeof...(Bound) && OperandsFirst<Bound...>(),
+                "bind each operand as Arg<AnyBuffer>, each result as Ret<AnyBuffer>, then "
+                "Attr<Span<const uint8_t>>(\"opaque\")");
+  void* buffers[num_buffers + 1] = {};
+  ffi::Span<const std::uint8_t> opaque;
+  std::size_t i = 0;
+  auto put = [&](auto entry) {
+    using T = decltype(entry);
+    if constexpr (kIsArg<T>) {
+      buffers[i++] = entry.untyped_data();
+    } else if constexpr (kIsRet<T>) {
+      buffers[i++] = entry->untyped_data();
+    } else {
+      opaque = entry;
+    }
+  };
+  (put(bound), ...);
+  const std::string bytes(reinterpret_cast<const char*>(opaque.begin()), opaque.size());
+  return call(buffers, bytes.c_str(), bytes.size());
+}
+
+template <typename Run>
+struct CpuBound {
+  template <typename... Bound>
+  ffi::Error operator()(Bound... bound) const {
+    return CallCpuBound(Run{}, bound...);
+  }
+};
+
+template <typename Run, typename Stream>
+struct GpuBound {
+  template <typename... Bound>
+  ffi::Error operator()(Stream stream, Bound... bound) const {
+    return CallGpuBound(Run{stream}, bound...);
+  }
+};
+
+// CpuHandler and GpuHandler for a binding of fixed counts.
+template <auto Kernel>
+inline constexpr CpuBound<RunCpu<Kernel>> CpuFixedHandler{};
+template <auto Kernel>
+inline constexpr GpuBound<RunGpu<Kernel>, StreamOf<Kernel>> GpuFixedHandler{};
+
 #ifdef XLA_LEGACY_CUSTOM_CALL_STATUS_H_
-// A kernel `void f(void* out, const void** in, XlaCustomCallStatus* status)`
-// (API version 2): a failure it reports is an INTERNAL error with its
-// message, as XLA's legacy CPU runtime made it.
-template <void (*Kernel)(void*, const void**, XlaCustomCallStatus*)>
-ffi::Error CpuStatusHandler(ffi::RemainingArgs args, ffi::RemainingRets rets) {
-  return CallCpu(args, rets, [](void* out, const void** in) {
+// Runs a kernel `void f(void* out, const void** in, XlaCustomCallStatus*
+// status)` (API version 2): a failure it reports is an INTERNAL error with
+// its message, as XLA's legacy CPU runtime made it.
+template <auto Kernel>
+struct RunCpuStatus {
+  ffi::Error operator()(void* out, const void** in) const {
     XlaCustomCallStatus status;
     XlaCustomCallStatusSetSuccess(&status);
     Kernel(out, in, &status);
     if (status.failed) return ffi::Error::Internal(std::string(status.message, status.length));
     return ffi::Error::Success();
-  });
+  }
+};
+
+template <void (*Kernel)(void*, const void**, XlaCustomCallStatus*)>
+ffi::Error CpuStatusHandler(ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  return CallCpu(args, rets, RunCpuStatus<Kernel>{});
 }
 
-// A GPU kernel that also takes an XlaCustomCallStatus* (API version 2 or 3):
-// a failure it reports is an INTERNAL error "CustomCall failed: <message>",
-// as XLA's legacy GPU runtime made it.
+// Runs a GPU kernel that also takes an XlaCustomCallStatus* (API version 2
+// or 3): a failure it reports is an INTERNAL error "CustomCall failed:
+// <message>", as XLA's legacy GPU runtime made it.
 template <auto Kernel>
-ffi::Error GpuStatusHandler(StreamOf<Kernel> stream, ffi::RemainingArgs args,
-                            ffi::RemainingRets rets, ffi::Span<const std::uint8_t> opaque) {
-  return CallGpu(args, rets, opaque, [stream](void** buffers, const char* data, std::size_t len) {
+struct RunGpuStatus {
+  StreamOf<Kernel> stream;
+  ffi::Error operator()(void** buffers, const char* data, std::size_t len) const {
     XlaCustomCallStatus status;
     XlaCustomCallStatusSetSuccess(&status);
     Kernel(stream, buffers, data, len, &status);
@@ -216,8 +335,20 @@ ffi::Error GpuStatusHandler(StreamOf<Kernel> stream, ffi::RemainingArgs args,
                                   std::string(status.message, status.length));
     }
     return ffi::Error::Success();
-  });
+  }
+};
+
+template <auto Kernel>
+ffi::Error GpuStatusHandler(StreamOf<Kernel> stream, ffi::RemainingArgs args,
+                            ffi::RemainingRets rets, ffi::Span<const std::uint8_t> opaque) {
+  return CallGpu(args, rets, opaque, RunGpuStatus<Kernel>{stream});
 }
+
+// CpuStatusHandler and GpuStatusHandler for a binding of fixed counts.
+template <auto Kernel>
+inline constexpr CpuBound<RunCpuStatus<Kernel>> CpuStatusFixedHandler{};
+template <auto Kernel>
+inline constexpr GpuBound<RunGpuStatus<Kernel>, StreamOf<Kernel>> GpuStatusFixedHandler{};
 #endif
 
 }  // namespace xla_legacy_call
