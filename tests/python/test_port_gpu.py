@@ -511,6 +511,15 @@ def test_a_binding_fixes_the_counts_only_where_every_call_site_writes_them_out(t
         ".Ret<xla::ffi::AnyBuffer>())"]
     assert "+// fixed, as a typed XLA FFI handler (2 operands and 1 result at every call\n" \
         "+// site).\n" in done.stdout
+    generic = "xla::ffi::Ffi::Bind().RemainingArgs().RemainingRets())"
     for k in ("two_counts", "run_time", "many"):
-        assert handlers[f"{k}_ffi"] == [f"xla_legacy_call::CpuHandler<{k}>,",
-                                        "xla::ffi::Ffi::Bind().RemainingArgs().RemainingRets())"]
+        assert handlers[f"{k}_ffi"] == [f"xla_legacy_call::CpuHandler<{k}>,", generic]
+    # A custom call whose target it cannot read, in a module that registers
+    # nothing, may lower any target: then none is bound with fixed counts.
+    (tree / "pkg" / "other.py").write_text(
+        "from jax.interpreters import mlir\n\n\ndef custom_call(*args, **kwargs):\n"
+        "    return mlir.custom_call(*args, **kwargs).results\n")
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    assert "+                       xla_legacy_call::CpuHandler<fixed>," in done.stdout
+    assert "xla_legacy_call::CpuFixedHandler<fixed>" not in done.stdout

@@ -22,10 +22,17 @@ FIXED_MAX_BUFFERS = 8
 
 Counts = tuple[int, int]     # (operands, results)
 
+# The key of `seen` that stands for any target: a module it cannot parse, or
+# a custom call whose target it cannot read, may lower any of them.
+ANY = ""
+
 
 def fixed(seen: dict[str, set[Counts | None]]) -> dict[str, Counts]:
     """The targets whose lowerings all pass the same counts, written out, and
-    no more than FIXED_MAX_BUFFERS buffers: those counts."""
+    no more than FIXED_MAX_BUFFERS buffers: those counts (none where a
+    lowering may lower any target: ANY)."""
+    if seen.get(ANY):
+        return {}
     found = {}
     for target, counts in seen.items():
         if len(counts) != 1 or None in counts:

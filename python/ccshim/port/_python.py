@@ -30,7 +30,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from . import _gpu_lowering
+from . import _binding, _gpu_lowering
 from ._facts import _XLA_CLIENT, _Facts, _arg, _dotted, _literals, _string, _test
 from ._layouts import RowMajor
 from ._names import Names, Part, _reads, _walk, expand, literal, registrations_module
@@ -744,6 +744,8 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as e:
         problems.append(Problem(f"{path}:{e.raw_line}", f"libcst cannot parse it ({e.message})"))
+        if counts is not None:
+            counts.setdefault(_binding.ANY, set()).add(None)
         return None
     wrapper = MetadataWrapper(module)
     facts = _Facts(package)
@@ -764,6 +766,8 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
             counts.setdefault(target, set()).update(seen)
         for target in rules.targets:
             counts.setdefault(target, set()).add(None)
+        if porter.unread:
+            counts.setdefault(_binding.ANY, set()).add(None)
     if held is not None:
         held |= porter.held
         if porter.unread:
