@@ -468,11 +468,7 @@ class _Port(cst.CSTTransformer):
                 kept[-1] = kept[-1].with_changes(comma=comma)
         if operands is None:
             return None
-        results_arg = next((a.value for a in updated.args
-                            if a.keyword and a.keyword.value == "result_types"), None)
-        count = (_count(operands), _count(results_arg))
-        for n in names:
-            self.counts.setdefault(n, set()).add(None if None in count else count)
+        self._counts(names, operands, updated)
         # Each argument keeps its own line; the new one goes last, with the
         # call's closing comma (or none, as the call had).
         # A kept argument keeps its own comma (and the comment after it);
@@ -499,6 +495,15 @@ class _Port(cst.CSTTransformer):
             call_args = [call_args[0], call_args[1].with_changes(comma=space),
                          _gpu_lowering.opaque(config.value if config else None, self.numpy())]
         return cst.Call(func=lowering, args=call_args)
+
+    def _counts(self, names: set[str], operands: cst.BaseExpression, call: cst.Call) -> None:
+        """Each target's (operands, results) at this lowering, where both are
+        written out (_binding)."""
+        results = next((a.value for a in call.args
+                        if a.keyword and a.keyword.value == "result_types"), None)
+        count = (_count(operands), _count(results))
+        for n in names:
+            self.counts.setdefault(n, set()).add(None if None in count else count)
 
     def _layouts_unshown(self, node: cst.Call, names: set[str]) -> bool:
         """Whether the site's layouts are not shown row-major (_layouts): it
