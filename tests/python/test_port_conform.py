@@ -3,8 +3,10 @@ the ported build's module, side by side with the unchanged kernel of the
 project's legacy build run by XLA's own legacy custom-call path (jaxlib),
 on the same inputs, byte for byte (issue 42, item 3).
 
-The project is tests/fixtures/port/status_ext (a single-result kernel and a
-status-reporting tuple-result one), built twice by its own build: as it is
+The project is tests/fixtures/port/status_ext (a single-result kernel, its
+handler bound for any count, and a status-reporting tuple-result one, whose
+call site fixes its counts and whose handler is bound with them: both
+bindings of xla_legacy_call.h), built twice by its own build: as it is
 (its status header from ccshim's compat headers, as jaxlib's headers once
 gave it) and ported.  Each side runs in a child of its own, the ported one
 with its build first on its path, so the two builds' same-named modules
