@@ -57,10 +57,11 @@ def port(trees: list[Path]) -> tuple[dict[Path, tuple[str | None, str]], list[Pr
     fixed: dict[str, _binding.Counts] = {}
     while True:
         edits, problems, more, counts = _port(trees, held, fixed)
-        if more <= held and _binding.fixed(counts) == fixed:
+        now = _binding.fixed(counts)
+        if more <= held and now == fixed:
             return edits, problems
         held |= more
-        fixed = _binding.fixed(counts)
+        fixed = now
 
 
 def _port(trees: list[Path], held: set[tuple[str, str]], fixed: dict[str, _binding.Counts]):

@@ -43,22 +43,32 @@ def fixed(seen: dict[str, set[Counts | None]]) -> dict[str, Counts]:
     return found
 
 
-def buffers(counts: Counts | None) -> list[str]:
-    """The binding's calls that take the buffers, one per line after
-    ``Ffi::Bind()``."""
-    if counts is None:
-        return [".RemainingArgs()", ".RemainingRets()"]
-    args, rets = counts
-    return [".Arg<xla::ffi::AnyBuffer>()"] * args + [".Ret<xla::ffi::AnyBuffer>()"] * rets
+def impl(kind: str, counts: Counts | None) -> str:
+    """The header's handler template for a kernel of kind ("Cpu",
+    "CpuStatus", "Gpu", "GpuStatus") bound for those counts."""
+    return kind + ("FixedHandler" if counts else "Handler")
 
 
-def said(counts: Counts | None) -> str:
-    """What a handler's comment says of its counts ("" for run time's)."""
+def bind(counts: Counts | None, indent: str, ctx: str = "", attr: str = "",
+         one_line: bool = False) -> str:
+    """``xla::ffi::Ffi::Bind()`` and its calls: ctx's, those that take the
+    buffers, attr's; each on a line of its own under indent, or all on one
+    line (one_line)."""
     if counts is None:
-        return ""
+        buffers = [".RemainingArgs()", ".RemainingRets()"]
+    else:
+        args, rets = counts
+        buffers = [".Arg<xla::ffi::AnyBuffer>()"] * args + [".Ret<xla::ffi::AnyBuffer>()"] * rets
+    calls = [c for c in (ctx, *buffers, attr) if c]
+    joint = "" if one_line else f"\n{indent}    "
+    return "xla::ffi::Ffi::Bind()" + "".join(joint + c for c in calls)
+
+
+def said(counts: Counts) -> str:
+    """What a handler's comment says of its fixed counts."""
     args, rets = counts
-    return (f" ({args} operand{'s' if args != 1 else ''} and {rets} "
-            f"result{'s' if rets != 1 else ''} at every call site)")
+    return (f"{args} operand{'s' if args != 1 else ''} and {rets} "
+            f"result{'s' if rets != 1 else ''} at every call site")
 
 
 def comment(text: str) -> str:

@@ -111,23 +111,24 @@ def scan_kernel(target: str, function: str, params: list[str], defined: str, pat
 
 def _binding(stream: str, indent: str, counts: _bind.Counts | None = None) -> str:
     """Ffi::Bind() for GpuHandler: the stream, the buffers, the opaque."""
-    calls = [f".Ctx<xla::ffi::PlatformStream<{stream}>>()", *_bind.buffers(counts),
-             '.Attr<xla::ffi::Span<const std::uint8_t>>("opaque")']
-    return "xla::ffi::Ffi::Bind()" + "".join(f"\n{indent}    {c}" for c in calls)
+    return _bind.bind(counts, indent, ctx=f".Ctx<xla::ffi::PlatformStream<{stream}>>()",
+                      attr='.Attr<xla::ffi::Span<const std::uint8_t>>("opaque")')
 
 
 def handler(target: str, function: str, name: str, stream: str, status: bool,
             counts: _bind.Counts | None = None) -> str:
     """The typed handler of one GPU kernel, as C++ beside its dict; counts:
     the (operands, results) every call site passes, where fixed."""
-    impl = ("GpuStatus" if status else "Gpu") + ("FixedHandler" if counts else "Handler")
+    impl = _bind.impl("GpuStatus" if status else "Gpu", counts)
     indent = " " * len("XLA_FFI_DEFINE_HANDLER(")
-    what = (f"{PLATFORM[stream].upper()}: the stream, the buffers,\n// the opaque bytes as the "
-            f"`opaque` attribute")
-    head = f"// {target}, as a typed XLA FFI handler ({what}).\n"
+    platform = PLATFORM[stream].upper()
     if counts:
-        what = f"{_bind.said(counts)[2:-1]}; {what}".replace("\n// ", " ")
-        head = _bind.comment(f"{target}, as a typed XLA FFI handler ({what}).")
+        head = _bind.comment(f"{target}, as a typed XLA FFI handler ({_bind.said(counts)}; "
+                             f"{platform}: the stream, the buffers, the opaque bytes as the "
+                             f"`opaque` attribute).")
+    else:
+        head = (f"// {target}, as a typed XLA FFI handler ({platform}: the stream, the buffers,\n"
+                f"// the opaque bytes as the `opaque` attribute).\n")
     return (head +
             f"XLA_FFI_DEFINE_HANDLER({name},\n"
             f"{indent}xla_legacy_call::{impl}<{function}>,\n"

@@ -180,13 +180,13 @@ def _edit(text: str, kernels: list[Kernel]) -> str:
             block.append(_gpu.handler(k.target, k.function, _handler_name(k.function), k.stream,
                                       k.status, k.counts))
             continue
-        impl = ("CpuStatus" if k.status else "Cpu") + ("FixedHandler" if k.counts else "Handler")
+        impl = _binding.impl("CpuStatus" if k.status else "Cpu", k.counts)
         indent = " " * len("XLA_FFI_DEFINE_HANDLER(")
-        calls = _binding.buffers(k.counts)
-        bind = "xla::ffi::Ffi::Bind()" + ("".join(f"\n{indent}    {c}" for c in calls)
-                                          if k.counts else "".join(calls))
-        block.append(_binding.comment(f"{k.target}, as a typed XLA FFI handler"
-                                      f"{_binding.said(k.counts)}.") + _const_void(text, k) +
+        # run time's counts on one line, as a binding of few calls reads
+        bind = _binding.bind(k.counts, indent, one_line=k.counts is None)
+        said = f" ({_binding.said(k.counts)})" if k.counts else ""
+        block.append(_binding.comment(f"{k.target}, as a typed XLA FFI handler{said}.") +
+                     _const_void(text, k) +
                      f"XLA_FFI_DEFINE_HANDLER({_handler_name(k.function)},\n"
                      f"{indent}xla_legacy_call::{impl}<{_called(text, k)}>,\n"
                      f"{indent}{bind});\n")

@@ -121,8 +121,8 @@ class _Port(cst.CSTTransformer):
         self.registered: set[str] = set()
         self.unread = False
         # target -> each of its lowerings' (operands, results), None where a
-        # count is known only at run time
-        self.counts: dict[str, set[tuple[int, int] | None]] = {}
+        # count is known only at run time (port() shares one across modules)
+        self.counts: dict[str, set[_binding.Counts | None]] = {}
 
     def where(self, node: cst.CSTNode) -> str:
         return f"{self.path}:{self.get_metadata(PositionProvider, node).start.line}"
@@ -733,7 +733,7 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
          prior: set[tuple[str, str]] = frozenset(),
          capsules: dict[str, bool] | None = None,
          tree: dict[str, Path] | None = None, package: str = "",
-         counts: dict[str, set[tuple[int, int] | None]] | None = None) -> str | None:
+         counts: dict[str, set[_binding.Counts | None]] | None = None) -> str | None:
     """text ported, or None when nothing in it is a legacy target's use.
     kernels: each target's platforms, ported or not (_gpu_lowering); the
     ported (target, platform) pairs of sites kept legacy are added to held;
@@ -761,14 +761,13 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
                    Names(wrapper, _test), _importer(facts, tree or {}, {}))
     porter.kernels, porter.prior = kernels or {}, set(prior)
     porter.capsules = capsules or {}
+    porter.counts = counts if counts is not None else {}
     porter.collect(wrapper.module)
     wrapper.visit(porter.rules)
     new = wrapper.visit(porter)
     rules.said(problems, start)
     new, translated = rules.apply(new)
     if counts is not None:
-        for target, seen in porter.counts.items():
-            counts.setdefault(target, set()).update(seen)
         for target in rules.targets:
             counts.setdefault(target, set()).add(None)
         if porter.unread:
