@@ -72,3 +72,13 @@ def test_bench_reports_both_references(tmp_path):
             assert (port != "—") == (ffi["built"] and not line.startswith("| CPU v3")), line
     if not ffi["built"]:
         assert "not built (" in md
+
+
+def test_p_is_bound_as_the_port_binds():
+    """bench_port.cc's P stops fixing the counts where the port does
+    (python/ccshim/port/_binding.py): the two bounds are one."""
+    sys.path.insert(0, str(ROOT / "python"))
+    from ccshim.port import _binding
+    source = (ROOT / "bench" / "bench_port.cc").read_text()
+    bound = re.search(r"constexpr int kFixedMaxBuffers = (\d+);", source)
+    assert bound and int(bound.group(1)) == _binding.FIXED_MAX_BUFFERS
