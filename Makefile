@@ -20,7 +20,7 @@ CMAKE_FLAGS ?=
 # Sanitizer and fuzzer builds use clang from Debian (setup installs it).
 CLANG_FLAGS = -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCCSHIM_WERROR=ON \
-  -DCCSHIM_JAXLIB_INCLUDE="$(JAXLIB_INCLUDE)"
+  -DCCSHIM_JAXLIB_INCLUDE="$(JAXLIB_INCLUDE)" -DCCSHIM_PYTHON_DEFAULT="$(abspath $(PYTHON))"
 # The ASan+UBSan build serves the C suite under the sanitizers and the
 # fuzzers (CCSHIM_FUZZ adds coverage for libFuzzer and the libFuzzer
 # binaries beside the corpus replays): one compile of the library, not two.

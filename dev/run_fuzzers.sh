@@ -8,8 +8,8 @@
 # usage: dev/run_fuzzers.sh BUILD_DIR SECONDS_EACH [PYTHON]
 # CCSHIM_FUZZ_JOBS harnesses run at once (default: one a core).
 # PYTHON (with JAX and atheris) runs fuzz_export_reader, the Atheris harness
-# of ccshim.export's reader; without it, or without atheris, that one skips
-# with the reason.
+# of ccshim.export's reader, and (with libcst and atheris) fuzz_scan_reader,
+# ccshim.scan's; without it, or without those, each skips with the reason.
 set -u
 build=$1
 seconds=$2
@@ -56,7 +56,8 @@ run_libfuzzer() {
 }
 
 # ccshim.export's reader (Python, Atheris): a crash or hang of MLIR's native
-# reader must come back as ArtifactError, never take the process down.  A
+# reader must come back as ArtifactError, never take the process down.
+# ccshim.scan's: a file libcst cannot parse is said not read, never more.  A
 # regression input that MLIR's reader does not finish costs the read's
 # limit each time it is replayed: 5 s here.
 run_atheris() {
@@ -70,19 +71,26 @@ run_atheris() {
 # The harnesses run JOBS at a time (one a core: each is single-threaded, so
 # each still has SECONDS of a core to itself), and are reported in order.
 harnesses=(fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan fuzz_scan_tree
-           fuzz_manifest fuzz_export_reader)
+           fuzz_manifest fuzz_export_reader fuzz_scan_reader)
 jobs=${CCSHIM_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
 ran=()
 for h in "${harnesses[@]}"; do
-  if [ $h = fuzz_export_reader ] &&
-     { [ -z "$python" ] || ! "$python" -c 'import atheris, jax' 2>/dev/null; }; then
-    echo "fuzz $h: skipped (no Python with atheris and JAX: ${python:-none given})"
+  case $h in
+    fuzz_export_reader) needs=jax ;;
+    fuzz_scan_reader) needs=libcst ;;
+    *) needs= ;;
+  esac
+  if [ -n "$needs" ] &&
+     { [ -z "$python" ] || ! "$python" -c "import atheris, $needs" 2>/dev/null; }; then
+    echo "fuzz $h: skipped (no Python with atheris and $needs: ${python:-none given})"
     continue
   fi
   rm -rf "$work/$h" && mkdir -p "$work/$h/corpus" "$work/$h/findings"
   cp "$root/tests/fuzz/corpus/$h/"* "$work/$h/corpus/"
+  # ccshim.scan's seeds: the scan fixture's .py files besides its own.
+  [ $h = fuzz_scan_reader ] && cp "$root/tests/scan/fixture/python/"*.py "$work/$h/corpus/"
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-  if [ $h = fuzz_export_reader ]; then run_atheris $h & else run_libfuzzer $h & fi
+  if [ -n "$needs" ]; then run_atheris $h & else run_libfuzzer $h & fi
   ran+=("$h")
 done
 wait

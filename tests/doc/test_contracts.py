@@ -70,6 +70,57 @@ with tempfile.TemporaryDirectory() as tmp:
     else:
         check(False, f"two programs expected in scan's report, got {arts}")
 
+# --- 4. the records of a tree's .py files ------------------------------------------
+py_records = [line.split("\t") for line in
+              re.search(r"```records\n(.*?)```", DOC, re.S).group(1).splitlines() if line]
+with tempfile.TemporaryDirectory() as tmp:
+    tree = pathlib.Path(tmp, "tree")
+    tree.mkdir()
+    for name in ("a.py", "b.py", "c.py"):  # indexes 0, 1, 2: the walk's name order
+        (tree / name).write_text("# read by the stand-in\n")
+    fake = pathlib.Path(tmp, "python")
+    fake.write_text("#!" + sys.executable + "\nimport sys\n"
+                    "assert sys.argv[3:7] == ['scan', 'ccshim.scan', '--paths-file', sys.argv[6]]\n"
+                    "names = open(sys.argv[6], 'rb').read().split(b'\\0')[:-1]\n"
+                    "assert [n.rsplit(b'/', 1)[-1] for n in names] == "
+                    "[b'a.py', b'a.py', b'b.py', b'b.py', b'c.py', b'c.py'], names\n"
+                    f"sys.stdout.write({chr(10).join(map(chr(9).join, py_records))!r} + '\\n')\n")
+    fake.chmod(0o755)
+    p = subprocess.run([CCSHIM, "scan", str(tree), "--json"], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, CCSHIM_PYTHON=str(fake)))
+    try:
+        report = json.loads(p.stdout)
+    except json.JSONDecodeError:
+        report = {}
+        check(False, f"scan --json did not give a report: {p.stdout!r} {p.stderr!r}")
+    by_name = {t["name"]: t for t in report.get("targets", [])}
+    r, c = [x for x in py_records if x[0] == "R"]
+    w = next(x for x in py_records if x[0] == "W")
+    e = next(x for x in py_records if x[0] == "E")
+    k = by_name.get(r[5], {})
+    check(k.get("registrations") == [{"file": "a.py", "line": int(r[3]), "via": r[4],
+                                      "function": r[7]}] and
+          k.get("call_sites") == [{"file": "a.py", "line": int(c[3]), "via": c[4],
+                                   "api_version": int(c[18]), "api_version_is_default": c[19] == "1"}],
+          f"R records read field for field, in file 0: {k}")
+    check(f"{r[12]}, platform=\"{r[17]}\"" in k.get("wrap", ""), f"R's expr and platform: {k}")
+    kw = by_name.get(w[5], {})
+    check(kw.get("registrations") == [{"file": "b.py", "line": int(w[3]), "via": w[4],
+                                       "function": w[7]}] and w[10] in kw.get("note", ""),
+          f"W record read in file 1, its via said: {kw}")
+    check(report.get("summary", {}).get("files") == 2 and
+          report["summary"].get("lines") == sum(int(x[2]) for x in py_records if x[0] == "P")
+          and report["summary"].get("unscanned_files") == 1,
+          f"P records counted, the E file not: {report.get('summary')}")
+    check(p.returncode == 1 and f"c.py: {e[2]}" in p.stderr,
+          f"E record said on stderr, exit 1: {p.returncode} {p.stderr!r}")
+    # A stand-in that writes nothing: every file said not read, none lost unseen.
+    fake.write_text("#!" + sys.executable + "\nimport sys\nsys.exit(2)\n")
+    p = subprocess.run([CCSHIM, "scan", str(tree)], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, CCSHIM_PYTHON=str(fake)))
+    check(p.returncode == 1 and p.stderr.count("a Python file, not read") == 3,
+          f"a Python that reads nothing: each file said not read: {p.stderr!r}")
+
 # --- 3. the control record of a side run in Python --------------------------------
 def doc_table(heading):
     return [(r[1], r[2]) for r in doc_tables.doc_table(DOC, heading)]  # (field, C type)
@@ -108,6 +159,7 @@ passed = set(re.findall(r'"(--[a-z]+)"', in_python))
 check(set(re.findall(r"--[a-z]+", line)) == passed,
       f"in_python.c passes the page's options: {sorted(passed)}")
 
-print(f"contracts, C side: {len(records)} record kinds, the control record and its side, "
+print(f"contracts, C side: {len(records)} record kinds, {len(py_records)} .py records, the "
+      f"control record and its side, "
       f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

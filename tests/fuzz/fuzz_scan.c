@@ -14,7 +14,7 @@
 #include "tools.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const char* const names[] = {"k.cc", "k.c", "k.cu", "k.hip", "k.py", "k.pyx"};
+  static const char* const names[] = {"k.cc", "k.c", "k.cu", "k.hip", "k.pxi", "k.pyx"};
   static int quiet;
   if (!quiet) {
     quiet = freopen("/dev/null", "w", stdout) != NULL;

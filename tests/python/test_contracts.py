@@ -81,3 +81,42 @@ def test_the_python_side_takes_the_documented_command_line():
     parser_options = {a.option_strings[0] for a in conform._parser()._actions
                       if a.option_strings and a.option_strings[0] != "-h"}
     assert documented == parser_options, (documented, parser_options)
+
+
+# Section 4's example files, as the page describes them.
+SCAN_SOURCES = {
+    "a.py": '''from jax.interpreters import mlir
+from jax.lib import xla_client
+import ext
+
+xla_client.register_custom_call_target("k_v1", ext.k_v1(), platform="cpu")
+
+
+def register(name, capsule):
+    xla_client.register_custom_call_target(name, capsule, platform="cpu")
+
+
+def lower(ctx, x):
+    return mlir.custom_call("k_v1", result_types=[x.type], operands=[x]).results
+''',
+    "b.py": '''import a
+
+a.register("k_w", a.ext.k_w())
+''',
+    "c.py": 'x = "custom_call\n',
+}
+
+
+def test_scan_writes_the_documented_py_records(tmp_path):
+    pytest.importorskip("libcst")
+    from ccshim import scan
+    from ccshim.scan import _reader
+
+    for name, text in SCAN_SOURCES.items():
+        (tmp_path / name).write_text(text)
+    got = [[str(x) for x in r] for r in
+           scan.records([(str(tmp_path / n), n) for n in SCAN_SOURCES])]
+    block = re.search(r"```records\n(.*?)```", DOC, re.S).group(1)
+    assert got == [line.split("\t") for line in block.splitlines()]
+    fields = doc_tables.doc_table(DOC, "The 18 finding fields, in order")
+    assert [r[1] for r in fields] == _reader.FIELDS

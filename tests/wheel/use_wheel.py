@@ -128,14 +128,23 @@ def step_command():
     out = run([script, "version"])
     assert out.stdout.strip() == f"ccshim {ccshim.version()}", out.stdout
     run([script, "scan", "--help"])
+    # scan reads a .py file with libcst in this Python (a dependency of ccshim).
+    tree = pathlib.Path(os.getcwd(), "scan-tree")
+    tree.mkdir(exist_ok=True)
+    (tree / "ops.py").write_text(
+        "from jax.lib import xla_client\n"
+        "xla_client.register_custom_call_target('my_add', ext.add(), platform='cpu')\n")
+    out = run([script, "scan", str(tree)])
+    assert out.stdout.startswith("my_add  cpu") and "ops.py:2" in out.stdout, out.stdout
     # rewrite runs in this Python, without the C command.
     out = run([script, "rewrite", "--help"])
     assert "ccshim rewrite IN OUT" in out.stdout, out.stdout
     out = run([script, "conform", kernels_so(), "add_v2", "--api", "2",
                "--signature", SIGNATURE, "--runs", "2"])
     assert "1 of 1 targets equal" in out.stdout, out.stdout
-    return (f"the console script: ccshim {ccshim.version()}; rewrite runs in this Python; the "
-            "C command's conform runs add_v2 through its legacy invoker and an adapter")
+    return (f"the console script: ccshim {ccshim.version()}; scan reads a .py file and rewrite "
+            "runs in this Python; the C command's conform runs add_v2 through its legacy "
+            "invoker and an adapter")
 
 
 def step_xla():

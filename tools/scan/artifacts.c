@@ -63,20 +63,6 @@ void scan_maybe_artifact(scan* s, const char* path, const char* shown) {
 
 /* --- Reading them, all at once, with ccshim.export ------------------------------------------- */
 
-/* The next tab-separated field of a line, in place. */
-static char* field(char** p) {
-  char* f = *p;
-  if (f == NULL) return "";
-  char* tab = strchr(f, '\t');
-  if (tab) {
-    *tab = '\0';
-    *p = tab + 1;
-  } else {
-    *p = NULL;
-  }
-  return f;
-}
-
 /* Into a finding's fixed field: text that does not fit ends in "...",
  * said, never cut unseen. */
 void scan_copy_marked(char* out, size_t cap, const char* text) {
@@ -94,37 +80,30 @@ static void keep(char** to, const char* text) {
  * legacy calls) or E (a file that did not read). */
 static void take_line(scan* s, char* line) {
   char* p = line;
-  const char* tag = field(&p);
+  const char* tag = scan_field(&p);
   char* end;
-  unsigned long i = strtoul(field(&p), &end, 10);
+  unsigned long i = strtoul(scan_field(&p), &end, 10);
   if (*end || i >= s->num_arts) return;
   artifact* a = &s->arts[i];
   if (!strcmp(tag, "E")) {
-    keep(&a->error, field(&p));
+    keep(&a->error, scan_field(&p));
   } else if (!strcmp(tag, "F")) {
     a->read = 1;
-    keep(&a->kind, field(&p));
-    keep(&a->platforms, field(&p));
-    a->typed = atoi(field(&p));
-    a->builtin = atoi(field(&p));
-    a->rewritten = atoi(field(&p));
+    keep(&a->kind, scan_field(&p));
+    keep(&a->platforms, scan_field(&p));
+    a->typed = atoi(scan_field(&p));
+    a->builtin = atoi(scan_field(&p));
+    a->rewritten = atoi(scan_field(&p));
   } else if (!strcmp(tag, "C")) {
     a->calls = scan_grow(a->calls, &a->calls_cap, sizeof *a->calls, a->num_calls + 1);
     artifact_call* c = &a->calls[a->num_calls++];
     memset(c, 0, sizeof *c);
-    keep(&c->target, field(&p));
-    c->version = atoi(field(&p));
-    c->opaque_bytes = atol(field(&p));
-    keep(&c->signature, field(&p));
-    keep(&c->location, field(&p));
+    keep(&c->target, scan_field(&p));
+    c->version = atoi(scan_field(&p));
+    c->opaque_bytes = atol(scan_field(&p));
+    keep(&c->signature, scan_field(&p));
+    keep(&c->location, scan_field(&p));
   }
-}
-
-/* The first line of a file, or "". */
-static void first_line(FILE* f, char* out, size_t cap) {
-  out[0] = '\0';
-  rewind(f);
-  if (fgets(out, (int)cap, f)) out[strcspn(out, "\n")] = '\0';
 }
 
 static void all_failed(scan* s, const char* why) {
@@ -158,66 +137,26 @@ static void add_call_sites(scan* s) {
 void scan_read_artifacts(scan* s) {
   if (s->num_arts == 0) return;
   FILE* paths = tmpfile();
-  FILE* errs = tmpfile();
-  int out[2] = {-1, -1};
-  if (paths == NULL || errs == NULL || pipe(out) != 0) {
-    all_failed(s, "could not start Python to read it (no temporary file or pipe)");
-    goto done;
-  }
-  for (size_t i = 0; i < s->num_arts; i++)
-    fwrite(s->arts[i].path, 1, strlen(s->arts[i].path) + 1, paths);
-  fflush(paths);
-  char paths_arg[64];
-  snprintf(paths_arg, sizeof paths_arg, "/dev/fd/%d", fileno(paths));
-  char* args[] = {"--list", "--tsv", "--paths-file", paths_arg, NULL};
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) {
-    all_failed(s, "could not start Python to read it (fork failed)");
-    goto done;
-  }
-  if (pid == 0) {
-    dup2(out[1], 1);
-    dup2(fileno(errs), 2);
-    close(out[0]);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
-    ccshim_python_main("scan", "ccshim.export", 4, args);
-    _exit(2);
-  }
-  close(out[1]);
-  out[1] = -1;
+  char why[TEXT_CAP];
   char* text = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    text = scan_grow(text, &cap, 1, len + 4097);
-    ssize_t n = read(out[0], text + len, 4096);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    len += (size_t)n;
+  if (paths == NULL) {
+    all_failed(s, "could not start Python to read it (no temporary file)");
+  } else {
+    for (size_t i = 0; i < s->num_arts; i++)
+      fwrite(s->arts[i].path, 1, strlen(s->arts[i].path) + 1, paths);
+    fflush(paths);
+    char* args[] = {"--list", "--tsv"};
+    text = scan_python_records("ccshim.export", args, 2, paths, why, sizeof why);
+    for (char *line = text, *next; line && *line; line = next) {
+      next = strchr(line, '\n');
+      if (next) *next++ = '\0';
+      take_line(s, line);
+    }
+    all_failed(s, why);
+    add_call_sites(s);
+    free(text);
+    fclose(paths);
   }
-  text[len] = '\0';
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  for (char *line = text, *next; line && *line; line = next) {
-    next = strchr(line, '\n');
-    if (next) *next++ = '\0';
-    take_line(s, line);
-  }
-  free(text);
-  char why[TEXT_CAP], said[TEXT_CAP - 64];
-  first_line(errs, said, sizeof said);
-  const char* own = "ccshim scan: "; /* the message of tools/python.c */
-  const char* text_said = strncmp(said, own, strlen(own)) ? said : said + strlen(own);
-  snprintf(why, sizeof why, "Python could not read it%s%s", said[0] ? ": " : "", text_said);
-  all_failed(s, why);
-  add_call_sites(s);
-done:
-  if (out[0] >= 0) close(out[0]);
-  if (out[1] >= 0) close(out[1]);
-  if (paths) fclose(paths);
-  if (errs) fclose(errs);
   for (size_t i = 0; i < s->num_arts; i++)
     if (s->arts[i].error != NULL) {
       fprintf(stderr, "ccshim scan: %s: an exported program, not read: %s\n", s->arts[i].shown,

@@ -404,9 +404,11 @@ int ccshim_scan_main(int argc, char** argv) {
   int cython;
   if (S_ISDIR(st.st_mode)) {
     scan_walk(&s, dir);
+    scan_read_python(&s);
     scan_wrappers_resolve(&s, dir);
   } else if (scan_source_lang(dir, &l, &cython)) {
     scan_file(&s, dir, dir, l, cython);
+    scan_read_python(&s);
   } else if (scan_maybe_artifact(&s, dir, dir), s.num_arts) {
     /* an exported program, read through ccshim.export */
   } else {
@@ -427,6 +429,11 @@ int ccshim_scan_buffer(const char* name, const char* data, size_t len, int json)
   lang l = LANG_C;
   int cython = 0;
   scan_source_lang(name, &l, &cython);
+  if (l == LANG_PY && !cython) {
+    fprintf(stderr, "ccshim scan: %s: a .py file is read by ccshim.scan, not from a buffer\n",
+            name);
+    return 2;
+  }
   char* code = malloc(len + 1);
   if (code == NULL) return 2;
   memcpy(code, data, len);

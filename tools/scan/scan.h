@@ -14,12 +14,17 @@
  *              bytes and read through ccshim.export
  *   wrappers.c registrations through a function of the project's own, whose
  *              calls are in other files: the second walk that finds them
+ *              (Cython's; the .py files' are ccshim.scan's)
+ *   pyfiles.c  the tree's .py files, read by ccshim.scan (libcst) after
+ *              the walk, their findings put in the walk's order
+ *   pyrun.c    running a reader of the ccshim package, reading its records
  */
 #ifndef CCSHIM_TOOLS_SCAN_H
 #define CCSHIM_TOOLS_SCAN_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ccshim/base.h"
 
@@ -128,6 +133,15 @@ typedef struct wrapper {
   const char* literals_in;
 } wrapper;
 
+/* A .py file the walk found, for ccshim.scan: its findings go at `at`
+ * among the walk's (pyfiles.c). */
+typedef struct pyfile {
+  char* path;        /* as opened (owned) */
+  const char* shown; /* as reported (scan.paths) */
+  size_t at;
+  int read; /* a P or E record came */
+} pyfile;
+
 typedef struct scan {
   finding* f;
   size_t n, cap;
@@ -140,6 +154,8 @@ typedef struct scan {
   wrapper* wraps; /* registrations through functions of the project's own */
   size_t num_wraps, wraps_cap;
   int second_walk; /* the walk that finds their calls (wrappers.c) */
+  pyfile* py;      /* .py files, read after the walk (pyfiles.c) */
+  size_t num_py, py_cap;
 } scan;
 
 /* A call site read from an exported program (artifacts.c), which has no
@@ -265,6 +281,17 @@ int scan_open_any(const char* path, int flags);
 int scan_source_lang(const char* name, lang* l, int* cython);
 void scan_file(scan* s, const char* path, const char* shown, lang l, int cython);
 void scan_text(scan* s, const char* shown, lang l, int cython, char* code, size_t len);
+
+/* pyrun.c: runs `MODULE ARGS... --paths-file /dev/fd/N` of the ccshim
+ * package with `paths` as N; its standard output (owned, NULL when it did
+ * not start), and into `said` why what it did not read was not read. */
+char* scan_python_records(const char* module, char** args, int argc, FILE* paths, char* said,
+                          size_t cap);
+char* scan_field(char** p); /* the next tab-separated field of a line, in place */
+
+/* pyfiles.c */
+void scan_python_later(scan* s, const char* path, const char* shown);
+void scan_read_python(scan* s);
 
 /* artifacts.c */
 int scan_is_artifact(const char* name, const char* head, size_t n, size_t size);

@@ -171,6 +171,11 @@ void scan_file(scan* s, const char* path, const char* shown, lang l, int cython)
     close(fd);
     return;
   }
+  if (l == LANG_PY && !cython) { /* read by ccshim.scan when the walk is over (pyfiles.c) */
+    scan_python_later(s, path, shown);
+    close(fd);
+    return;
+  }
   FILE* fp = fdopen(fd, "rb");
   if (fp == NULL) {
     file_error(s, shown, "cannot read: %s", strerror(errno));
@@ -308,7 +313,8 @@ void scan_walk(scan* s, const char* dir) {
         level_free(lv);
       continue;
     }
-    if (en->is_file && scan_source_lang(en->name, &l, &cython) && (!s->second_walk || l == LANG_PY))
+    /* The second walk: Cython's calls of its wrappers (wrappers.c). */
+    if (en->is_file && scan_source_lang(en->name, &l, &cython) && (!s->second_walk || cython))
       scan_file(s, path, rel, l, cython);
     else if (en->is_file && !s->second_walk)
       scan_maybe_artifact(s, path, rel);

@@ -7,28 +7,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .._pyread import dotted as _dotted, string as _string
+
 _XLA_CLIENT = {"jax.lib.xla_client", "jaxlib.xla_client", "jax._src.lib.xla_client"}
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    return None
-
-
-def _string(node: cst.BaseExpression | None) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        if isinstance(value, bytes):     # a target name given as bytes
-            try:
-                return value.decode("ascii")
-            except UnicodeDecodeError:
-                return None
-        return value if isinstance(value, str) else None
-    return None
 
 
 def _literals(node: cst.BaseExpression | None) -> list[str] | None:

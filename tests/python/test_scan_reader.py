@@ -1,0 +1,121 @@
+"""ccshim.scan, the Python side of `ccshim scan`: what it reads out of .py
+files with libcst where a reader of characters could not (comments inside
+a call, a loop body of any length, a name assigned over several lines), and
+that a file it cannot read is said and costs no other file its findings.
+Its records, field for field, are tests/python/test_contracts.py's; the
+command on the scan fixture and on real trees, tests/scan/."""
+import pytest
+
+pytest.importorskip("libcst")
+
+from ccshim import scan  # noqa: E402
+from ccshim.scan._reader import FIELDS  # noqa: E402
+
+
+def read(tmp_path, **files):
+    """The records of the files (name=text), as dicts by tag."""
+    for name, text in files.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    out = scan.records([(str(tmp_path / f"{n}.py"), f"{n}.py") for n in files])
+    found = [dict(zip(["tag", "file"] + FIELDS, r)) for r in out if r[0] in "RW"]
+    said = {r[1]: r[2] for r in out if r[0] in "PE"}
+    return found, said
+
+
+def test_an_expression_over_lines_is_one_line_without_its_comments(tmp_path):
+    found, _ = read(tmp_path, ops='''
+from jax.lib import xla_client
+xla_client.register_custom_call_target(
+    "k",  # the kernel's name
+    ext.capsule(   # made here
+        "k",
+    ),
+    platform="cpu",
+)
+''')
+    assert [(f["name"], f["expr"], f["line"]) for f in found] == [
+        ("k", 'ext.capsule( "k", )', 3)]
+
+
+def test_a_mapping_loop_is_found_however_long_its_body(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(10))
+    found, _ = read(tmp_path, reg=f'''
+for _name, _value in _ext.registrations().items():
+{body}    xla_client.register_custom_call_target(_name, _value, platform="gpu")
+''')
+    assert [(f["module"], f["mapping"], f["platform"]) for f in found] == [
+        ("_ext", "registrations()", "gpu")]
+
+
+def test_a_name_assigned_over_lines_gives_its_whole_pattern(tmp_path):
+    found, _ = read(tmp_path, inst='''
+class Op:
+    def __init__(self, capsule):
+        self.target = (
+            "instance_" +
+            str(id(self)) + "_filter")
+        register_ffi_target(self.target, capsule, api_version=0)
+''')
+    assert [(f["name_expr"], f["pattern"]) for f in found] == [
+        ("self.target", "instance_<id>_filter")]
+
+
+def test_a_registering_function_s_calls_in_every_file(tmp_path):
+    found, _ = read(tmp_path, lib='''
+def register(target, capsule, backend):
+    xla_client.register_custom_call_target(target, capsule, backend)
+
+register("here", ext.here(), "cpu")
+register(prefix + "_there", ext.there(), "cuda")
+''', user='''
+import lib
+lib.register(f"made_{n}", ext.made(), "gpu")
+''')
+    said = [(f["tag"], f["file"], f["name"] or f["name_expr"], f["name_shape"], f["platform"],
+             f["expr"]) for f in found]
+    assert said == [
+        ("R", 0, "here", "", "cpu", "ext.here()"),
+        ("W", 0, 'prefix + "_there"', "<...>_there", "cuda", "ext.there()"),
+        ("W", 1, 'f"made_{n}"', "made_<...>", "gpu", "ext.made()"),
+    ]
+    # The registration inside register() stands for these: not a target of its own.
+    assert all(f["via"] for f in found)
+
+
+def test_a_star_argument_before_the_name_is_not_guessed_past(tmp_path):
+    found, _ = read(tmp_path, star='''
+mlir.custom_call(*args, backend_config=opaque)
+''')
+    assert [(f["name"], f["name_expr"], f["opaque"]) for f in found] == [("", "", "opaque")]
+
+
+def test_a_file_that_does_not_parse_is_said_and_costs_no_other(tmp_path):
+    found, said = read(tmp_path, good='mlir.custom_call("k", result_types=[])\n',
+                       bad='mlir.custom_call("k",\n', deep="custom_call(" * 5000 + "\n",
+                       py2='print "no call here"\n')
+    assert [(f["file"], f["name"]) for f in found] == [(0, "k")]
+    assert said[0] == 2 and said[3] == 2          # read; the last never parsed (no call)
+    assert said[1].startswith("not parsed as Python by libcst (line ")
+    assert said[2].startswith("nested too deeply for a Python parser (")
+
+
+def test_a_name_a_nul_byte_or_an_unreadable_file(tmp_path):
+    (tmp_path / "nul.py").write_bytes(b"custom_call(\0)\n")
+    out = scan.records([(str(tmp_path / "nul.py"), "nul.py"),
+                        (str(tmp_path / "missing.py"), "missing.py")])
+    assert out == [("E", 0, "a binary file (NUL byte at offset 12), not Python/Cython source; "
+                    "not scanned"),
+                   ("E", 1, "cannot read: No such file or directory")]
+
+
+def test_the_fuzzer_s_corpus_reads_as_its_harness_requires():
+    """tests/fuzz/fuzz_scan_reader.py's inputs (seeds and any regression),
+    replayed: one P or E each, every finding whole."""
+    import pathlib
+    corpus = pathlib.Path(__file__).resolve().parents[1] / "fuzz" / "corpus" / "fuzz_scan_reader"
+    inputs = sorted(corpus.iterdir())
+    assert inputs
+    for path in inputs:
+        out = scan.read_all([(str(path), path.name)])
+        assert [r[0] for r in out if r[0] in "PE"] in (["P"], ["E"]), (path, out)
+        assert all(len(r) == 2 + len(FIELDS) for r in out if r[0] in "RW"), (path, out)

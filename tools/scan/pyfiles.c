@@ -1,0 +1,171 @@
+/*
+ * A tree's .py files, read by ccshim.scan with libcst (the reader `ccshim
+ * port` edits them with), all at once when the walk is over: the walk
+ * keeps each file's place among its findings, and the findings Python
+ * gives for a file go there, so that the inventory is in the walk's order.
+ * The findings of calls of a project's own registering function (which
+ * need every file read first) come after them.  Cython stays with the C
+ * reader (match.c, pystruct.c).  The records: docs/contracts.md, section 4.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scan.h"
+
+enum { RECORD_FIELDS = 20 }; /* tag, file index, then a finding's 18 */
+
+void scan_python_later(scan* s, const char* path, const char* shown) {
+  s->py = scan_grow(s->py, &s->py_cap, sizeof *s->py, s->num_py + 1);
+  pyfile* p = &s->py[s->num_py++];
+  memset(p, 0, sizeof *p);
+  p->path = scan_strdup(path);
+  p->shown = scan_keep_path(s, shown);
+  p->at = s->n;
+}
+
+static kind kind_of(const char* text, int* ok) {
+  *ok = 1;
+  if (!strcmp(text, "registration")) return REGISTRATION;
+  if (!strcmp(text, "call_site")) return CALL_SITE;
+  if (!strcmp(text, "typed")) return TYPED;
+  *ok = 0;
+  return REGISTRATION;
+}
+
+/* One finding's fields into f; 0 when the record is not one. */
+static int take_finding(finding* f, const pyfile* p, char** fields) {
+  int ok;
+  memset(f, 0, sizeof *f);
+  f->kind = kind_of(fields[0], &ok);
+  f->file = p->shown;
+  f->lang = LANG_PY;
+  f->line = atoi(fields[1]);
+  char* const text[] = {f->what,       f->name,   f->name_expr, f->function, f->module,
+                        f->mapping,    f->via,    f->passed,    f->expr,     f->pattern,
+                        f->name_shape, f->opaque, f->shapes};
+  const size_t caps[] = {sizeof f->what,     sizeof f->name,       sizeof f->name_expr,
+                         sizeof f->function, sizeof f->module,     sizeof f->mapping,
+                         sizeof f->via,      sizeof f->passed,     sizeof f->expr,
+                         sizeof f->pattern,  sizeof f->name_shape, sizeof f->opaque,
+                         sizeof f->shapes};
+  for (int i = 0; i < 13; i++) scan_copy_marked(text[i], caps[i], fields[2 + i]);
+  f->platform = scan_plat_parse(fields[15]);
+  f->version = atoi(fields[16]);
+  f->version_default = atoi(fields[17]);
+  return ok && f->line > 0;
+}
+
+/* The records into per-file lists (R), the late ones (W) and the files'
+ * errors (E); how many records were not understood. */
+static size_t take_records(scan* s, char* text, scan* late, scan* per_file) {
+  size_t bad = 0;
+  for (char *line = text, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    char* fields[RECORD_FIELDS];
+    int n = 0;
+    for (char* p = line; p && n < RECORD_FIELDS;) fields[n++] = scan_field(&p);
+    char* end;
+    unsigned long i = n >= 2 ? strtoul(fields[1], &end, 10) : 0;
+    if (n < 2 || *end || i >= s->num_py) {
+      bad++;
+      continue;
+    }
+    pyfile* p = &s->py[i];
+    if (!strcmp(fields[0], "P") && n == 3) {
+      p->read = 1;
+      s->files++;
+      s->lines += strtoul(fields[2], NULL, 10);
+    } else if (!strcmp(fields[0], "E") && n == 3) {
+      p->read = 1;
+      fprintf(stderr, "ccshim scan: %s: %s\n", p->shown, fields[2]);
+      s->errors++;
+    } else if ((!strcmp(fields[0], "R") || !strcmp(fields[0], "W")) && n == RECORD_FIELDS) {
+      scan* into = fields[0][0] == 'R' ? &per_file[i] : late;
+      finding f;
+      if (!take_finding(&f, p, fields + 2)) {
+        bad++;
+        continue;
+      }
+      into->f = scan_grow(into->f, &into->cap, sizeof *into->f, into->n + 1);
+      into->f[into->n++] = f;
+    } else {
+      bad++;
+    }
+  }
+  return bad;
+}
+
+/* n findings of `from` (NULL when none) to all[*o]. */
+static void append(finding* all, size_t* o, const finding* from, size_t n) {
+  if (n == 0) return;
+  memcpy(all + *o, from, n * sizeof *all);
+  *o += n;
+}
+
+/* The walk's findings with each file's put at its place, then the late. */
+static void merge(scan* s, scan* per_file, const scan* late) {
+  size_t total = s->n + late->n;
+  for (size_t i = 0; i < s->num_py; i++) total += per_file[i].n;
+  finding* all = scan_grow(NULL, &(size_t){0}, sizeof *all, total + 1);
+  size_t o = 0, from = 0;
+  for (size_t i = 0; i < s->num_py; i++) {
+    if (s->py[i].at > from) append(all, &o, s->f + from, s->py[i].at - from);
+    from = s->py[i].at;
+    append(all, &o, per_file[i].f, per_file[i].n);
+  }
+  if (s->n > from) append(all, &o, s->f + from, s->n - from);
+  append(all, &o, late->f, late->n);
+  free(s->f);
+  s->f = all;
+  s->n = o;
+  s->cap = total + 1;
+}
+
+void scan_read_python(scan* s) {
+  if (s->num_py == 0) return;
+  FILE* paths = tmpfile();
+  char why[TEXT_CAP];
+  char* text = NULL;
+  snprintf(why, sizeof why, "could not start Python to read it (no temporary file)");
+  if (paths != NULL) {
+    for (size_t i = 0; i < s->num_py; i++) {
+      fwrite(s->py[i].path, 1, strlen(s->py[i].path) + 1, paths);
+      fwrite(s->py[i].shown, 1, strlen(s->py[i].shown) + 1, paths);
+    }
+    fflush(paths);
+    text = scan_python_records("ccshim.scan", NULL, 0, paths, why, sizeof why);
+    fclose(paths);
+  }
+  scan late;
+  memset(&late, 0, sizeof late);
+  scan* per_file = calloc(s->num_py, sizeof *per_file);
+  if (per_file == NULL) {
+    fprintf(stderr, "ccshim scan: out of memory for %zu Python files\n", s->num_py);
+    exit(2);
+  }
+  size_t bad = text ? take_records(s, text, &late, per_file) : 0;
+  if (bad) {
+    fprintf(stderr,
+            "ccshim scan: %zu record%s from ccshim.scan not understood (docs/contracts.md, "
+            "section 4)\n",
+            bad, bad == 1 ? "" : "s");
+    s->errors++;
+  }
+  merge(s, per_file, &late);
+  for (size_t i = 0; i < s->num_py; i++) {
+    if (!s->py[i].read) {
+      fprintf(stderr, "ccshim scan: %s: a Python file, not read: %s\n", s->py[i].shown, why);
+      s->errors++;
+    }
+    free(per_file[i].f);
+    free(s->py[i].path);
+  }
+  free(per_file);
+  free(late.f);
+  free(text);
+  free(s->py);
+  s->py = NULL;
+  s->num_py = s->py_cap = 0;
+}
