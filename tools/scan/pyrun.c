@@ -100,6 +100,13 @@ char* scan_python_records(const char* module, char** args, int argc, FILE* paths
   fclose(errs);
   const char* own = "ccshim scan: "; /* the message of tools/python.c */
   const char* text_said = strncmp(line, own, strlen(own)) ? line : line + strlen(own);
-  snprintf(said, cap, "Python could not read it%s%s", line[0] ? ": " : "", text_said);
+  if (line[0])
+    snprintf(said, cap, "Python could not read it: %s", text_said);
+  else if (WIFEXITED(status))
+    snprintf(said, cap, "Python could not read it (%s exited with status %d, saying nothing)",
+             ccshim_python_path(), WEXITSTATUS(status));
+  else
+    snprintf(said, cap, "Python could not read it (%s ended by signal %d)", ccshim_python_path(),
+             WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   return text;
 }
