@@ -219,8 +219,15 @@ try:
     rc, rep, err, secs = scan_json(flood, timeout=60)
     # The C file is read (no target in it); the .py, which no Python parser
     # takes (170000 nested calls), is said not scanned, and the scan goes on.
-    check(rc == 1 and rep is not None and secs < 10 and
-          "f.py: nested too deeply for a Python parser" in err and
+    # (A command whose Python cannot read .py files at all, a plain CMake
+    # build's, says it not read: asked of a good file first.)
+    probe = os.path.join(tmp, "probe")
+    os.mkdir(probe)
+    with open(os.path.join(probe, "ok.py"), "w") as f:
+        f.write('custom_call("k")\n')
+    reads_py = "a Python file, not read" not in scan_json(probe, timeout=60)[2]
+    said = "nested too deeply for a Python parser" if reads_py else "a Python file, not read"
+    check(rc == 1 and rep is not None and secs < 10 and f"f.py: {said}" in err and
           rep.get("summary", {}).get("files") == 1,
           f"2 MB of unbalanced and deeply nested calls: rc {rc} in {secs:.1f}s, {err[-200:]!r}, "
           f"{rep and rep.get('summary')}")
