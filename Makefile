@@ -163,7 +163,7 @@ test-sanitize: test-setup
 	@cd build-tsan && ctest --output-on-failure -R '$(THREADED_RE)'
 
 test-fuzz: test-setup
-	@echo "== the fuzzers, $(FUZZ_SECONDS)s each (libFuzzer, ASan, UBSan; clang; Atheris for ccshim.export)"
+	@echo "== the fuzzers, $(FUZZ_SECONDS)s each (libFuzzer, ASan, UBSan; clang; Atheris for ccshim.export and ccshim.scan)"
 	@cmake -S . -B build-asan $(ASAN_FLAGS) >/dev/null
 	@cmake --build build-asan -j $(JOBS) --target fuzz_adapter_frames fuzz_signature fuzz_frame_builder fuzz_scan fuzz_scan_tree fuzz_manifest -- --no-print-directory 2>&1 | { grep -Ev '^(\[|Consolidate|Scanning|Built target)' || true; }
 	@bash dev/run_fuzzers.sh build-asan $(FUZZ_SECONDS) $(abspath $(PYTHON))
