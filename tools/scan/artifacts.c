@@ -147,11 +147,7 @@ void scan_read_artifacts(scan* s) {
     fflush(paths);
     char* args[] = {"--list", "--tsv"};
     text = scan_python_records("ccshim.export", args, 2, paths, why, sizeof why);
-    for (char *line = text, *next; line && *line; line = next) {
-      next = strchr(line, '\n');
-      if (next) *next++ = '\0';
-      take_line(s, line);
-    }
+    for (char* p = text; p && *p;) take_line(s, scan_line(&p));
     all_failed(s, why);
     add_call_sites(s);
     free(text);

@@ -15,6 +15,12 @@
 
 enum { RECORD_FIELDS = 20 }; /* tag, file index, then a finding's 18 */
 
+/* Findings of one file (R records), or the late ones (W). */
+typedef struct findings {
+  finding* f;
+  size_t n, cap;
+} findings;
+
 void scan_python_later(scan* s, const char* path, const char* shown) {
   s->py = scan_grow(s->py, &s->py_cap, sizeof *s->py, s->num_py + 1);
   pyfile* p = &s->py[s->num_py++];
@@ -49,20 +55,20 @@ static int take_finding(finding* f, const pyfile* p, char** fields) {
                          sizeof f->via,      sizeof f->passed,     sizeof f->expr,
                          sizeof f->pattern,  sizeof f->name_shape, sizeof f->opaque,
                          sizeof f->shapes};
-  for (int i = 0; i < 13; i++) scan_copy_marked(text[i], caps[i], fields[2 + i]);
-  f->platform = scan_plat_parse(fields[15]);
-  f->version = atoi(fields[16]);
-  f->version_default = atoi(fields[17]);
+  enum { TEXTS = sizeof text / sizeof *text };
+  for (int i = 0; i < TEXTS; i++) scan_copy_marked(text[i], caps[i], fields[2 + i]);
+  f->platform = scan_plat_parse(fields[2 + TEXTS]);
+  f->version = atoi(fields[3 + TEXTS]);
+  f->version_default = atoi(fields[4 + TEXTS]);
   return ok && f->line > 0;
 }
 
 /* The records into per-file lists (R), the late ones (W) and the files'
  * errors (E); how many records were not understood. */
-static size_t take_records(scan* s, char* text, scan* late, scan* per_file) {
+static size_t take_records(scan* s, char* text, findings* late, findings* per_file) {
   size_t bad = 0;
-  for (char *line = text, *next; line && *line; line = next) {
-    next = strchr(line, '\n');
-    if (next) *next++ = '\0';
+  for (char* rest = text; rest && *rest;) {
+    char* line = scan_line(&rest);
     char* fields[RECORD_FIELDS];
     int n = 0;
     for (char* p = line; p && n < RECORD_FIELDS;) fields[n++] = scan_field(&p);
@@ -82,7 +88,7 @@ static size_t take_records(scan* s, char* text, scan* late, scan* per_file) {
       fprintf(stderr, "ccshim scan: %s: %s\n", p->shown, fields[2]);
       s->errors++;
     } else if ((!strcmp(fields[0], "R") || !strcmp(fields[0], "W")) && n == RECORD_FIELDS) {
-      scan* into = fields[0][0] == 'R' ? &per_file[i] : late;
+      findings* into = fields[0][0] == 'R' ? &per_file[i] : late;
       finding f;
       if (!take_finding(&f, p, fields + 2)) {
         bad++;
@@ -105,7 +111,7 @@ static void append(finding* all, size_t* o, const finding* from, size_t n) {
 }
 
 /* The walk's findings with each file's put at its place, then the late. */
-static void merge(scan* s, scan* per_file, const scan* late) {
+static void merge(scan* s, const findings* per_file, const findings* late) {
   size_t total = s->n + late->n;
   for (size_t i = 0; i < s->num_py; i++) total += per_file[i].n;
   finding* all = scan_grow(NULL, &(size_t){0}, sizeof *all, total + 1);
@@ -138,9 +144,8 @@ void scan_read_python(scan* s) {
     text = scan_python_records("ccshim.scan", NULL, 0, paths, why, sizeof why);
     fclose(paths);
   }
-  scan late;
-  memset(&late, 0, sizeof late);
-  scan* per_file = calloc(s->num_py, sizeof *per_file);
+  findings late = {NULL, 0, 0};
+  findings* per_file = calloc(s->num_py, sizeof *per_file);
   if (per_file == NULL) {
     fprintf(stderr, "ccshim scan: out of memory for %zu Python files\n", s->num_py);
     exit(2);

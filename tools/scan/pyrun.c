@@ -16,18 +16,24 @@
 #include "../tools.h"
 #include "scan.h"
 
-char* scan_field(char** p) {
+/* The text at *p up to `sep` (or its end), cut there in place; *p moves
+ * past it, to NULL at the end.  "" once *p is NULL. */
+static char* split(char** p, char sep) {
   char* f = *p;
   if (f == NULL) return "";
-  char* tab = strchr(f, '\t');
-  if (tab) {
-    *tab = '\0';
-    *p = tab + 1;
+  char* end = strchr(f, sep);
+  if (end) {
+    *end = '\0';
+    *p = end + 1;
   } else {
     *p = NULL;
   }
   return f;
 }
+
+char* scan_field(char** p) { return split(p, '\t'); }
+
+char* scan_line(char** p) { return split(p, '\n'); }
 
 /* The first line of a file, or "". */
 static void first_line(FILE* f, char* out, size_t cap) {

@@ -287,7 +287,10 @@ void scan_text(scan* s, const char* shown, lang l, int cython, char* code, size_
  * not start), and into `said` why what it did not read was not read. */
 char* scan_python_records(const char* module, char** args, int argc, FILE* paths, char* said,
                           size_t cap);
-char* scan_field(char** p); /* the next tab-separated field of a line, in place */
+/* The next tab-separated field of a line, and the next line of a text, each
+ * cut in place; "" past the end. */
+char* scan_field(char** p);
+char* scan_line(char** p);
 
 /* pyfiles.c */
 void scan_python_later(scan* s, const char* path, const char* shown);
