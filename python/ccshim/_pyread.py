@@ -30,3 +30,41 @@ def string(node: cst.BaseExpression | None) -> str | None:
                 return None
         return value if isinstance(value, str) else None
     return None
+
+
+# A call's arguments -----------------------------------------------------------
+# One rule for both: an argument is found by its keyword, else by its
+# position among the positional arguments written before any *args. Past a
+# *args its position is not known, and neither reader guesses it.
+
+def arg_positional(call: cst.Call, index: int) -> cst.Arg | None:
+    """The index-th positional argument; None when there is none, or when a
+    *args before it hides where it is."""
+    for a in call.args:
+        if a.keyword is not None or a.star == "**":
+            continue
+        if a.star:
+            return None
+        if index == 0:
+            return a
+        index -= 1
+    return None
+
+
+def arg_keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name),
+                None)
+
+
+def arg(call: cst.Call, index: int, name: str) -> cst.Arg | None:
+    """The argument given by keyword name, else the index-th positional one
+    (none for a negative index)."""
+    found = arg_keyword(call, name) if name else None
+    if found is None and index >= 0:
+        found = arg_positional(call, index)
+    return found
+
+
+def starred(call: cst.Call) -> bool:
+    """Whether a *args or **kwargs passes the call arguments no reader can see."""
+    return any(a.star for a in call.args)

@@ -220,16 +220,22 @@ def _other_lowering(ctx, x, name=NAMES[0]):
 """
 
 
-def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
+def _synthetic(tmp_path: pathlib.Path, other_py: str) -> pathlib.Path:
+    """A tree of SYNTHETIC_CPP's kernels, SYNTHETIC_PY's registration and
+    lowerings, and other_py beside them, built by CMake."""
     tree = tmp_path / "tree"
     (tree / "pkg").mkdir(parents=True)
     (tree / "pkg" / "kernels.cpp").write_text(SYNTHETIC_CPP)
     (tree / "pkg" / "ops.py").write_text(SYNTHETIC_PY)
-    (tree / "pkg" / "other.py").write_text(SYNTHETIC_OTHER_PY)
+    (tree / "pkg" / "other.py").write_text(other_py)
     (tree / "CMakeLists.txt").write_text(
         "project(p LANGUAGES CXX)\nfind_package(pybind11 CONFIG REQUIRED)\n"
         'pybind11_add_module(kernels "pkg/kernels.cpp")\n')
-    done = _port(tree)
+    return tree
+
+
+def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
+    done = _port(_synthetic(tmp_path, SYNTHETIC_OTHER_PY))
     assert done.returncode == 0, done.stderr
     said = done.stderr.splitlines()
     assert "ccshim port: pkg/kernels.cpp:10: not ported: 'with_status': with_status " \
@@ -259,6 +265,31 @@ def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
            "skip_ffi_layout_processing=True)(ctx, *[x])\n" in done.stdout, done.stdout
     assert "+target_include_directories(kernels SYSTEM PRIVATE ${XLA_DIR})" in done.stdout
     assert "+target_compile_features(kernels PRIVATE cxx_std_17)" in done.stdout
+
+
+@pytest.mark.parametrize("call, why", [
+    ('mlir.custom_call("plain", operands=[x], result_types=[], **options)',
+     "a custom call with arguments passed through *args or **kwargs, which it cannot read"),
+    ('custom_call("plain", [T], [x])',      # old jaxlib's positional form
+     "a custom call whose arguments other than its target are not all given by keyword")])
+def test_a_custom_call_it_cannot_read_whole_is_said_and_its_target_held(tmp_path, call, why):
+    """A **kwargs (or *args) may pass an api_version, a backend_config or
+    layouts the port cannot see, and an argument by position is one it does
+    not place; ported, either would be dropped. The site is kept legacy and
+    its target held, in the module that registers it too."""
+    done = _port(_synthetic(tmp_path, "from jax.interpreters import mlir\nfrom jaxlib."
+                            "hlo_helpers import custom_call\n\ndef _forwarded_lowering(ctx, "
+                            f"x, **options):\n    return {call}.results\n"))
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.splitlines()
+    assert f"ccshim port: pkg/other.py:5: not ported: {why}: kept legacy, its targets held" \
+        in said, said
+    assert "ccshim port: pkg/kernels.cpp:9: not ported: 'plain': a lowering of it stays " \
+           "legacy (said below): kept legacy with it" in said, said
+    assert "plain_ffi" not in done.stdout and "ffi_lowering" not in done.stdout, done.stdout
+    assert '+    jax.ffi.register_ffi_target(_name, _value, platform="cpu", api_version=0)' \
+        in done.stdout, done.stdout
+    assert "other.py" not in done.stdout
 
 
 def _built_without_ccshim(tree: pathlib.Path, tmp_path: pathlib.Path):

@@ -152,6 +152,22 @@ def test_what_it_cannot_follow_is_none_not_a_guess():
     assert names.templates(_call_arg(module, "lower")) is None
 
 
+def test_an_argument_past_a_star_is_none_for_port_as_for_scan():
+    """One rule for both readers (ccshim._pyread.arg): by keyword, else by
+    position before any *args; past one, where an argument is is not known."""
+    from ccshim.port._facts import _arg
+    from ccshim.scan._reader import argument
+
+    call = cst.parse_expression('custom_call(*head, "k", x, platform="cpu", **rest)')
+    assert _arg(call, 0, "call_target_name") is None
+    assert argument(call, 0, "call_target_name") is None
+    assert _arg(call, 1, "platform").value.value == argument(call, 1, "platform").value == \
+        '"cpu"'
+    call = cst.parse_expression('custom_call("k", *tail, **rest)')
+    assert _arg(call, 0, "name").value.value == argument(call, 0, "name").value == '"k"'
+    assert _arg(call, 1, "fn") is None and argument(call, 1, "fn") is None
+
+
 def test_layouts_are_ported_only_where_the_code_shows_them_row_major():
     """jax.ffi.ffi_lowering(skip_ffi_layout_processing=True) drops the
     layouts for XLA's row-major default, so the port reads that they are

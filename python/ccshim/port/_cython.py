@@ -142,7 +142,7 @@ def _files(ext: CythonExtension, params: dict[str, str]) -> tuple[str, str]:
               f"// XLA's legacy runtime passed it (xla_legacy_call.h).  Compiled into the same\n"
               f"// extension; XLA's headers come from jax.ffi.include_dir().\n"
               f'#include "{ext.stem}_ffi.h"\n\n' + _gpu.runtime_includes(ext.streams.values()) +
-              f'#include "xla_legacy_call.h"\n\n' + declared + "\n".join(blocks))
+              '#include "xla_legacy_call.h"\n\n' + declared + "\n".join(blocks))
     return header, source
 
 

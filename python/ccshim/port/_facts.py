@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .._pyread import dotted as _dotted, string as _string
+from .._pyread import arg as _arg, dotted as _dotted, string as _string
 
 _XLA_CLIENT = {"jax.lib.xla_client", "jaxlib.xla_client", "jax._src.lib.xla_client"}
 
@@ -18,14 +18,6 @@ def _literals(node: cst.BaseExpression | None) -> list[str] | None:
         return None
     found = [_string(e.value) for e in node.elements]
     return None if not found or None in found else found
-
-
-def _arg(call: cst.Call, index: int, keyword: str) -> cst.Arg | None:
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == keyword:
-            return a
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    return positional[index] if index < len(positional) else None
 
 
 class _Facts(cst.CSTVisitor):

@@ -31,6 +31,8 @@ import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from . import _binding, _gpu_lowering
+from .._pyread import starred as _starred
+from ._ffi_lowering import ffi_lowering
 from ._facts import _XLA_CLIENT, _Facts, _arg, _dotted, _literals, _string, _test
 from ._layouts import RowMajor
 from ._names import Names, Part, _reads, _walk, expand, literal, registrations_module
@@ -46,16 +48,6 @@ _CUSTOM_CALL_MODULES = {"jax.interpreters.mlir", "jaxlib.hlo_helpers", "jax._src
 # The registrations, legacy and today's (whose api_version=0 is legacy).
 _LEGACY_REGISTER = frozenset(f"{mod}.register_custom_call_target" for mod in _XLA_CLIENT)
 _FFI_REGISTER = frozenset({"jax.ffi.register_ffi_target", "jax.extend.ffi.register_ffi_target"})
-
-
-def _uncommented(comma):
-    """A comma's layout without the comment that follows it."""
-    if not isinstance(comma, cst.Comma):
-        return comma
-    after = comma.whitespace_after
-    if isinstance(after, cst.ParenthesizedWhitespace):
-        after = after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
-    return comma.with_changes(whitespace_after=after)
 
 
 def _count(node: cst.BaseExpression | None) -> int | None:
@@ -228,7 +220,7 @@ class _Port(cst.CSTTransformer):
 
     # Registration ---------------------------------------------------------
     def _registration(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        name, fn = _arg(node, 0, "name"), _arg(node, 1, "fn")
+        name = _arg(node, 0, "name")
         loop = next((p for p, _ in self.parents(node) if isinstance(p, cst.For)), None)
         module = None
         if loop is not None and isinstance(loop.iter, cst.Call):
@@ -415,7 +407,8 @@ class _Port(cst.CSTTransformer):
                 self.unread = True
                 return None
             names, ported = followed
-        if (ported or names & {t for t, _p in self.prior}) and self._layouts_unshown(node, names):
+        if (ported or names & {t for t, _p in self.prior}) and (
+                self._unreadable(node, names) or self._layouts_unshown(node, names)):
             return None
         shape = self._platforms(node, names)
         if shape == "refused":
@@ -441,60 +434,17 @@ class _Port(cst.CSTTransformer):
                                          "ctx parameter, or whose op (not .results) is used: "
                                          "not ported yet"))
             return None
-        keep = {"operand_layouts", "result_layouts", "has_side_effect"}
-        name_arg = next(a for a in updated.args
-                        if a.keyword is None or a.keyword.value == "call_target_name")
-        kept: list[cst.Arg] = []
-        operands = None
-        for a in updated.args:
-            key = a.keyword.value if a.keyword else None
-            if key == "operands":
-                operands = a.value
-            if a is name_arg:
-                kept.append(a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT))
-            elif key in keep or key == "result_types" and not m.matches(a.value, m.ListComp(
-                    elt=m.Call(func=m.Attribute(attr=m.Name("aval_to_ir_type"))),
-                    for_in=m.CompFor(iter=m.Attribute(value=m.Name(ctx),
-                                                      attr=m.Name("avals_out"))))):
-                kept.append(a)
-            elif kept and isinstance(kept[-1].comma, cst.Comma):
-                # A dropped argument's comment lines go with it; those after
-                # it introduce the next argument, and now follow the kept one
-                # before it (kepler_jax's "# Layout specification:").
-                after = a.comma.whitespace_after if isinstance(a.comma, cst.Comma) and \
-                    a is not updated.args[-1] else None
-                comma = kept[-1].comma.with_changes(whitespace_after=after) if after \
-                    else _uncommented(kept[-1].comma)
-                kept[-1] = kept[-1].with_changes(comma=comma)
+        operands = next((a.value for a in reversed(updated.args)
+                         if a.keyword is not None and a.keyword.value == "operands"), None)
         if operands is None:
-            return None
+            return None      # (_unreadable said it)
         self._counts(names, operands, updated)
-        # Each argument keeps its own line; the new one goes last, with the
-        # call's closing comma (or none, as the call had).
-        # A kept argument keeps its own comma (and the comment after it);
-        # one that had none (it was last) gets the name's, less its comment.
-        between = _uncommented(name_arg.comma)
-        skip = cst.Arg(cst.Name("True"), keyword=cst.Name("skip_ffi_layout_processing"),
-                       equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-                       comma=updated.args[-1].comma,
-                       whitespace_after_arg=updated.args[-1].whitespace_after_arg)
-        last = updated.args[-1]
-        args = [a.with_changes(comma=a.comma if isinstance(a.comma, cst.Comma) and
-                               not a.deep_equals(last) else between,
-                               whitespace_after_arg=cst.SimpleWhitespace(""))
-                for a in kept] + [skip]
-        lowering = cst.Call(func=cst.parse_expression("jax.ffi.ffi_lowering"), args=args,
-                            whitespace_before_args=updated.whitespace_before_args)
         self.changed = True
-        if isinstance(operands, cst.BinaryOperation) and not operands.lpar:
-            operands = operands.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        call_args = [cst.Arg(cst.Name(ctx), comma=space), cst.Arg(operands, star="*")]
+        opaque = None
         if shape == "gpu":
             config = _arg(updated, 99, "backend_config")
-            call_args = [call_args[0], call_args[1].with_changes(comma=space),
-                         _gpu_lowering.opaque(config.value if config else None, self.numpy())]
-        return cst.Call(func=lowering, args=call_args)
+            opaque = _gpu_lowering.opaque(config.value if config else None, self.numpy())
+        return ffi_lowering(updated, ctx, operands, opaque)
 
     def _counts(self, names: set[str], operands: cst.BaseExpression, call: cst.Call) -> None:
         """Each target's (operands, results) at this lowering, where both are
@@ -520,10 +470,32 @@ class _Port(cst.CSTTransformer):
                                      "jax.ffi.ffi_lowering(skip_ffi_layout_processing=True) "
                                      "would give XLA row-major ones: kept legacy, its targets "
                                      "held"))
+        self._hold(names)
+        return True
+
+    def _unreadable(self, node: cst.Call, names: set[str]) -> bool:
+        """Whether the site passes arguments it cannot place: through a *args
+        or **kwargs (an api_version, a backend_config, layouts), or by
+        position after the target (old jaxlib's hlo_helpers.custom_call(name,
+        out_types, operands, ...)). It is said and kept legacy, its targets
+        held, rather than ported with them dropped."""
+        if _starred(node):
+            why = "with arguments passed through *args or **kwargs, which it cannot read"
+        elif sum(a.keyword is None for a in node.args) > 1 or _arg(node, -1, "operands") is None:
+            why = "whose arguments other than its target are not all given by keyword"
+        else:
+            return False
+        self.problems.append(Problem(self.where(node), f"a custom call {why}: kept legacy, its "
+                                     "targets held"))
+        self._hold(names)
+        return True
+
+    def _hold(self, names: set[str]) -> None:
+        """The ported kernels of names kept legacy, and so their
+        registrations and every lowering of them."""
         self.held |= {(n, p) for n in names for p, ok in self.kernels.get(n, {}).items() if ok}
         if not names <= set(self.kernels):
             self.unread = True       # (names followed to registrations: hold the module's)
-        return True
 
     def _platforms(self, node: cst.Call, names: set[str]) -> str | None:
         """'cpu' or 'gpu': the form the site is ported in; 'refused' (said,

@@ -79,7 +79,7 @@ def _registration(facts, node: cst.CSTNode):
             platform = inner.slice[0].slice.value
             if registry in (f"{_XLA}.backend_specific_translations",
                             f"{_XLA}._backend_specific_translations",
-                            f"jax._src.interpreters.xla._backend_specific_translations"):
+                            "jax._src.interpreters.xla._backend_specific_translations"):
                 return prim.value, node.value, platform, registry.endswith(
                     "._backend_specific_translations")
     if isinstance(node, cst.Call) and facts.full(node.func) == f"{_XLA}.register_translation":

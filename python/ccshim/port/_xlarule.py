@@ -35,6 +35,7 @@ from typing import Callable
 import libcst as cst
 import libcst.matchers as m
 
+from .._pyread import starred as _starred
 from ._facts import _arg, _string
 
 SHAPE = "_ArrayShape"
@@ -218,6 +219,9 @@ class Rule:
 
     def _check_call(self, call: cst.Call) -> None:
         kind = self.names.xla(call.func)
+        if _starred(call):
+            raise Refused(call, "passes its CustomCall arguments through *args or **kwargs, "
+                          "which it cannot read")
         target = _arg(call, 1, "call_target_name")
         name = _string(target.value) if target else None
         if name is None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from .._pyread import dotted
+from .._pyread import arg, arg_keyword, arg_positional, dotted
 from . import _text
 
 _REGISTER = ("register_custom_call_target", "register_cpu_custom_call_target",
@@ -71,30 +71,19 @@ def platform(node: cst.BaseExpression | None, default: str = "unknown") -> str:
 
 
 def positional(call: cst.Call, index: int) -> cst.BaseExpression | None:
-    """The index-th positional argument; None when there is none, or when a
-    *args before it hides where it is."""
-    for arg in call.args:
-        if arg.keyword is not None or arg.star == "**":
-            continue
-        if arg.star:
-            return None
-        if index == 0:
-            return arg.value
-        index -= 1
-    return None
+    found = arg_positional(call, index)
+    return None if found is None else found.value
 
 
 def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
+    found = arg_keyword(call, name)
+    return None if found is None else found.value
 
 
 def argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
-    """By keyword, else by position."""
-    found = keyword(call, name) if name else None
-    return found if found is not None else (positional(call, index) if index >= 0 else None)
+    """By keyword, else by position (_pyread.arg)."""
+    found = arg(call, index, name)
+    return None if found is None else found.value
 
 
 def callee(call: cst.Call) -> cst.Name | None:

@@ -1,0 +1,81 @@
+"""The typed lowering a ported call site becomes: `mlir.custom_call(name,
+operands=..., result_types=..., operand_layouts=..., ...)` (or jaxlib's
+`hlo_helpers.custom_call`) rewritten as `jax.ffi.ffi_lowering(name, ...,
+skip_ffi_layout_processing=True)(ctx, *operands)`, each argument it keeps on
+its own line with its comments, as a maintainer would edit it. Which sites
+are ported is _python.py's."""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+# The arguments ffi_lowering takes as the legacy call had them; result_types
+# is kept too unless it is the avals' own (what ffi_lowering makes anyway).
+_KEPT = frozenset({"operand_layouts", "result_layouts", "has_side_effect"})
+
+
+def _uncommented(comma):
+    """A comma's layout without the comment that follows it."""
+    if not isinstance(comma, cst.Comma):
+        return comma
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        after = after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+    return comma.with_changes(whitespace_after=after)
+
+
+def _kept(call: cst.Call, ctx: str) -> tuple[cst.Arg, list[cst.Arg]]:
+    """The call's target argument, and the arguments ffi_lowering keeps (the
+    target first, positional)."""
+    name_arg = next(a for a in call.args
+                    if a.keyword is None or a.keyword.value == "call_target_name")
+    avals = m.ListComp(elt=m.Call(func=m.Attribute(attr=m.Name("aval_to_ir_type"))),
+                       for_in=m.CompFor(iter=m.Attribute(value=m.Name(ctx),
+                                                         attr=m.Name("avals_out"))))
+    kept: list[cst.Arg] = []
+    for a in call.args:
+        key = a.keyword.value if a.keyword else None
+        if a is name_arg:
+            kept.append(a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT))
+        elif key in _KEPT or key == "result_types" and not m.matches(a.value, avals):
+            kept.append(a)
+        elif kept and isinstance(kept[-1].comma, cst.Comma):
+            # A dropped argument's comment lines go with it; those after
+            # it introduce the next argument, and now follow the kept one
+            # before it (kepler_jax's "# Layout specification:").
+            after = a.comma.whitespace_after if isinstance(a.comma, cst.Comma) and \
+                a is not call.args[-1] else None
+            comma = kept[-1].comma.with_changes(whitespace_after=after) if after \
+                else _uncommented(kept[-1].comma)
+            kept[-1] = kept[-1].with_changes(comma=comma)
+    return name_arg, kept
+
+
+def ffi_lowering(call: cst.Call, ctx: str, operands: cst.BaseExpression,
+                 opaque: cst.Arg | None) -> cst.Call:
+    """`jax.ffi.ffi_lowering(...)(ctx, *operands[, opaque])` of the legacy
+    call."""
+    name_arg, kept = _kept(call, ctx)
+    # Each argument keeps its own line; the new one goes last, with the
+    # call's closing comma (or none, as the call had).
+    # A kept argument keeps its own comma (and the comment after it);
+    # one that had none (it was last) gets the name's, less its comment.
+    between = _uncommented(name_arg.comma)
+    last = call.args[-1]
+    skip = cst.Arg(cst.Name("True"), keyword=cst.Name("skip_ffi_layout_processing"),
+                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+                   comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
+    args = [a.with_changes(comma=a.comma if isinstance(a.comma, cst.Comma) and
+                           not a.deep_equals(last) else between,
+                           whitespace_after_arg=cst.SimpleWhitespace(""))
+            for a in kept] + [skip]
+    lowering = cst.Call(func=cst.parse_expression("jax.ffi.ffi_lowering"), args=args,
+                        whitespace_before_args=call.whitespace_before_args)
+    if isinstance(operands, cst.BinaryOperation) and not operands.lpar:
+        operands = operands.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    call_args = [cst.Arg(cst.Name(ctx), comma=space), cst.Arg(operands, star="*")]
+    if opaque is not None:
+        call_args = [call_args[0], call_args[1].with_changes(comma=space), opaque]
+    return cst.Call(func=lowering, args=call_args)
