@@ -42,39 +42,36 @@ static void first_line(FILE* f, char* out, size_t cap) {
   if (fgets(out, (int)cap, f)) out[strcspn(out, "\n")] = '\0';
 }
 
+/* Said where Python could not be started, with what was opened for it
+ * closed (an out descriptor never opened is -1). */
+static char* not_started(char* said, size_t cap, const char* why, FILE* errs, const int out[2]) {
+  snprintf(said, cap, "could not start Python (%s)", why);
+  if (errs != NULL) fclose(errs);
+  for (int i = 0; i < 2; i++)
+    if (out[i] >= 0) close(out[i]);
+  return NULL;
+}
+
 char* scan_python_records(const char* module, char** args, int argc, FILE* paths, char* said,
                           size_t cap) {
   said[0] = '\0';
   FILE* errs = tmpfile();
   int out[2] = {-1, -1};
-  if (errs == NULL || pipe(out) != 0) {
-    snprintf(said, cap, "could not start Python (no temporary file or pipe)");
-    if (errs) fclose(errs);
-    return NULL;
-  }
+  if (errs == NULL || pipe(out) != 0)
+    return not_started(said, cap, "no temporary file or pipe", errs, out);
   /* The paths file by its descriptor, the last two arguments. */
   char paths_arg[64];
   snprintf(paths_arg, sizeof paths_arg, "/dev/fd/%d", fileno(paths));
   char** argv = calloc((size_t)argc + 3, sizeof *argv);
-  if (argv == NULL) {
-    snprintf(said, cap, "could not start Python (out of memory)");
-    fclose(errs);
-    close(out[0]);
-    close(out[1]);
-    return NULL;
-  }
+  if (argv == NULL) return not_started(said, cap, "out of memory", errs, out);
   for (int i = 0; i < argc; i++) argv[i] = args[i];
   argv[argc] = "--paths-file";
   argv[argc + 1] = paths_arg;
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) {
-    snprintf(said, cap, "could not start Python (fork failed)");
     free(argv);
-    fclose(errs);
-    close(out[0]);
-    close(out[1]);
-    return NULL;
+    return not_started(said, cap, "fork failed", errs, out);
   }
   if (pid == 0) {
     dup2(out[1], 1);
