@@ -63,6 +63,25 @@ def pytest_report_header(config):
             f"{major}.{minor}); libccshim {ccshim.version()} from {BUILD}")
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "jax_independent: reads and writes source only (ccshim port's patches and "
+        "what it says): it proves nothing more on a second JAX, so make test runs it in the "
+        "pinned suite only, leaving the newest suite's time to what runs on JAX")
+
+
+def pytest_collection_modifyitems(config, items):
+    """make test's newest suite (CCSHIM_SUITE=newest, the longer of the two
+    it runs side by side) leaves jax_independent tests to the pinned one;
+    they are deselected there, and counted as such in its summary."""
+    if os.environ.get("CCSHIM_SUITE") != "newest":
+        return
+    left = [item for item in items if item.get_closest_marker("jax_independent")]
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = [item for item in items if not item.get_closest_marker("jax_independent")]
+
+
 @pytest.fixture(scope="module")
 def x64():
     """JAX's 64-bit types on for a module (pytestmark = usefixtures("x64")),

@@ -53,6 +53,7 @@ def _calls(dump: pathlib.Path) -> list[str]:
             for line in text.splitlines() if " custom-call(" in line]
 
 
+@pytest.mark.jax_independent
 def test_harmonica_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_path):
     tree = _harmonica_tree(tmp_path)
     done = _port(tree)
@@ -239,6 +240,7 @@ def test_ported_translation_rules_give_zero_change_modes_bytes_without_ccshim(tm
     assert zero_change == ported
 
 
+@pytest.mark.jax_independent
 def test_translation_rules_it_cannot_port_are_said_and_the_rest_ported(tmp_path):
     tree = tmp_path / "tree"
     shutil.copytree(FIXTURES / "port" / "rule_ext", tree)
@@ -343,6 +345,7 @@ setup(ext_modules=[
 """
 
 
+@pytest.mark.jax_independent
 def test_a_setup_py_extension_gets_xla_headers_and_cxx17_where_it_compiles_only_cxx(tmp_path):
     tree = tmp_path / "tree"
     (tree / "pkg").mkdir(parents=True)
