@@ -17,7 +17,12 @@
  *   P   the handler `ccshim port` writes for the kernel (its
  *       xla_legacy_call.h over RemainingArgs and RemainingRets; on GPU the
  *       opaque a u8 array, in a frame of its own), built with B1x
- *       (bench/bench_port.cc); none for cpu_v3, which the port refuses.
+ *       (bench/bench_port.cc); none for cpu_v3, which the port refuses;
+ *       P where the call sites fix the counts, Pr where they are known
+ *       only at run time;
+ *   B1r Pr's reference: the maintainer's ffi.h port of the kernel where the
+ *       counts are known only at run time (RemainingArgs, RemainingRets,
+ *       each buffer by get<AnyBuffer>(i)), built with B1x.
  *
  * Per call it reports instructions (callgrind, repeatable on a noisy
  * machine: the program re-runs itself under valgrind) and nanoseconds
@@ -57,7 +62,7 @@
 #include "ccshim/ccshim.h"
 #include "tools.h"
 
-/* B1x and P not built: no handlers (the table says why). */
+/* B1x, P and B1r not built: no handlers (the table says why). */
 #if !CCSHIM_BENCH_HAVE_FFI
 ccshim_bench_ffi_handler* ccshim_bench_ffi(int form, int buffers) {
   (void)form;
@@ -68,6 +73,10 @@ ccshim_bench_ffi_handler* ccshim_bench_port(int form, int buffers, int fixed) {
   (void)form;
   (void)buffers;
   (void)fixed;
+  return NULL;
+}
+ccshim_bench_ffi_handler* ccshim_bench_ffi_rt(int form) {
+  (void)form;
   return NULL;
 }
 #endif
@@ -303,6 +312,7 @@ typedef struct config {
   XLA_FFI_Handler* b1x;        /* NULL when not built */
   XLA_FFI_Handler* port;       /* P: NULL when not built, and for cpu_v3 */
   XLA_FFI_Handler* port_rt;    /* Pr: the same */
+  XLA_FFI_Handler* b1r;        /* B1r, Pr's reference: the same */
   ccshim_frame_builder* fb_u8; /* P's GPU frame: the opaque as a u8 array */
   XLA_FFI_CallFrame frame_u8;
   /* B0's ready arguments */
@@ -354,6 +364,7 @@ static void config_init(config* c, int form, int arity) {
   if (CCSHIM_BENCH_HAVE_FFI && c->b1x == NULL) die("no ffi.h handler for this form and arity");
   c->port = ccshim_bench_port(form, arity, 1);
   c->port_rt = ccshim_bench_port(form, arity, 0);
+  c->b1r = ccshim_bench_ffi_rt(form);
   c->frame_u8 = c->frame;
   if (form == 3) { /* the same frame, its opaque a u8 array (what the port binds) */
     if (ccshim_frame_builder_new(&c->fb_u8)) die("setup");
@@ -411,7 +422,8 @@ static void run_variant(config* c, int v, long n) {
     case 3: run_handler(c, ccshim_adapter_handler(c->closure), &c->frame, n); break;
     case B1X: run_handler(c, c->b1x, &c->frame, n); break;
     case PORT: run_handler(c, c->port, &c->frame_u8, n); break;
-    default: run_handler(c, c->port_rt, &c->frame_u8, n); break;
+    case PORT_RT: run_handler(c, c->port_rt, &c->frame_u8, n); break;
+    default: run_handler(c, c->b1r, &c->frame, n); break;
   }
 }
 

@@ -202,6 +202,93 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(ccshim_bench_ffi_gpu_64, GpuMany<63>,
         .Attr<std::string_view>("opaque"));
 // clang-format on
 
+namespace {
+
+// --- B1r: the counts known only at run time --------------------------------
+// The maintainer's port of a kernel whose call sites build their operand
+// lists at run time (Pr's case): the arguments and results as RemainingArgs
+// and RemainingRets, each read through get<AnyBuffer>(i) as XLA's and JAX's
+// FFI examples read them, into arrays of the most the kernel is called
+// with; one result passed as itself, several as their table (the legacy
+// convention, as Pr passes them).
+
+constexpr size_t kMaxRt = 64;
+
+// Every remaining argument's data pointer, then every result's, in one table:
+// the GPU convention's buffers; on CPU, the kernel's `in` and, after it, its
+// results' table.
+struct Buffers {
+  void* all[2 * kMaxRt];
+  size_t nins = 0, nouts = 0;
+
+  ffi::Error Gather(const ffi::RemainingArgs& args, const ffi::RemainingRets& rets) {
+    if (args.size() > kMaxRt || rets.size() > kMaxRt)
+      return ffi::Error::InvalidArgument("more than 64 buffers");
+    for (; nins < args.size(); ++nins) {
+      ffi::ErrorOr<AnyBuffer> b = args.get<AnyBuffer>(nins);
+      if (b.has_error()) return b.error();
+      all[nins] = b->untyped_data();
+    }
+    for (; nouts < rets.size(); ++nouts) {
+      ffi::ErrorOr<ffi::Result<AnyBuffer>> b = rets.get<AnyBuffer>(nouts);
+      if (b.has_error()) return b.error();
+      all[nins + nouts] = (*b)->untyped_data();
+    }
+    return ffi::Error::Success();
+  }
+  const void** in() { return const_cast<const void**>(all); }
+  void* out() { return nouts == 1 ? all[nins] : static_cast<void*>(all + nins); }
+};
+
+ffi::Error CpuV1Rt(ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  Buffers b;
+  if (ffi::Error e = b.Gather(args, rets); e.failure()) return e;
+  ccshim_bench_k_v1(b.out(), b.in());
+  return ffi::Error::Success();
+}
+
+ffi::Error CpuV2Rt(ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  Buffers b;
+  if (ffi::Error e = b.Gather(args, rets); e.failure()) return e;
+  ccshim_legacy_status_storage st;
+  XlaCustomCallStatus* s = ccshim_legacy_status_init(&st);
+  ccshim_bench_k_v2(b.out(), b.in(), s);
+  return FromStatus(s);
+}
+
+ffi::Error GpuRt(void* stream, ffi::RemainingArgs args, ffi::RemainingRets rets,
+                 std::string_view opaque) {
+  Buffers b;
+  if (ffi::Error e = b.Gather(args, rets); e.failure()) return e;
+  char o[kOpaqueCap];
+  if (!CopyOpaque(opaque, o)) return OpaqueTooLong();
+  ccshim_legacy_status_storage st;
+  XlaCustomCallStatus* s = ccshim_legacy_status_init(&st);
+  ccshim_bench_k_gpu(stream, b.all, o, opaque.size(), s);
+  return FromStatus(s);
+}
+
+}  // namespace
+
+// clang-format off
+XLA_FFI_DEFINE_HANDLER_SYMBOL(ccshim_bench_ffi_rt_cpu_v1, CpuV1Rt,
+    ffi::Ffi::Bind().RemainingArgs().RemainingRets());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(ccshim_bench_ffi_rt_cpu_v2, CpuV2Rt,
+    ffi::Ffi::Bind().RemainingArgs().RemainingRets());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(ccshim_bench_ffi_rt_gpu, GpuRt,
+    ffi::Ffi::Bind().Ctx<ffi::PlatformStream<void*>>().RemainingArgs().RemainingRets()
+        .Attr<std::string_view>("opaque"));
+// clang-format on
+
+extern "C" ccshim_bench_ffi_handler* ccshim_bench_ffi_rt(int form) {
+  switch (form) {
+    case 0: return ccshim_bench_ffi_rt_cpu_v1;
+    case 1: return ccshim_bench_ffi_rt_cpu_v2;
+    case 3: return ccshim_bench_ffi_rt_gpu;
+    default: return nullptr;  // cpu_v3: no Pr to compare with
+  }
+}
+
 extern "C" ccshim_bench_ffi_handler* ccshim_bench_ffi(int form, int buffers) {
   static ccshim_bench_ffi_handler* const table[4][4] = {
       {ccshim_bench_ffi_cpu_v1_1, ccshim_bench_ffi_cpu_v1_4, ccshim_bench_ffi_cpu_v1_16,

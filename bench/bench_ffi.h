@@ -36,6 +36,12 @@ extern void (*volatile ccshim_bench_k_gpu)(void* stream, void** buffers, const c
  * NULL for another count. */
 ccshim_bench_ffi_handler* ccshim_bench_ffi(int form, int buffers);
 
+/* B1r: the ffi.h handler a maintainer writes for the kernel of form `form`
+ * where its counts are known only at run time (RemainingArgs and
+ * RemainingRets, each buffer by get<AnyBuffer>(i)): Pr's reference.  NULL
+ * for cpu_v3, which the port does not port. */
+ccshim_bench_ffi_handler* ccshim_bench_ffi_rt(int form);
+
 /* The handler `ccshim port` writes for the kernel of form `form`
  * (bench/bench_port.cc): with `fixed`, P, bound for `buffers` buffers (1, 4,
  * 16 or 64), as it binds a target whose call sites all fix the counts;

@@ -14,20 +14,24 @@ enum {
   MAX_BUFFERS = 64,
   NUM_ARITIES = 4,
   NUM_FORMS = 4,
-  VARIANTS = 7,
+  VARIANTS = 8,
   B1X = 4,
   PORT = 5,
-  PORT_RT = 6
+  PORT_RT = 6,
+  B1R = 7
 };
 /* The adapter no more costly than either hand port (B1, B1x):
  * (B2 - B0) / (B1 - B0) and (B2 - B0) / (B1x - B0) at most this, in
  * instructions; and a handler `ccshim port` writes no more costly than the
- * ffi.h one: (P - B0) / (B1x - B0) at most this too. */
+ * ffi.h one of the same binding: (P - B0) / (B1x - B0) and, where the
+ * counts are known only at run time, (Pr - B0) / (B1r - B0) at most this
+ * too. */
 #define TARGET 1.0
 static const int arities[NUM_ARITIES] = {1, 4, 16, 64};
 static const char* const form_names[NUM_FORMS] = {"cpu_v1", "cpu_v2", "cpu_v3", "gpu"};
-/* B1x, P and Pr last: the order of the other columns stays as before them. */
-static const char* const variant_names[VARIANTS] = {"B0", "B1", "B2", "B2c", "B1x", "P", "Pr"};
+/* B1x, P, Pr and B1r last: the order of the other columns stays as before them. */
+static const char* const variant_names[VARIANTS] = {"B0",  "B1", "B2", "B2c",
+                                                    "B1x", "P",  "Pr", "B1r"};
 
 /* B1x: built, or why not (tools/CMakeLists.txt). */
 #ifdef CCSHIM_BENCH_FFI_ABSENT
@@ -36,11 +40,11 @@ static const char* const variant_names[VARIANTS] = {"B0", "B1", "B2", "B2c", "B1
 #define CCSHIM_BENCH_HAVE_FFI 1
 #define CCSHIM_BENCH_FFI_ABSENT ""
 #endif
-/* Whether variant v is measured for form f: B1x, P and Pr where jaxlib's
- * headers were given, and P and Pr not for cpu_v3 (form 2), which the port does not
- * port. */
+/* Whether variant v is measured for form f: B1x, P, Pr and B1r where
+ * jaxlib's headers were given, and P, Pr and B1r (Pr's reference) not for
+ * cpu_v3 (form 2), which the port does not port. */
 static inline int variant_built(int v, int f) {
-  if (v == PORT || v == PORT_RT) return CCSHIM_BENCH_HAVE_FFI && f != 2;
+  if (v == PORT || v == PORT_RT || v == B1R) return CCSHIM_BENCH_HAVE_FFI && f != 2;
   return v != B1X || CCSHIM_BENCH_HAVE_FFI;
 }
 

@@ -32,9 +32,10 @@ def markdown(results):
     """One table per build, one row per form and arity: the adapter (B2)
     against both hand-written references, B1 (C API) and B1x (ffi.h; "—"
     where the build had no jaxlib headers); and P, the handler `ccshim port`
-    writes where the call sites fix the counts, and Pr, where they are known
-    only at run time, against B1x ("—" for CPU v3, which the port does not
-    port)."""
+    writes where the call sites fix the counts, against B1x, and Pr, where
+    they are known only at run time, against B1x and against B1r, the ffi.h
+    handler written by hand for counts known at run time ("—" for CPU v3,
+    which the port does not port)."""
     out = []
     for s in results["builds"]:
         b = s["build"]
@@ -45,8 +46,9 @@ def markdown(results):
                       else f"not built ({ffi['why_not']}):\n"))
         out.append("| form | buffers | B0 / B1 / B1x / B2 instructions | B2 vs B1 | B2 vs B1x "
                    "| B1 ns | B1x ns | B2 ns | time vs B1 / B1x | P instructions, vs B1x "
-                   "| P ns, time vs B1x | Pr instructions, vs B1x | Pr ns |")
-        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                   "| P ns, time vs B1x | Pr instructions, vs B1x / B1r | B1r instructions "
+                   "| Pr ns, time vs B1r | B1r ns |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in s["rows"]:
             t = r["ns_spread"]
             # Without callgrind (--no-instructions, no valgrind): no counts.
@@ -57,14 +59,21 @@ def markdown(results):
                   for v in ("B1", "B1x", "B2")]
             ins = " / ".join(f"{i[v]:.0f}" if v in i else "—" for v in ("B0", "B1", "B1x", "B2"))
             times = " / ".join(verdict(t[v], t["B2"]) if v in t else "—" for v in ("B1", "B1x"))
-            port_ins = ["{:.0f}, {:.2f}".format(i[v], (i[v] - i["B0"]) / (i["B1x"] - i["B0"]))
-                        if v in i and "B1x" in i else "—" for v in ("P", "Pr")]
-            port_ns = "{median:.1f} [{q1:.1f}–{q3:.1f}], ".format(**t["P"]) + \
-                verdict(t["B1x"], t["P"]) if "P" in t and "B1x" in t else "—"
-            rt_ns = "{median:.1f} [{q1:.1f}–{q3:.1f}]".format(**t["Pr"]) if "Pr" in t else "—"
+            def over(v, ref):
+                return "{:.2f}".format((i[v] - i["B0"]) / (i[ref] - i["B0"]))
+            p_ins = f"{i['P']:.0f}, {over('P', 'B1x')}" if "P" in i and "B1x" in i else "—"
+            pr_ins = f"{i['Pr']:.0f}, {over('Pr', 'B1x')} / {over('Pr', 'B1r')}" \
+                if "Pr" in i and "B1x" in i and "B1r" in i else "—"
+            b1r_ins = f"{i['B1r']:.0f}" if "B1r" in i else "—"
+
+            def timed(v, ref):
+                return "{median:.1f} [{q1:.1f}–{q3:.1f}], ".format(**t[v]) + verdict(t[ref], t[v]) \
+                    if v in t and ref in t else "—"
+            b1r_ns = "{median:.1f} [{q1:.1f}–{q3:.1f}]".format(**t["B1r"]) if "B1r" in t else "—"
             out.append(f"| {FORM_NAMES[r['form']]} | {r['buffers']} | {ins} | {ratio[0]} | "
-                       f"{ratio[1]} | {ns[0]} | {ns[1]} | {ns[2]} | {times} | {port_ins[0]} | "
-                       f"{port_ns} | {port_ins[1]} | {rt_ns} |")
+                       f"{ratio[1]} | {ns[0]} | {ns[1]} | {ns[2]} | {times} | {p_ins} | "
+                       f"{timed('P', 'B1x')} | {pr_ins} | {b1r_ins} | {timed('Pr', 'B1r')} | "
+                       f"{b1r_ns} |")
         out.append("")
     return "\n".join(out)
 

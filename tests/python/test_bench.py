@@ -35,9 +35,10 @@ def test_bench_reports_both_references(tmp_path):
     assert len(data["rows"]) == 16
     for row in data["rows"]:
         # P and Pr, the handlers `ccshim port` writes (counts fixed, counts
-        # known at run time), are built with B1x, for every form but CPU v3
-        # (which the port refuses)
-        here = want | ({"P", "Pr"} if ffi["built"] and row["form"] != "cpu_v3" else set())
+        # known at run time), and B1r, Pr's hand-written reference, are
+        # built with B1x, for every form but CPU v3 (which the port refuses)
+        here = want | ({"P", "Pr", "B1r"} if ffi["built"] and row["form"] != "cpu_v3"
+                       else set())
         assert set(row["ns"]) == here, row
         assert set(row["ns_spread"]) == here, row
         assert set(row["instructions"]) == here, row
@@ -64,11 +65,11 @@ def test_bench_reports_both_references(tmp_path):
     assert len(table) == 16
     for line in table:
         cells = [c.strip() for c in line.strip("|").split("|")]
-        assert len(cells) == 13, line
-        # B1x's ns cell: a figure where built, a dash where not; P's and Pr's
-        # the same, and a dash for CPU v3
+        assert len(cells) == 15, line
+        # B1x's ns cell: a figure where built, a dash where not; P's, Pr's
+        # and B1r's the same, and a dash for CPU v3
         assert (cells[6] != "—") == ffi["built"], line
-        for port in (cells[10], cells[12]):
+        for port in (cells[10], cells[13], cells[14]):
             assert (port != "—") == (ffi["built"] and not line.startswith("| CPU v3")), line
     if not ffi["built"]:
         assert "not built (" in md
