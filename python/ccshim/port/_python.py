@@ -434,10 +434,10 @@ class _Port(cst.CSTTransformer):
                                          "ctx parameter, or whose op (not .results) is used: "
                                          "not ported yet"))
             return None
-        operands = next((a.value for a in reversed(updated.args)
-                         if a.keyword is not None and a.keyword.value == "operands"), None)
+        operands = _arg(updated, -1, "operands")
         if operands is None:
-            return None      # (_unreadable said it)
+            return None
+        operands = operands.value
         self._counts(names, operands, updated)
         self.changed = True
         opaque = None
