@@ -14,6 +14,7 @@ the running jaxlib's.
 """
 
 import json
+import select
 import subprocess
 import sys
 
@@ -77,7 +78,7 @@ def _same(got, want, what):
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("release", RELEASES)
-def test_an_artifact_of_any_release_runs_on_this_jax(release, name, old_lapack):
+def test_an_artifact_of_any_release_runs_on_this_jax(release, name, old_lapack, isolated):
     case, path = _case(release, name)
     art = ce.read(path)
     legacy = sorted({c.target for c in art.calls() if c.kind == "legacy"})
@@ -97,7 +98,7 @@ def test_an_artifact_of_any_release_runs_on_this_jax(release, name, old_lapack):
     for r, (inputs, want) in enumerate(_runs(release, case)):
         what = f"JAX {release} {name} run {r}"
         try:
-            got = (_call_isolated(done.data, inputs, release, typed) if typed and not legacy
+            got = (isolated.call(done.data, inputs, release, typed) if typed and not legacy
                    else jax.tree_util.tree_leaves(ce.load(done.data).call(*inputs)))
         except jax.errors.JaxRuntimeError as e:
             if (release, name) in HANDLER_CHANGED:
@@ -112,49 +113,89 @@ def test_an_artifact_of_any_release_runs_on_this_jax(release, name, old_lapack):
 
 
 _CHILD = """
-import sys, numpy as np, jax
+import json, sys, numpy as np, jax
 jax.config.update("jax_enable_x64", True)
 import ccshim.export as ce
-data = open(sys.argv[1], "rb").read()
-with np.load(sys.argv[2]) as z:
-    inputs = [z[f"arr_{i}"] for i in range(len(z.files))]
-try:
-    out = jax.tree_util.tree_leaves(ce.load(data).call(*inputs))
-except Exception as e:
-    print(f"{type(e).__name__}: {e}", file=sys.stderr)
-    sys.exit(3)
-np.savez(sys.argv[3], *[np.asarray(o) for o in out])
+print("ready", flush=True)
+for line in sys.stdin:
+    src, ins, outs = json.loads(line)
+    data = open(src, "rb").read()
+    with np.load(ins) as z:
+        inputs = [z[f"arr_{i}"] for i in range(len(z.files))]
+    try:
+        out = jax.tree_util.tree_leaves(ce.load(data).call(*inputs))
+    except Exception as e:
+        print(json.dumps(f"{type(e).__name__}: {e}"), flush=True)
+        continue
+    np.savez(outs, *[np.asarray(o) for o in out])
+    print(json.dumps(None), flush=True)
 """
 
 
-def _call_isolated(data, inputs, release, typed):
-    """Runs an artifact whose custom calls are all jaxlib's own typed ones
-    in a process of its own: jaxlib may crash running them (jaxlib 0.6.2 to
-    0.9.2 with SciPy 1.17 and NumPy 2.4, which they predate, segfault even on
-    their own release's LAPACK artifacts without ccshim: JAX 0.7.2 on its
-    lu_f32), which is a skip with the signal named, not the end of the test
-    run.  ccshim rewrote no call here."""
-    import os
-    import signal
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        src, ins, outs = (os.path.join(tmp, f) for f in ("a.jax", "in.npz", "out.npz"))
+class _Isolated:
+    """One child Python, kept, that runs artifacts whose custom calls are
+    all jaxlib's own typed ones: jaxlib may crash running them (jaxlib 0.6.2
+    to 0.9.2 with SciPy 1.17 and NumPy 2.4, which they predate, segfault
+    even on their own release's LAPACK artifacts without ccshim: JAX 0.7.2
+    on its lu_f32), which is a skip with the signal named, not the end of
+    the test run.  A child that died is replaced for the next artifact, so
+    each crash is its own artifact's; one child for all of them saves a
+    start of JAX per artifact.  Requests are one JSON line each on its
+    stdin (the artifact, its inputs and where its outputs go, as files);
+    each answer is one JSON line, null or the error's message."""
+
+    def __init__(self, tmp):
+        self.tmp, self.child = tmp, None
+
+    def _start(self):
+        import os
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        self.child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True, env=env)
+        assert self.child.stdout.readline() == "ready\n", "the artifacts' child did not start"
+
+    def close(self):
+        if self.child is not None:
+            self.child.stdin.close()
+            self.child.wait(timeout=60)
+
+    def call(self, data, inputs, release, typed):
+        import signal
+        if self.child is None or self.child.poll() is not None:
+            self._start()
+        src, ins, outs = (str(self.tmp / f) for f in ("a.jax", "in.npz", "out.npz"))
         with open(src, "wb") as f:
             f.write(data)
         np.savez(ins, *inputs)
-        p = subprocess.run([sys.executable, "-c", _CHILD, src, ins, outs], capture_output=True,
-                           text=True, timeout=300)
-        if p.returncode < 0:
-            import scipy
-            pytest.skip(f"jaxlib {jax.__version__} (with SciPy {scipy.__version__}, NumPy "
-                        f"{np.__version__}) dies by {signal.Signals(-p.returncode).name} "
-                        f"running JAX {release}'s artifact, whose calls are jaxlib's own typed "
-                        f"ones ({', '.join(typed)}), which ccshim leaves as they are")
-        if p.returncode != 0:
-            raise RuntimeError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else
-                               f"exit {p.returncode}")
+        self.child.stdin.write(json.dumps([src, ins, outs]) + "\n")
+        self.child.stdin.flush()
+        # one line per request, so nothing waits in the pipe's buffer unread
+        if not select.select([self.child.stdout], [], [], 300)[0]:
+            self.child.kill()
+            self.child.wait()
+            raise RuntimeError(f"JAX {release}'s artifact ran past 300 s")
+        answer = self.child.stdout.readline()
+        if not answer:
+            status = self.child.wait(timeout=60)
+            if status < 0:
+                import scipy
+                pytest.skip(f"jaxlib {jax.__version__} (with SciPy {scipy.__version__}, NumPy "
+                            f"{np.__version__}) dies by {signal.Signals(-status).name} running "
+                            f"JAX {release}'s artifact, whose calls are jaxlib's own typed ones "
+                            f"({', '.join(typed)}), which ccshim leaves as they are")
+            raise RuntimeError(f"the artifacts' child exited with status {status}")
+        error = json.loads(answer)
+        if error is not None:
+            raise RuntimeError(error)
         with np.load(outs) as z:
             return [z[f"arr_{i}"] for i in range(len(z.files))]
+
+
+@pytest.fixture(scope="module")
+def isolated(tmp_path_factory):
+    runner = _Isolated(tmp_path_factory.mktemp("isolated"))
+    yield runner
+    runner.close()
 
 
 def test_this_jax_alone_refuses_them():
