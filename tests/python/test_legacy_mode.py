@@ -31,9 +31,21 @@ HERE = ROOT / "tests" / "python"
 KERNELS = BUILD / "tests" / "libccshim_pytest_kernels.so"
 
 
-def _run(python, program, *args, timeout=300, cwd=None):
+# JAX's persistent compilation cache, in the per-user cache, for veros's
+# model run: its some 290 compiles are most of its time (42 s of 50 on the
+# newest JAX, 15 s once cached).  Safe for what the test proves: ccshim's
+# rewrite and strict check run on each module before JAX looks it up
+# (ccshim.legacy wraps compile_or_get_cached), the key is the rewritten
+# module with JAX's and jaxlib's versions, and every run executes.  About
+# 2 MB a JAX (no size limit: JAX's needs the filelock package).
+COMPILED = {"JAX_COMPILATION_CACHE_DIR": str(CACHE / "jax-compilation-cache"),
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+
+def _run(python, program, *args, timeout=300, cwd=None, env=None):
     # ccshim from this tree, also in a venv of the cache's shared by clones
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(
         [str(ROOT / "python"), *filter(None, [os.environ.get("PYTHONPATH")])])}
     p = subprocess.run([str(python), str(HERE / program), *map(str, args)], capture_output=True,
                        text=True, timeout=timeout, cwd=cwd, env=env)
@@ -124,7 +136,8 @@ def test_a_short_veros_model_run_unchanged_in_strict_mode(python, build, tmp_pat
     for mode in ("xla", "strict"):
         where = tmp_path / mode
         where.mkdir()
-        runs[mode] = _run(python, "veros_model_program.py", mode, build, timeout=600, cwd=where)
+        runs[mode] = _run(python, "veros_model_program.py", mode, build, timeout=600, cwd=where,
+                          env=COMPILED)
         if "skip" in runs[mode]:
             pytest.skip(runs[mode]["skip"])
     xla, ours = runs["xla"], runs["strict"]
