@@ -6,8 +6,8 @@
 # side; each one's report is printed whole when both are done.  A test that
 # proves nothing more on a second JAX reads CCSHIM_SUITE (pinned, newest)
 # and runs in one of them; one that reads and writes source only (ccshim
-# port's patches) is marked jax_independent and runs in the pinned one
-# (tests/python/conftest.py), the newest being the longer.
+# port's patches), or runs all it runs on .venv-newest's Python, is marked
+# once and runs in the pinned one (tests/python/conftest.py).
 #
 # usage: dev/test_python.sh BUILD_DIR [PYTEST_PATH...]  (default: tests/python)
 set -u

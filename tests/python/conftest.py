@@ -65,21 +65,22 @@ def pytest_report_header(config):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "jax_independent: reads and writes source only (ccshim port's patches and "
-        "what it says): it proves nothing more on a second JAX, so make test runs it in the "
-        "pinned suite only, leaving the newest suite's time to what runs on JAX")
+        "markers", "once: proves nothing more in a second suite: it reads and writes source "
+        "only (ccshim port's patches and what it says), or what it runs runs on the newest "
+        "JAX's own Python (.venv-newest's, whichever suite started it); make test runs it in "
+        "its pinned suite only")
 
 
 def pytest_collection_modifyitems(config, items):
-    """make test's newest suite (CCSHIM_SUITE=newest, the longer of the two
-    it runs side by side) leaves jax_independent tests to the pinned one;
-    they are deselected there, and counted as such in its summary."""
+    """make test runs two suites side by side (dev/test_python.sh); tests
+    marked once are deselected in the newest one (CCSHIM_SUITE=newest, the
+    longer), and counted as such in its summary."""
     if os.environ.get("CCSHIM_SUITE") != "newest":
         return
-    left = [item for item in items if item.get_closest_marker("jax_independent")]
+    left = [item for item in items if item.get_closest_marker("once")]
     if left:
         config.hook.pytest_deselected(items=left)
-        items[:] = [item for item in items if not item.get_closest_marker("jax_independent")]
+        items[:] = [item for item in items if not item.get_closest_marker("once")]
 
 
 @pytest.fixture(scope="module")

@@ -91,7 +91,7 @@ def _patched(tmp_path: pathlib.Path, project=PROJECT) -> pathlib.Path:
     return tree
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_the_kept_patch_is_what_port_prints_now(tmp_path):
     done = _port(_tree(tmp_path))
     assert done.returncode == 0, done.stderr
@@ -124,7 +124,7 @@ def test_the_kept_patch_is_what_port_prints_now(tmp_path):
     assert done.stderr == ""      # nothing is left unported
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_git_apply_takes_it_and_a_second_port_prints_nothing(tmp_path):
     tree = _patched(tmp_path)
     again = _port(tree)
@@ -140,7 +140,7 @@ def test_git_apply_takes_it_and_a_second_port_prints_nothing(tmp_path):
     assert diff.returncode == 0, diff.stdout
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 @pytest.mark.parametrize("project", ["celerite2-0.3.2"])
 def test_a_kept_patch_is_what_port_prints_applies_and_ports_once(tmp_path, project):
     """The census projects whose names are made at run time: the kept patch
@@ -159,7 +159,7 @@ def test_a_kept_patch_is_what_port_prints_applies_and_ports_once(tmp_path, proje
     assert again.returncode == 0 and again.stdout == "", again.stdout[:2000]
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_the_ccshim_command_hands_over_to_python(tmp_path):
     command = [str(BUILD / "tools" / "ccshim"), "port"]
     if not pathlib.Path(command[0]).exists():
@@ -238,7 +238,7 @@ def _synthetic(tmp_path: pathlib.Path, other_py: str) -> pathlib.Path:
     return tree
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
     done = _port(_synthetic(tmp_path, SYNTHETIC_OTHER_PY))
     assert done.returncode == 0, done.stderr
@@ -272,7 +272,7 @@ def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
     assert "+target_compile_features(kernels PRIVATE cxx_std_17)" in done.stdout
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 @pytest.mark.parametrize("call, why", [
     ('mlir.custom_call("plain", operands=[x], result_types=[], **options)',
      "a custom call with arguments passed through *args or **kwargs, which it cannot read"),
@@ -348,8 +348,7 @@ except Exception as e:
 """
 
 
-@pytest.mark.skipif(os.environ.get("CCSHIM_SUITE") == "pinned",
-                    reason="it builds and runs on the newest JAX: make test runs it there")
+@pytest.mark.once  # all it runs runs on .venv-newest's Python
 @pytest.mark.parametrize("decode", ["tables", "each"])
 def test_a_ported_status_kernel_fails_as_an_ffi_error_with_its_message(tmp_path, monkeypatch,
                                                                        decode):
@@ -392,7 +391,7 @@ def test_a_ported_status_kernel_fails_as_an_ffi_error_with_its_message(tmp_path,
     assert all("api_version=API_VERSION_TYPED_FFI" in line for line in calls), calls
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_the_forms_it_does_not_port_yet_are_said_with_where(tmp_path):
     tree = tmp_path / "tree"
     shutil.copytree(FIXTURES / "port" / "other_forms", tree)
@@ -412,7 +411,7 @@ def test_the_forms_it_does_not_port_yet_are_said_with_where(tmp_path):
         "legacy_backend_config (a legacy call): not ported yet"]
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_several_trees_make_one_patch_from_their_common_folder(tmp_path):
     exo = _tree(tmp_path, "exo")
     shutil.copytree(FIXTURES / "port" / "status_ext", tmp_path / "ext")
@@ -457,7 +456,7 @@ def _veros_patched(tmp_path: pathlib.Path) -> pathlib.Path:
     return tree
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_veros_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_path):
     tree = _veros_tree(tmp_path)
     done = _port(tree)
@@ -539,7 +538,7 @@ export("gone", <void*>(nowhere))
 """
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_what_it_cannot_port_of_a_cython_export_is_said_and_the_rest_ported(tmp_path):
     tree = tmp_path / "tree"
     (tree / "pkg").mkdir(parents=True)
@@ -595,8 +594,7 @@ def _veros_run(python: pathlib.Path, build: pathlib.Path, tmp_path: pathlib.Path
     return json.loads(ran.stdout.strip().splitlines()[-1]), calls
 
 
-@pytest.mark.skipif(os.environ.get("CCSHIM_SUITE") == "pinned",
-                    reason="it builds and runs on the newest JAX: make test runs it there")
+@pytest.mark.once  # all it runs runs on .venv-newest's Python
 def test_ported_veros_builds_and_solves_as_the_legacy_path_without_ccshim(tmp_path):
     """veros's patched tree built by its own setup.py (build_ext --inplace,
     as dev/setup.sh builds it); its TDMA on the newest JAX and on the one

@@ -28,6 +28,9 @@ import project_ports
 pytest.importorskip("libcst", reason="ccshim port needs libcst (dev/setup.sh test installs it)")
 
 NEWEST = project_ports.NEWEST
+# Both builds, the port and conform's children all run on .venv-newest's
+# Python, whichever suite started this module.
+pytestmark = pytest.mark.once
 CCSHIM = BUILD / "tools" / "ccshim"
 
 

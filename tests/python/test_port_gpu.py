@@ -283,7 +283,7 @@ def test_a_hip_port_compiles_with_hipcc(tmp_path):
         assert built.returncode == 0, built.stderr[-3000:]
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_a_lowering_it_cannot_read_keeps_the_targets_it_may_lower_legacy(tmp_path):
     """jax-finufft's form: a custom call through the module's own wrapper
     (`custom_call(*args, **kwargs)`) in the module that registers the GPU
@@ -308,7 +308,7 @@ def test_a_lowering_it_cannot_read_keeps_the_targets_it_may_lower_legacy(tmp_pat
         in done.stdout
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_veros_cuda_lowering_of_other_layouts_is_held_not_ported(tmp_path):
     """veros 1.7.0's CUDA lowering gives its operands and results a layout
     whose last dimension is the major one (tdma_.py:167); ffi_lowering under
@@ -384,7 +384,7 @@ mlir.register_lowering(p, _rule, platform="cuda")
 """
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_one_custom_call_for_cpu_and_gpu_keeps_its_targets_legacy(tmp_path):
     """A target with a CPU and a GPU kernel lowered by one rule registered
     for both platforms: one call cannot be both forms (the GPU one passes
@@ -412,7 +412,7 @@ def test_one_custom_call_for_cpu_and_gpu_keeps_its_targets_legacy(tmp_path):
     assert "XLA_FFI_DEFINE_HANDLER" not in done.stdout and "ffi_lowering" not in done.stdout
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_a_cpu_kernel_declared_in_an_included_header_is_ported_beside_the_dict(tmp_path):
     """The dict's file sees the kernel's declaration, so it can take the
     handler's template argument as it took the kernel's address; a kernel
@@ -441,7 +441,7 @@ def test_a_cpu_kernel_declared_in_an_included_header_is_ported_beside_the_dict(t
         "not ported (include its header there)"]
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_a_template_instance_kernel_gets_a_handler_of_its_own(tmp_path):
     """kepler_jax: `dict["cpu_kepler_f32"] = EncapsulateFunction(cpu_kepler<float>)`,
     one template's instances exported under two names, and its CMake target
@@ -470,7 +470,7 @@ def test_a_template_instance_kernel_gets_a_handler_of_its_own(tmp_path):
     assert "+target_include_directories(cpu_ops SYSTEM PRIVATE ${XLA_DIR})" in done.stdout
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_a_binding_fixes_the_counts_only_where_every_call_site_writes_them_out(tmp_path):
     """An Arg<AnyBuffer> per operand and a Ret<AnyBuffer> per result where
     every lowering of the target passes lists written out, of the same

@@ -39,7 +39,7 @@ def _tree(tmp_path: pathlib.Path) -> pathlib.Path:
     return dst
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_its_cpu_is_ported_and_its_shared_gpu_rules_held_each_said(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     done = subprocess.run([sys.executable, "-m", "ccshim.port", str(_tree(tmp_path))],

@@ -53,7 +53,7 @@ def _calls(dump: pathlib.Path) -> list[str]:
             for line in text.splitlines() if " custom-call(" in line]
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_harmonica_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_path):
     tree = _harmonica_tree(tmp_path)
     done = _port(tree)
@@ -113,8 +113,7 @@ NUMPY_24 = ("tests.test_flux.TestFlux::test_api_light_curve_time_dependent",
 @pytest.mark.skipif(not os.environ.get("CCSHIM_TEST_PROJECTS"),
                     reason="make test-projects runs it: the project's build and its suite take "
                            "about two minutes")
-@pytest.mark.skipif(os.environ.get("CCSHIM_SUITE") == "pinned",
-                    reason="it builds and runs on the newest JAX: its newest suite runs it")
+@pytest.mark.once  # all it runs runs on .venv-newest's Python
 def test_ported_harmonica_builds_and_passes_its_suite_without_ccshim(tmp_path):
     if not NEWEST.exists():
         pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
@@ -189,8 +188,7 @@ def _run(env: dict, cwd: pathlib.Path, prefix=(), flags=("-S",)) -> dict:
     return json.loads(ran.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(os.environ.get("CCSHIM_SUITE") == "pinned",
-                    reason="it builds and runs on the newest JAX: make test runs it there")
+@pytest.mark.once  # all it runs runs on .venv-newest's Python
 def test_ported_translation_rules_give_zero_change_modes_bytes_without_ccshim(tmp_path):
     """The fixture ported (its setup.py build and its two rules), built by
     its own build, run in a Python where ccshim cannot be imported: NumPy's
@@ -240,7 +238,7 @@ def test_ported_translation_rules_give_zero_change_modes_bytes_without_ccshim(tm
     assert zero_change == ported
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_translation_rules_it_cannot_port_are_said_and_the_rest_ported(tmp_path):
     tree = tmp_path / "tree"
     shutil.copytree(FIXTURES / "port" / "rule_ext", tree)
@@ -345,7 +343,7 @@ setup(ext_modules=[
 """
 
 
-@pytest.mark.jax_independent
+@pytest.mark.once
 def test_a_setup_py_extension_gets_xla_headers_and_cxx17_where_it_compiles_only_cxx(tmp_path):
     tree = tmp_path / "tree"
     (tree / "pkg").mkdir(parents=True)
