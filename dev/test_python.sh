@@ -7,7 +7,8 @@
 # proves nothing more on a second JAX reads CCSHIM_SUITE (pinned, newest)
 # and runs in one of them; one that reads and writes source only (ccshim
 # port's patches), or runs all it runs on .venv-newest's Python, is marked
-# once and runs in the pinned one (tests/python/conftest.py).
+# once and runs in one of them, the pinned unless it names the newest
+# (tests/python/conftest.py), so that the two take about as long.
 #
 # usage: dev/test_python.sh BUILD_DIR [PYTEST_PATH...]  (default: tests/python)
 set -u

@@ -65,22 +65,28 @@ def pytest_report_header(config):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "once: proves nothing more in a second suite: it reads and writes source "
-        "only (ccshim port's patches and what it says), or what it runs runs on the newest "
-        "JAX's own Python (.venv-newest's, whichever suite started it); make test runs it in "
-        "its pinned suite only")
+        "markers", "once(suite='pinned'): proves nothing more in a second suite: it reads and "
+        "writes source only (ccshim port's patches and what it says), or what it runs runs on "
+        "the newest JAX's own Python (.venv-newest's, whichever suite started it); make test "
+        "runs it in that suite only (the pinned one, unless named: where it evens the two out)")
+
+
+def _once_elsewhere(item, suite: str) -> bool:
+    mark = item.get_closest_marker("once")
+    return mark is not None and (mark.args or ("pinned",))[0] != suite
 
 
 def pytest_collection_modifyitems(config, items):
-    """make test runs two suites side by side (dev/test_python.sh); tests
-    marked once are deselected in the newest one (CCSHIM_SUITE=newest, the
-    longer), and counted as such in its summary."""
-    if os.environ.get("CCSHIM_SUITE") != "newest":
+    """make test runs two suites side by side (dev/test_python.sh,
+    CCSHIM_SUITE pinned and newest); a test marked once is deselected in
+    the one it does not name, and counted as such in its summary."""
+    suite = os.environ.get("CCSHIM_SUITE")
+    if suite not in ("pinned", "newest"):
         return
-    left = [item for item in items if item.get_closest_marker("once")]
+    left = [item for item in items if _once_elsewhere(item, suite)]
     if left:
         config.hook.pytest_deselected(items=left)
-        items[:] = [item for item in items if not item.get_closest_marker("once")]
+        items[:] = [item for item in items if not _once_elsewhere(item, suite)]
 
 
 @pytest.fixture(scope="module")
