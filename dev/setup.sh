@@ -109,9 +109,40 @@ apt_install() {
     --no-install-recommends "$@" >/dev/null 2>&1
 }
 
+# uv (PyPI's, pinned): installs a venv's packages from its per-user cache
+# in seconds where pip takes a minute or more, the same versions (pip
+# freeze compares equal); made once per user in a venv of the cache's.  The
+# venvs themselves are still made by Python's venv (its pip and setuptools
+# as before).  Where uv cannot be had, pip does it all, as it did.
+uv_version=0.13.9
+uv=
+find_uv() {
+  local dir=$cache/uv-$uv_version
+  if [ ! -x "$dir/bin/uv" ]; then
+    rm -rf "$dir"
+    python3 -m venv "$dir" >/dev/null 2>&1 &&
+      "$dir/bin/python" -m pip install -q --disable-pip-version-check "uv==$uv_version" \
+        >/dev/null 2>&1 || { rm -rf "$dir"; say "no uv $uv_version from PyPI: pip installs"; return; }
+  fi
+  uv=$dir/bin/uv
+}
+
+# install_into DIR PKG...: PKG... into the venv DIR, by uv where it was
+# had (copies, not links into its cache: a venv's files are its own).
+install_into() {
+  local dir=$1
+  shift
+  if [ -n "$uv" ]; then
+    UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never "$uv" pip install -q --python "$dir/bin/python" "$@"
+  else
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check "$@"
+  fi
+}
+
 # venv_with DIR PYTHON PKG...: DIR a venv of PYTHON holding PKG..., made or
 # topped up as needed; a stamp of what was installed makes the second run
-# one comparison.  Returns 1 (with pip's last lines said) when pip fails.
+# one comparison.  Returns 1 (with the installer's last lines said) when it
+# fails.
 venv_with() {
   local dir=$1 python=$2 stamp=$1/.ccshim-requirements
   shift 2
@@ -121,11 +152,10 @@ venv_with() {
     "$python" -m venv "$dir" || return 1
   fi
   say "installing into $dir: $*"
-  if "$dir/bin/python" -m pip install -q --disable-pip-version-check "$@" \
-       >/dev/null 2>"$dir/pip-error.log"; then
+  if install_into "$dir" "$@" >/dev/null 2>"$dir/install-error.log"; then
     printf '%s' "$*" >"$stamp"
   else
-    tail -n 3 "$dir/pip-error.log" | sed 's/^/setup:   /'
+    tail -n 3 "$dir/install-error.log" | sed 's/^/setup:   /'
     return 1
   fi
 }
@@ -141,6 +171,11 @@ if [ -n "$need" ]; then
   apt_install $need || fail "could not install: $(echo $need)"
 fi
 
+# The per-user cache (tests/fixtures/fetch.py says where); uv lives there.
+cache=$(python3 tests/fixtures/fetch.py --where)
+mkdir -p "$cache" || fail "cannot make the cache folder $cache"
+find_uv
+
 # .venv: the pinned JAX for the demo and the build, and in test mode the
 # test packages beside it (one pip run, so that they agree).  The wheel's
 # build needs none of it.
@@ -151,8 +186,8 @@ if [ "$mode" = wheel ] ||
    { [ "$mode" = demo ] && grep -qF "${demo_pkgs[*]} " .venv/.ccshim-requirements 2>/dev/null; }; then
   :
 elif ! venv_with .venv python3 "${venv_pkgs[@]}"; then
-  [ "$mode" = test ] && fail "pip could not install the test packages into .venv"
-  say "pip failed (PyPI unreachable?): the demo runs, the JAX lines of the README do not"
+  [ "$mode" = test ] && fail "could not install the test packages into .venv"
+  say "the install failed (PyPI unreachable?): the demo runs, the JAX lines of the README do not"
 fi
 # The ccshim Python package itself, from this tree (add_source_path).
 [ "$mode" != wheel ] && [ -x .venv/bin/python ] && { add_source_path .venv "$PWD/python" ||
@@ -163,7 +198,7 @@ fi
 # packages need an architecture added to dpkg, which a machine may refuse:
 # then that is said, and that wheel and its tests skip.
 venv_with .venv-wheel python3 "${wheel_pkgs[@]}" ||
-  fail "pip could not install the wheel's tools into .venv-wheel"
+  fail "could not install the wheel's tools into .venv-wheel"
 if ! dpkg --print-foreign-architectures 2>/dev/null | grep -qx arm64; then
   say "adding Debian's arm64 architecture (dpkg multiarch), for the aarch64 wheel"
   as_root dpkg --add-architecture arm64 && apt_updated=0 ||
@@ -198,14 +233,12 @@ if [ -z "$py312" ]; then
   say "no Python 3.12 here: the newest JAX (${newest_pkgs[0]}) is not tested"
 else
   venv_with .venv-newest "$py312" "${newest_pkgs[@]}" ||
-    fail "pip could not install the newest JAX into .venv-newest"
+    fail "could not install the newest JAX into .venv-newest"
   add_source_path .venv-newest "$PWD/python" || say "could not add python/ to .venv-newest"
 fi
 
 # The per-user cache: real projects' wheels and sdists, each checked
 # against the SHA-256 in tests/fixtures/downloads.tsv.
-cache=$(python3 tests/fixtures/fetch.py --where)
-mkdir -p "$cache" || fail "cannot make the cache folder $cache"
 python3 tests/fixtures/fetch.py || fail "the downloads above could not be had (PyPI unreachable?)"
 
 # wheelhouse_with DIR PYTHON PKG...: DIR holds PKG... and what they need as
@@ -272,7 +305,7 @@ build_pkgs=(mpich==5.0.2 mpi4py==4.1.2 cython==3.3.1 setuptools==75.8.0)
 build_all() {
   local abi=$1 builder=$cache/venv-build-$1/bin/python
   venv_with "$cache/venv-build-$abi" "$2" "${build_pkgs[@]}" ||
-    fail "pip could not install the build tools into $cache/venv-build-$abi"
+    fail "could not install the build tools into $cache/venv-build-$abi"
   build_in_cache "mpi4jax 0.8.1.post2" "$cache/mpi4jax-0.8.1.post2-src/mpi4jax-0.8.1.post2" \
     "$cache/mpi4jax-0.8.1.post2-build-$abi" "$builder" \
     "mpi4jax/_src/xla_bridge/mpi_xla_bridge_cpu.*.so" || fail "mpi4jax could not be built"
@@ -286,6 +319,6 @@ build_all cp311 "$PWD/.venv/bin/python"
 if [ -n "$py312" ]; then
   build_all cp312 "$py312"
   venv_with "$cache/venv-jax-0.11.2" "$py312" "${veros_jax_pkgs[@]}" ||
-    fail "pip could not install JAX 0.11.2 into $cache/venv-jax-0.11.2"
+    fail "could not install JAX 0.11.2 into $cache/venv-jax-0.11.2"
 fi
 exit 0
