@@ -310,6 +310,7 @@ def _built_without_ccshim(tree: pathlib.Path, tmp_path: pathlib.Path):
 @pytest.mark.skipif(not os.environ.get("CCSHIM_TEST_PROJECTS"),
                     reason="make test-projects runs it: the project's build and its suite take "
                            "it past make test's time budget")
+@pytest.mark.once  # all it runs runs on .venv-newest's Python
 @pytest.mark.parametrize("project", sorted(BUILT))
 def test_the_ported_project_builds_and_passes_its_suite_without_ccshim(tmp_path, project):
     if not NEWEST.exists():
