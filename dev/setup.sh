@@ -128,12 +128,16 @@ find_uv() {
 }
 
 # install_into DIR PKG...: PKG... into the venv DIR, by uv where it was
-# had (copies, not links into its cache: a venv's files are its own).
+# had: copies, not links into its cache (a venv's files are its own), and
+# compiled to bytecode, as pip does (without it, every Python started with
+# PYTHONDONTWRITEBYTECODE set compiles JAX anew, and the suites take half
+# as long again).
 install_into() {
   local dir=$1
   shift
   if [ -n "$uv" ]; then
-    UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never "$uv" pip install -q --python "$dir/bin/python" "$@"
+    UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never "$uv" pip install -q --compile-bytecode \
+      --python "$dir/bin/python" "$@"
   else
     "$dir/bin/python" -m pip install -q --disable-pip-version-check "$@"
   fi
