@@ -83,10 +83,12 @@ def pytest_collection_modifyitems(config, items):
     suite = os.environ.get("CCSHIM_SUITE")
     if suite not in ("pinned", "newest"):
         return
-    left = [item for item in items if _once_elsewhere(item, suite)]
+    kept, left = [], []
+    for item in items:
+        (left if _once_elsewhere(item, suite) else kept).append(item)
     if left:
         config.hook.pytest_deselected(items=left)
-        items[:] = [item for item in items if not _once_elsewhere(item, suite)]
+        items[:] = kept
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,9 @@ the running jaxlib's.
 """
 
 import json
+import os
 import select
+import signal
 import subprocess
 import sys
 
@@ -148,7 +150,6 @@ class _Isolated:
         self.tmp, self.child = tmp, None
 
     def _start(self):
-        import os
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
         self.child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, text=True, env=env)
@@ -160,7 +161,6 @@ class _Isolated:
             self.child.wait(timeout=60)
 
     def call(self, data, inputs, release, typed):
-        import signal
         if self.child is None or self.child.poll() is not None:
             self._start()
         src, ins, outs = (str(self.tmp / f) for f in ("a.jax", "in.npz", "out.npz"))
@@ -214,7 +214,6 @@ def test_this_jax_alone_refuses_them():
 
 
 def _ccshim(*args):
-    import os
     return subprocess.run([str(BUILD / "tools" / "ccshim"), *map(str, args)],
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "CCSHIM_PYTHON": sys.executable})

@@ -436,7 +436,7 @@ class _Port(cst.CSTTransformer):
             return None
         operands = _arg(updated, -1, "operands")
         if operands is None:
-            return None
+            return None      # (_unreadable said it)
         operands = operands.value
         self._counts(names, operands, updated)
         self.changed = True
