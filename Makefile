@@ -74,10 +74,10 @@ demo: configure
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests under
 # ThreadSanitizer, and each fuzzer for FUZZ_SECONDS.  A fixture the set-up
 # should have made is a failure here, not a skip (CCSHIM_FIXTURES_REQUIRED).
-# The wheel's, plain CMake's and the sanitizers' stages run alongside the C
-# and Python suites (dev/stages.sh says why); the fuzzers, whose time is
-# their budget, run alone.
-TEST_STAGES = test-setup build test-c,test-python+test-wheel,test-cmake,test-sanitize test-fuzz
+# The C suite and the wheel's, plain CMake's and the sanitizers' stages run
+# alongside the Python suites (dev/stages.sh says why); the fuzzers, whose
+# time is their budget, run alone.
+TEST_STAGES = test-setup build test-python+test-c,test-wheel,test-cmake,test-sanitize test-fuzz
 test:
 	@CCSHIM_FIXTURES_REQUIRED=1 bash dev/stages.sh $(TEST_STAGES)
 

@@ -143,6 +143,26 @@ install_into() {
   fi
 }
 
+# make_venv DIR PYTHON: a venv as `PYTHON -m venv DIR` makes it, with the
+# pip (and, before 3.12, setuptools) that Python bundles; by uv from those
+# same bundled wheels where it can (seconds less a venv than ensurepip),
+# else by venv itself (a Python that keeps no wheels in ensurepip/_bundled,
+# as Debian's does).
+make_venv() {
+  local dir=$1 python=$2 bundled
+  # The folder, then NAME==VERSION of each wheel in it, a line each.
+  mapfile -t bundled < <("$python" -c 'import ensurepip, glob, os
+d = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled")
+w = [os.path.basename(p).split("-")[:2] for p in sorted(glob.glob(os.path.join(d, "*.whl")))]
+print(d, *("==".join(nv) for nv in w), sep="\n") if w else None' 2>/dev/null)
+  if [ -n "$uv" ] && [ ${#bundled[@]} -gt 1 ]; then
+    "$python" -m venv --without-pip "$dir" &&
+      install_into "$dir" --no-index --find-links "${bundled[@]}" >/dev/null && return 0
+    rm -rf "$dir"
+  fi
+  "$python" -m venv "$dir"
+}
+
 # venv_with DIR PYTHON PKG...: DIR a venv of PYTHON holding PKG..., made or
 # topped up as needed; a stamp of what was installed makes the second run
 # one comparison.  Returns 1 (with the installer's last lines said) when it
@@ -153,7 +173,7 @@ venv_with() {
   [ "$(cat "$stamp" 2>/dev/null)" = "$*" ] && return 0
   if [ ! -x "$dir/bin/python" ]; then
     say "creating $dir"
-    "$python" -m venv "$dir" || return 1
+    make_venv "$dir" "$python" || return 1
   fi
   say "installing into $dir: $*"
   if install_into "$dir" "$@" >/dev/null 2>"$dir/install-error.log"; then

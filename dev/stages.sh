@@ -5,16 +5,19 @@
 #
 # A stage may be two chains that run side by side, A1,A2+B1,B2: A1 then
 # A2, and alongside them B1 then B2, each chain stopping at its first
-# failure.  A's output comes as it is made; B's, kept in a log each, is
-# printed once both chains have ended.  make test pairs the Python suites,
-# which leave about a seventh of two cores idle, with the stages that leave
-# a third idle (the wheel's, plain CMake's, the sanitizers'), none of which
-# touches what the other chain builds or reads.
+# failure.  A's output comes as it is made; B's, kept in a log, is printed
+# once both chains have ended.  make test pairs the Python suites, which
+# leave about a seventh of two cores idle, with the C suite and the stages
+# that leave a third idle (the wheel's, plain CMake's, the sanitizers'),
+# none of which writes what the other chain reads.
+#
+# A stage's prerequisites that an earlier stage made (test-setup, build)
+# are not made again (make -o): nor twice at once by two chains.
 #
 # usage: dev/stages.sh STAGE...   (STAGE: TARGET, or TARGET[,TARGET...]+TARGET[,TARGET...])
 set -u
 cd "$(dirname "$0")/.."
-names=() times=() results=()
+names=() times=() results=() made=()
 status=0
 start_all=$SECONDS
 logs=$(mktemp -d)
@@ -34,11 +37,13 @@ table() {
 # run_chain TAG TARGET...: the targets in turn, stopping at the first that
 # fails; each one's time and result go to $logs/TAG.times, a line each.
 run_chain() {
-  local tag=$1 target t0 rc
+  local tag=$1 target t0 rc m old
   shift
   for target in "$@"; do
+    old=()
+    for m in "${made[@]}"; do [ "$m" = "$target" ] || old+=(-o "$m"); done
     t0=$SECONDS
-    make --no-print-directory "$target"
+    make --no-print-directory "${old[@]}" "$target"
     rc=$?
     echo "$target $((SECONDS - t0)) $rc" >>"$logs/$tag.times"
     [ $rc = 0 ] || return $rc
@@ -50,7 +55,7 @@ record() {
   local target time rc
   while read -r target time rc; do
     names+=("$target") times+=("$time")
-    if [ "$rc" = 0 ]; then results+=("ok$2"); else results+=("FAILED (exit $rc)$2"); status=$rc; fi
+    if [ "$rc" = 0 ]; then results+=("ok$2") made+=("$target"); else results+=("FAILED (exit $rc)$2"); status=$rc; fi
   done <"$logs/$1.times"
 }
 
