@@ -17,6 +17,10 @@ build=$(cd "$1" && pwd)
 shift
 paths=("${@:-tests/python}")
 runs=() pids=()
+# The compilers the tests' builds start go through ccache where there is
+# one (tests/python/conftest.py, _compilers_through_ccache).
+CCSHIM_TEST_CCACHE=$(command -v ccache || true)
+export CCSHIM_TEST_CCACHE
 for venv in .venv .venv-newest; do
   if ! "$venv/bin/python" -c 'import pytest, jax' 2>/dev/null; then
     echo "SKIPPED: the Python suite in $venv (no pytest and JAX there: no Python 3.12" \

@@ -71,6 +71,34 @@ def pytest_configure(config):
         "runs it in that suite only (the pinned one, unless named: where it evens the two out)")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _compilers_through_ccache(tmp_path_factory) -> None:
+    """make test's suites (dev/test_python.sh sets CCSHIM_TEST_CCACHE to
+    ccache's path): the C and C++ compilers that the tests' builds start
+    (the ported projects' own builds through pip, setuptools and CMake
+    alike; mpicc's gcc) go through ccache, as on a machine where ccache is
+    set up by its compilers' names, so that a second make test compiles
+    only what changed.  Paths under this run's temporary folder are made
+    relative (CCACHE_BASEDIR): where each build's working folder is in its
+    tree (project_ports.build), its entries are found again by the next
+    run, whose folder has another number."""
+    ccache = os.environ.get("CCSHIM_TEST_CCACHE")
+    if not ccache or not os.path.exists(ccache):
+        return
+    base = tmp_path_factory.getbasetemp()
+    names = base / "ccache-bin"
+    names.mkdir(exist_ok=True)
+    for name in ("cc", "gcc", "c++", "g++"):
+        if not (names / name).exists():
+            (names / name).symlink_to(ccache)
+    os.environ["PATH"] = os.pathsep.join([str(names), os.environ.get("PATH", "")])
+    os.environ.update(CCACHE_BASEDIR=str(base), CCACHE_NOHASHDIR="1")
+    # CMake finds the compilers by those names too; make's launchers would
+    # start ccache on ccache
+    for lang in ("C", "CXX", "CUDA"):
+        os.environ.pop(f"CMAKE_{lang}_COMPILER_LAUNCHER", None)
+
+
 def _once_elsewhere(item, suite: str) -> bool:
     mark = item.get_closest_marker("once")
     return mark is not None and (mark.args or ("pinned",))[0] != suite

@@ -140,6 +140,10 @@ def build(tree: pathlib.Path, site: pathlib.Path, python: pathlib.Path = NEWEST,
                                "--no-build-isolation", "--target", str(site), str(part)],
                               capture_output=True, text=True, timeout=timeout,
                               env={**os.environ, **BUILD_ENV.get(project, {}),
+                                   # scikit-build-core's build folder in the
+                                   # tree, where its paths are the same from
+                                   # one run to the next (conftest's ccache)
+                                   "SKBUILD_BUILD_DIR": str(part / "build"),
                                    # the build venv's tools (mpich's mpicc for
                                    # mpi4jax), as an activated venv has them
                                    "PATH": os.pathsep.join([str(pathlib.Path(python).parent),

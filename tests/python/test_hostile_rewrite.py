@@ -88,6 +88,7 @@ def test_a_large_file_that_is_no_program_is_refused_for_what_it_is(tmp_path):
     assert rc == 2 and "big.jax: not a jax.export artifact, nor a StableHLO module" in err, err
 
 
+@pytest.mark.once("newest")
 def test_a_program_with_260_mib_of_constants_is_rewritten_and_runs(tmp_path, build_dir):
     """Exported programs carry their weights and tables as constants, and
     run to hundreds of MB: one of 260 MiB of constants (272 MB on disk) and
@@ -97,8 +98,6 @@ def test_a_program_with_260_mib_of_constants_is_rewritten_and_runs(tmp_path, bui
     reader, writer and the module in between; the file itself is read
     once, into one buffer).  make test runs it once, in the newest JAX's
     suite: on the pinned JAX it would prove the same reading again."""
-    if os.environ.get("CCSHIM_SUITE") == "pinned":
-        pytest.skip("run once by make test, in the newest JAX's suite")
     src, out = tmp_path / "big.jax", tmp_path / "big.rewritten.jax"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     made = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),

@@ -158,21 +158,27 @@ def _report_list(files: Sequence[str], form: str, out) -> int:
     return 2 if failed else 0
 
 
+def _x64() -> None:
+    """JAX with 64-bit types on: an artifact with them runs only so (in the
+    command's own process).  Not before the options are read, so that
+    --help and a bad option cost no JAX."""
+    try:
+        import jax
+        jax.config.update("jax_enable_x64", True)
+    except ImportError:
+        pass
+
+
 def main(argv: Sequence[str] | None = None, out=None) -> int:
     """``ccshim rewrite``: exit 0 done, 1 --check found a difference, 2 bad input."""
     out = out or sys.stdout
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        import jax
-        # an artifact with 64-bit types runs only so (the command's process)
-        jax.config.update("jax_enable_x64", True)
-    except ImportError:
-        pass
-    try:
         opts = _parse(argv)
         if opts.get("help"):
             out.write(USAGE)
             return 0
+        _x64()
         if opts["list"]:
             files = list(opts["files"])
             if opts.get("paths-file"):  # NUL-separated, as ccshim scan passes them
