@@ -111,9 +111,9 @@ apt_install() {
 
 # uv (PyPI's, pinned): installs a venv's packages from its per-user cache
 # in seconds where pip takes a minute or more, the same versions (pip
-# freeze compares equal); made once per user in a venv of the cache's.  The
-# venvs themselves are still made by Python's venv (its pip and setuptools
-# as before).  Where uv cannot be had, pip does it all, as it did.
+# freeze compares equal); made once per user in a venv of the cache's.  It
+# also gives each new venv the pip and setuptools its Python bundles
+# (make_venv).  Where uv cannot be had, venv and pip do it all, as they did.
 uv_version=0.13.9
 uv=
 find_uv() {

@@ -55,7 +55,11 @@ record() {
   local target time rc
   while read -r target time rc; do
     names+=("$target") times+=("$time")
-    if [ "$rc" = 0 ]; then results+=("ok$2") made+=("$target"); else results+=("FAILED (exit $rc)$2"); status=$rc; fi
+    if [ "$rc" = 0 ]; then
+      results+=("ok$2") made+=("$target")
+    else
+      results+=("FAILED (exit $rc)$2") status=$rc
+    fi
   done <"$logs/$1.times"
 }
 
