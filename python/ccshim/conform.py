@@ -155,6 +155,50 @@ def _python_kernel(spec: str, name: str | None, init: str | None) -> int:
     return resolve_kernel(kernel)
 
 
+def _restore_jax() -> None:
+    """--restore-jax: JAX's removed custom-call plumbing put back as
+    zero-change mode puts it (ccshim.legacy._restored), before the legacy
+    build is imported; what the module registers through it goes to XLA's
+    own legacy registry, as it went on the JAX the build was made for."""
+    import jax
+
+    from .legacy import _restored
+
+    def register(name, fn, platform="cpu", api_version=0):
+        jax.ffi.register_ffi_target(name, fn, platform=platform, api_version=api_version)
+    try:
+        _restored.install(register)
+    except Exception as e:  # noqa: BLE001 - said in the report, never a pass
+        raise Broken(f"--restore-jax: {type(e).__name__}: {e}") from None
+
+
+def _args_from(spec: str, given: list[str], c: Control, at: list) -> None:
+    """--arg-from I=FUNC: argument I set, in this side's process, to the
+    bytes FUNC of the side's module returns here (an object's address the
+    kernel finds its state by), after the command made the inputs."""
+    from . import _modules
+    module = _modules.load_module(spec.partition(":")[0])
+    for item in given:
+        index, _, name = item.partition("=")
+        i = int(index)
+        if i >= c.num_args or at[i] is None:
+            raise Broken(f"--arg-from {item}: the kernel has {c.num_args} arguments"
+                         f"{'' if i >= c.num_args else f'; argument {i} is a token'}")
+        fn = getattr(module, name, None)
+        if not callable(fn):
+            raise Broken(f"--arg-from {item}: {module.__name__} has no function {name!r}")
+        try:
+            value = bytes(fn())
+        except Exception as e:  # noqa: BLE001 - said in the report, never a pass
+            raise Broken(f"--arg-from {item}: {name}() raised {type(e).__name__}: {e}") \
+                from None
+        size = c.buffers[i][1]
+        if len(value) != size:
+            raise Broken(f"--arg-from {item}: {name}() gave {len(value)} bytes; argument {i} "
+                         f"has {size}")
+        ctypes.memmove(at[i], value, size)
+
+
 def _library_kernel(lib: str, symbol: str) -> int:
     try:
         library = ctypes.CDLL(lib, mode=os.RTLD_NOW | os.RTLD_LOCAL)
@@ -182,9 +226,11 @@ def _xla_cannot(sig) -> str | None:
                 "legacy path never hands a kernel nested operand tables")
     if sig.nested_result:
         return "a nested tuple result, which no JAX call site makes"
+    if not _threaded_token(sig):
+        return ("a token other than one last operand and one last result, the token an "
+                "ordered call threads (as mpi4jax's lowerings do): no JAX call site makes "
+                "another")
     for leaf in (*sig.operands, *sig.results):
-        if leaf.dtype == "token":
-            return "a token buffer"
         if leaf.layout is not None and tuple(leaf.layout) != tuple(
                 reversed(range(len(leaf.shape)))):
             return (f"the layout of {leaf}: conform's buffers are given to XLA row-major, "
@@ -193,6 +239,16 @@ def _xla_cannot(sig) -> str | None:
             return (f"the sub-byte element type of {leaf}: conform packs it, and how XLA's "
                     "CPU buffers hold it is not compared here")
     return None
+
+
+def _threaded_token(sig) -> bool:
+    """Whether the signature's tokens, if any, are the one an ordered call
+    threads: the last operand and the last result, and no other."""
+    ins = [leaf.dtype == "token" for leaf in sig.operands]
+    outs = [leaf.dtype == "token" for leaf in sig.results]
+    if not any(ins) and not any(outs):
+        return True
+    return ins.count(True) == 1 and outs.count(True) == 1 and ins[-1] and outs[-1]
 
 
 def _probe(c: Control, kernel: int, python: bool, xla: bool) -> None:
@@ -217,19 +273,24 @@ def _legacy_by_xla(c: Control, kernel: int, at: list) -> None:
     from . import jax as cj
     jax.config.update("jax_enable_x64", True)
     sig = Signature(c.signature)
+    # A token (the last operand and result, _xla_cannot) is JAX's own: the call
+    # is an ordered one, as mpi4jax's lowerings thread theirs.
+    ordered = any(leaf.dtype == "token" for leaf in sig.operands)
     operands = []
-    for i, leaf in enumerate(sig.operands):
+    for i, leaf in enumerate(sig.operands[:-1] if ordered else sig.operands):
         dtype = numpy_dtype(leaf.dtype)
         size = math.prod(leaf.shape) * dtype.itemsize
         data = ctypes.string_at(at[i], size) if size else b""
         operands.append(np.frombuffer(data, dtype).reshape(leaf.shape).copy())
-    results = [jax.ShapeDtypeStruct(leaf.shape, numpy_dtype(leaf.dtype)) for leaf in sig.results]
+    results = [jax.ShapeDtypeStruct(leaf.shape, numpy_dtype(leaf.dtype))
+               for leaf in (sig.results[:-1] if ordered else sig.results)]
+    several = sig.tuple_result and not ordered
     cj.register_xla_legacy(_REFERENCE_NAME, kernel)
-    call = cj.xla_legacy_call(_REFERENCE_NAME, results if sig.tuple_result else results[0],
-                              api_version=c.api, opaque=bytes(c.opaque))
+    call = cj.xla_legacy_call(_REFERENCE_NAME, results if several or ordered else results[0],
+                              api_version=c.api, opaque=bytes(c.opaque), ordered=ordered)
     try:
         out = jax.jit(call)(*operands)
-        out = [np.asarray(o) for o in (out if sig.tuple_result else [out])]
+        out = [np.asarray(o) for o in (out if several or ordered else [out])]
     except jax.errors.JaxRuntimeError as e:
         raise Failed(13, str(e)) from None
     for i, o in enumerate(out):
@@ -329,6 +390,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--lib")
     p.add_argument("--symbol")
     p.add_argument("--init")
+    p.add_argument("--restore-jax", action="store_true")
+    p.add_argument("--arg-from", action="append", default=[])  # I=FUNC of the side's module
     p.add_argument("--reference", choices=("xla", "invoker"), default="invoker")
     p.add_argument("--against")   # MODULE[:ATTR] of a ported build: the typed side
     return p
@@ -339,6 +402,8 @@ def run(c: Control, a: argparse.Namespace) -> None:
     xla = a.reference == "xla"
     if xla and c.what != TYPED:
         c.name_reference(_xla_name())
+    if a.restore_jax:
+        _restore_jax()
     if a.against:
         kernel = _python_kernel(a.against, a.name, None)
     elif a.python:
@@ -351,6 +416,8 @@ def run(c: Control, a: argparse.Namespace) -> None:
         _probe(c, kernel, bool(a.python), xla)
         return
     at = map_buffers(a.buffers, c.buffers)
+    if a.arg_from:
+        _args_from(a.against if c.what == TYPED and a.against else a.python, a.arg_from, c, at)
     if c.what == TYPED and a.against:
         _ported(c, kernel, at)
     elif c.what == TYPED:

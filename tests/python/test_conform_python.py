@@ -152,7 +152,9 @@ def test_the_table_says_which_reference():
 
 @pytest.mark.parametrize("args, expected", [
     (["--reference", "tpu", CORPUS, "split_v1"], "--reference tpu: expected xla or invoker"),
-    (["--init", "initialize", CORPUS, "split_v1"], "--init goes with --python"),
+    (["--init", "initialize", CORPUS, "split_v1"], "--init, --python-path and --restore-jax "
+     "go with --python"),
+    (["--restore-jax", CORPUS, "split_v1"], "go with --python (its module)"),
     (["--python", "no_such_module_at_all", "k"], "cannot import no_such_module_at_all"),
     (["--python", str(LAPACK)], "name the target: one of blas_ctrsm"),
     (["--python", str(LAPACK), "lapack_nothing", "--init", "initialize"],
@@ -296,3 +298,116 @@ def test_python_lines_in_a_manifest(globals_module, tmp_path):
     assert "--init: raises() raised ValueError" in report["targets"][3]["detail"]
     assert "not_a_mapping gave int" in report["targets"][4]["detail"]
     assert p.returncode == 1
+
+
+# --- Issue 42: a legacy build the running JAX no longer imports, with its token ----
+
+# As mpi4jax 0.8.1.post2 is to the newest JAX: its package imports a name
+# JAX removed (jax.core.get_aval, 0.10.0), and its kernels take a token as
+# the last operand and return one as the last result.
+LEGACY_BUILD = """
+import ctypes
+
+from jax.core import get_aval  # noqa: F401 - removed in JAX 0.10.0
+
+V2 = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+F32 = ctypes.POINTER(ctypes.c_float)
+
+
+def _double(out, ins, status):
+    table = ctypes.cast(out, ctypes.POINTER(ctypes.c_void_p))
+    src, dst = ctypes.cast(ins[0], F32), ctypes.cast(table[0], F32)
+    for i in range(4):
+        dst[i] = 2 * src[i]
+
+
+custom_call_targets = {"double_v2": V2(_double)}
+"""
+TOKEN = ("--api", "2", "--signature", "(f32[4], token[]) -> (f32[4], token[])",
+         "--reference", "xla", "--runs", "2")
+
+
+@pytest.fixture
+def legacy_build(tmp_path):
+    (tmp_path / "legacy_build.py").write_text(LEGACY_BUILD)
+    return tmp_path
+
+
+def test_a_legacy_build_imports_with_the_names_zero_change_mode_restores(legacy_build):
+    kernel = ("--python", "legacy_build:custom_call_targets", "double_v2")
+    rc, t, _ = one(*kernel, *TOKEN)  # not on the path
+    assert rc == 2 and "cannot import legacy_build: No module named" in t["detail"], t
+    rc, t, _ = one(*kernel, "--python-path", legacy_build, *TOKEN)
+    assert rc == 2 and "get_aval" in t["detail"], t
+    rc, t, ref = one(*kernel, "--python-path", legacy_build, "--restore-jax", *TOKEN)
+    assert rc == 0 and t["status"] == "equal" and t["equal"] == 2, t
+    assert "XLA's legacy custom-call path" in ref, ref
+
+
+def test_a_token_xla_cannot_be_given_is_refused_with_the_reason(legacy_build):
+    rc, t, _ = one("--python", "legacy_build:custom_call_targets", "double_v2", "--python-path",
+                   legacy_build, "--restore-jax", "--api", "2", "--signature",
+                   "(token[], f32[4]) -> (f32[4], token[])", "--reference", "xla")
+    assert rc == 2 and "a token other than one last operand and one last result" in \
+        t["detail"], t
+
+
+# A kernel that finds its state by an address in its first operand, as
+# jaxbind 1.2.1's finds the Python function it calls (id(f)) and tfc's its
+# basis object: each side's process has its own, so --arg-from sets it there.
+BY_ADDRESS = """
+import ctypes
+import struct
+
+SCALE = ctypes.c_float(3.0)
+V1 = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
+F32 = ctypes.POINTER(ctypes.c_float)
+
+
+def _scaled(out, ins):
+    scale = ctypes.cast(ctypes.cast(ins[0], ctypes.POINTER(ctypes.c_uint64))[0], F32)[0]
+    src, dst = ctypes.cast(ins[1], F32), ctypes.cast(out, F32)
+    for i in range(4):
+        dst[i] = scale * src[i]
+
+
+def scale_address():
+    return struct.pack("<Q", ctypes.addressof(SCALE))
+
+
+def four_bytes():
+    return b"1234"
+
+
+registrations = {"scaled_v1": V1(_scaled)}
+"""
+ADDRESSED = ("--api", "1", "--signature", "(u64[], f32[4]) -> f32[4]", "--runs", "2")
+
+
+@pytest.mark.parametrize("reference", ["invoker", "xla"])
+def test_an_argument_only_each_sides_process_has(tmp_path, reference):
+    module = tmp_path / "by_address.py"
+    module.write_text(BY_ADDRESS)
+    kernel = ("--python", module, "scaled_v1", *ADDRESSED, "--reference", reference)
+    rc, t, _ = one(*kernel, "--arg-from", "0=scale_address")
+    assert rc == 0 and t["status"] == "equal" and t["equal"] == 2, t
+    rc, t, _ = one(*kernel, "--arg-from", "0=four_bytes")
+    assert rc == 2 and "four_bytes() gave 4 bytes; argument 0 has 8" in t["detail"], t
+    rc, t, _ = one(*kernel, "--arg-from", "0=nothing_here")
+    assert rc == 2 and "has no function 'nothing_here'" in t["detail"], t
+    rc, t, _ = one(*kernel, "--arg-from", "7=scale_address")
+    assert rc == 2 and "the kernel has 2 arguments" in t["detail"], t
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--arg-from", "0=f"], "--arg-from goes with --python"),
+    (["--arg-from", "0"], "expected I=FUNC"),
+    (["--arg-from", "0=f", "--arg-from", "0=g"], "argument 0 is given twice"),
+    (["--python", "m:registrations", "k", "--arg-from", "0=f", "--arg-hex", "0=00"],
+     "argument 0 is given by both --arg-hex and --arg-from"),
+])
+def test_bad_arg_from_is_one_line_and_exit_2(args, expected):
+    p = conform(*([] if "--python" in args else [CORPUS, "split_v1"]), *args, "--api", "1",
+                "--signature", "(f32[4]) -> f32[4]")
+    assert p.returncode == 2 and expected in p.stderr, (p.returncode, p.stderr)
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr

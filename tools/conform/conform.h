@@ -58,6 +58,8 @@ typedef struct target {
   char* python;                       /* --python MODULE[:ATTR], or NULL; lib then names it */
   int python_named;                   /* NAME was given after it (else symbol is ATTR's) */
   char* init;                         /* --init FUNC, or NULL */
+  char* python_path;                  /* --python-path DIR: where that Python finds its build */
+  int restore_jax;                    /* --restore-jax: JAX's removed names put back first */
   int reference_xla;                  /* --reference xla */
   char* against_lib;                  /* --against: the native handler's library, or NULL */
   char* against_symbol;
@@ -72,6 +74,8 @@ typedef struct target {
     size_t len;
   } fixed[MAX_ATTRS]; /* --arg-hex */
   int num_fixed;
+  char* arg_from[MAX_ATTRS]; /* --arg-from I=FUNC, as given */
+  int num_arg_from;
 } target;
 
 /* How one side of one run ended. */

@@ -105,9 +105,17 @@ static int inherited(int fd, char* text, size_t cap) {
   return kept;
 }
 
+/* Puts dir before PYTHONPATH: this child's own environment, before its exec. */
+static void path_first(const char* dir) {
+  const char* old = getenv("PYTHONPATH");
+  char* path = conform_format("%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
+  setenv("PYTHONPATH", path, 1);
+  free(path);
+}
+
 void conform_exec_python(const target* t, int control_fd, int buffers_fd, control* c) {
   char cfd[16], bfd[16];
-  char* argv[16];
+  char* argv[16 + 2 * MAX_ATTRS];
   int n = 0;
   inherited(control_fd, cfd, sizeof cfd);
   inherited(buffers_fd, bfd, sizeof bfd);
@@ -123,14 +131,10 @@ void conform_exec_python(const target* t, int control_fd, int buffers_fd, contro
       argv[n++] = "--name";
       argv[n++] = t->against_name;
     }
-    if (t->against_path) {
-      const char* old = getenv("PYTHONPATH");
-      char* path =
-          conform_format("%s%s%s", t->against_path, old && *old ? ":" : "", old && *old ? old : "");
-      setenv("PYTHONPATH", path, 1); /* this child's own environment, before its exec */
-      free(path);
-    }
+    if (t->against_path) path_first(t->against_path);
   } else {
+    if (t->python_path) path_first(t->python_path);
+    if (t->restore_jax) argv[n++] = "--restore-jax";
     argv[n++] = t->python ? "--python" : "--lib";
     argv[n++] = t->python ? t->python : t->lib;
     if (t->python == NULL || t->python_named) {
@@ -141,6 +145,10 @@ void conform_exec_python(const target* t, int control_fd, int buffers_fd, contro
       argv[n++] = "--init";
       argv[n++] = t->init;
     }
+  }
+  for (int k = 0; k < t->num_arg_from; k++) {
+    argv[n++] = "--arg-from";
+    argv[n++] = t->arg_from[k];
   }
   argv[n++] = "--reference";
   argv[n++] = t->reference_xla ? "xla" : "invoker";

@@ -41,6 +41,8 @@ void conform_target_reset(target* t) {
   free(t->against_path);
   free(t->python);
   free(t->init);
+  free(t->python_path);
+  for (int k = 0; k < t->num_arg_from; k++) free(t->arg_from[k]);
   memset(t, 0, sizeof *t);
 }
 
@@ -217,6 +219,30 @@ OPTION_FN(add_arg_hex) {
   return 0;
 }
 
+/* --arg-from I=FUNC: checked here for its form; the side's Python finds FUNC. */
+OPTION_FN(add_arg_from) {
+  (void)base_dir;
+  char* end;
+  errno = 0;
+  unsigned long index = strtoul(v, &end, 10);
+  if (end == v || *end != '=' || end[1] == '\0' || errno) {
+    snprintf(err, cap, "%s %s: expected I=FUNC, the argument's index and a function of the module",
+             opt, v);
+    return -1;
+  }
+  for (int k = 0; k < t->num_arg_from; k++)
+    if (strtoul(t->arg_from[k], NULL, 10) == index) {
+      snprintf(err, cap, "%s: argument %lu is given twice", opt, index);
+      return -1;
+    }
+  if (t->num_arg_from == MAX_ATTRS) {
+    snprintf(err, cap, "%s: at most %d arguments", opt, MAX_ATTRS);
+    return -1;
+  }
+  t->arg_from[t->num_arg_from++] = conform_format("%s", v);
+  return 0;
+}
+
 /* --opaque-file: the whole file, at most OPAQUE_FILE_MAX bytes. */
 OPTION_FN(set_opaque_file) {
   (void)opt, (void)base_dir;
@@ -358,6 +384,20 @@ OPTION_FN(set_init) {
   return 0;
 }
 
+OPTION_FN(set_python_path) {
+  (void)opt, (void)err, (void)cap;
+  free(t->python_path);
+  t->python_path = v[0] != '/' && base_dir != NULL ? conform_format("%s/%s", base_dir, v)
+                                                   : conform_format("%s", v);
+  return 0;
+}
+
+OPTION_FN(set_restore_jax) {
+  (void)opt, (void)v, (void)base_dir, (void)err, (void)cap;
+  t->restore_jax = 1;
+  return 0;
+}
+
 OPTION_FN(set_reference) {
   (void)base_dir;
   if (strcmp(v, "xla") != 0 && strcmp(v, "invoker") != 0) {
@@ -397,6 +437,12 @@ const option_spec conform_options[] = {
     {"--init", "FUNC", set_init,
      "call MODULE.FUNC() in each child process before the kernel, under --timeout (jaxlib's "
      "_lapack: initialize); one that exits, raises or hangs is an error"},
+    {"--python-path", "DIR", set_python_path,
+     "put before PYTHONPATH for --python's side only: where the legacy build is"},
+    {"--restore-jax", NULL, set_restore_jax,
+     "import --python's module with the names of JAX's custom-call plumbing that "
+     "zero-change mode puts back (docs/legacy.md), for a legacy build the running JAX no "
+     "longer imports; its kernel still runs by the reference"},
     {"--reference", "xla|invoker", set_reference,
      "the legacy side: ccshim's invoker (the default), or XLA's own legacy custom-call path in "
      "jaxlib, so that equal means equal to XLA (Python with JAX)"},
@@ -406,6 +452,10 @@ const option_spec conform_options[] = {
      "its buffers, e.g. '(f32[128], f32[2048]) -> f32[2048]' (required)"},
     {"--opaque-hex", "HEX", set_opaque_hex, "the opaque (backend config) bytes"},
     {"--arg-hex", "I=HEX", add_arg_hex, "fix argument I to these bytes (dims, flags)"},
+    {"--arg-from", "I=FUNC", add_arg_from,
+     "fix argument I, in each side's own process, to the bytes MODULE.FUNC() returns there "
+     "(with --python, and --against-python's module on the typed side): a value only that "
+     "process has, as an object's address a kernel finds its state by"},
     {"--opaque-file", "F", set_opaque_file, "the opaque bytes, read from a file (at most 64 MiB)"},
     {"--seed", "S", set_seed, "the inputs' seed (default 1)"},
     {"--runs", "K", set_runs, "runs, each side every run (default 3)"},
@@ -477,10 +527,22 @@ static int check_complete(const target* t, char* err, size_t cap) {
     snprintf(err, cap, "--signature is required, e.g. '(f32[128], f32[2048]) -> f32[2048]'");
     return -1;
   }
-  if (t->init && !t->python) {
-    snprintf(err, cap, "--init goes with --python (it is called on that module)");
+  if ((t->init || t->python_path || t->restore_jax) && !t->python) {
+    snprintf(err, cap, "--init, --python-path and --restore-jax go with --python (its module)");
     return -1;
   }
+  if (t->num_arg_from && (!t->python || t->against_lib)) {
+    snprintf(err, cap, "--arg-from goes with --python: its sides run in Python (and not with "
+                       "--against, whose typed side does not)");
+    return -1;
+  }
+  for (int k = 0; k < t->num_arg_from; k++)
+    for (int f = 0; f < t->num_fixed; f++)
+      if (strtoul(t->arg_from[k], NULL, 10) == t->fixed[f].index) {
+        snprintf(err, cap, "argument %zu is given by both --arg-hex and --arg-from",
+                 t->fixed[f].index);
+        return -1;
+      }
   if (t->against_python && (t->against_lib || t->num_attrs)) {
     snprintf(err, cap,
              "--against-python takes the handler from Python, with the opaque as its "
