@@ -385,7 +385,8 @@ def port_check(p: dict) -> dict | None:
             # each ported kernel named beside the legacy one run by XLA's path
             sides = project_ports.conform(
                 p["key"], site, port_build_python(p, run), BUILD / "tools" / "ccshim",
-                p.get("port", {}).get("conform", []), pathlib.Path(tmp)) \
+                p.get("port", {}).get("conform", []), pathlib.Path(tmp),
+                runs_in=run_python(p, run)) \
                 if p.get("port", {}).get("conform") else None
     except Exception as e:  # said in the results and the doc
         out["run"]["error"] = f"{type(e).__name__}: {str(e)[-600:]}"

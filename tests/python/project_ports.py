@@ -22,6 +22,7 @@ from project_modules import cached, fetch
 
 ROOT = project_suites.ROOT
 KEPT = ROOT / "dev" / "census" / "ports"
+STATE = ROOT / "dev" / "census" / "state"
 NEWEST = ROOT / ".venv-newest" / "bin" / "python"
 # Where a project's source is not its suite's folder (cache folder, tree).
 SOURCES = {
@@ -213,14 +214,26 @@ def run(project: str, site: pathlib.Path, python: pathlib.Path, ranks: int = 1,
 
 
 def conform(project: str, site: pathlib.Path, python: pathlib.Path, ccshim: pathlib.Path,
-            entries: list[dict], into: pathlib.Path) -> dict:
+            entries: list[dict], into: pathlib.Path, runs_in: pathlib.Path | None = None) -> dict:
     """`ccshim conform --against-python` of each ported kernel named in
-    entries (the manifest's [port] conform: module, name, api, signature,
-    arg_hex; attr: the module's mapping, registrations by default, or
-    function: the module's function that returns the capsule), the handler of the ported build in site against the kernel of
-    the project's legacy build (its sdist unpatched, built the same way into
-    into) run by XLA's legacy path: {name: {"status", "runs", "equal",
-    "both_failed", "detail"}}."""
+    entries (the manifest's [port] conform), the handler of the ported build
+    in site against the kernel of the project's legacy build (its sdist
+    unpatched, built the same way into into, with python) run by XLA's
+    legacy path, each side in runs_in (the suite's Python; else python):
+    {name: {"status", "runs", "equal", "both_failed", "detail"}}.  An entry
+    has name (target: its key in the mapping, when not the name), api,
+    signature, arg_hex, arg_from (`--arg-from`: a value each side's process
+    makes, by a function of the state module), and where the capsules are:
+
+    * module: a path in each build (the module loaded from its file), or a
+      name imported on each side from its own build;
+    * state: instead, a module of dev/census/state/ that makes the state
+      the project's Python makes before its kernels run (tfc's basis
+      objects), imported on each side with its own build on the path;
+    * attr: the module's mapping (registrations by default), or function:
+      its function that returns the capsule;
+    * restore_jax: the legacy build imported with the JAX names zero-change
+      mode restores (one this JAX no longer imports)."""
     legacy = into / "legacy-site"
     tree = into / "legacy-tree"
     side_by_side(project, tree)
@@ -229,21 +242,38 @@ def conform(project: str, site: pathlib.Path, python: pathlib.Path, ccshim: path
     build(tree, legacy, python, project=project)
     found = {}
     for e in entries:
-        modules = [next(iter(sorted(s.glob(e["module"] + "*.so"))), None) for s in (legacy, site)]
+        if "state" in e:  # one module of ours, each side's build on its path
+            modules = [str(STATE / e["state"])] * 2
+            paths = ["--python-path", str(legacy), "--against-path", str(site)]
+        elif "/" in e["module"]:  # a path in each build, the module loaded from its file
+            modules = [next(iter(sorted(s.glob(e["module"] + "*.so"))), None)
+                       for s in (legacy, site)]
+            paths = []
+        else:  # a module name, imported on each side from its own build
+            modules = [e["module"]] * 2
+            paths = ["--python-path", str(legacy), "--against-path", str(site)]
         if None in modules:
             found[e["name"]] = {"status": "error", "detail": f"no {e['module']}*.so in a build"}
             continue
         # the module's mapping of its capsules (registrations by default), or
         # the module function that returns the kernel's (celerite2's)
         attr = e.get("function") or e.get("attr", "registrations")
-        named = [] if "function" in e else [e["name"]]
+        named = [] if "function" in e else [e.get("target", e["name"])]
         args = [str(ccshim), "conform", "--python", f"{modules[0]}:{attr}", *named,
                 "--api", str(e["api"]), "--signature", e["signature"], "--reference", "xla",
-                "--against-python", f"{modules[1]}:{attr}",
-                *(["--against-name", e["name"]] if named else []), "--runs", "3", "--json"]
+                "--against-python", f"{modules[1]}:{attr}", *paths,
+                *(["--restore-jax"] if e.get("restore_jax") else []),
+                *(["--against-name", named[0]] if named else []), "--runs", "3", "--json"]
         for fixed in e.get("arg_hex", []):
             args += ["--arg-hex", fixed]
-        done = subprocess.run(args, env=dict(os.environ, CCSHIM_PYTHON=str(python)),
+        for made in e.get("arg_from", []):
+            args += ["--arg-from", made]
+        # the Python of the project's suite (its modules), ccshim's package
+        # reachable there from this tree (after each side's build)
+        pythonpath = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"),
+                                                   str(ROOT / "python")]))
+        done = subprocess.run(args, env=dict(os.environ, CCSHIM_PYTHON=str(runs_in or python),
+                                             PYTHONPATH=pythonpath),
                               capture_output=True, text=True, timeout=600)
         try:
             (target,) = json.loads(done.stdout)["targets"]
