@@ -532,8 +532,9 @@ static int check_complete(const target* t, char* err, size_t cap) {
     return -1;
   }
   if (t->num_arg_from && (!t->python || t->against_lib)) {
-    snprintf(err, cap, "--arg-from goes with --python: its sides run in Python (and not with "
-                       "--against, whose typed side does not)");
+    snprintf(err, cap,
+             "--arg-from goes with --python: its sides run in Python (and not with "
+             "--against, whose typed side does not)");
     return -1;
   }
   for (int k = 0; k < t->num_arg_from; k++)
