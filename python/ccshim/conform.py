@@ -157,17 +157,17 @@ def _python_kernel(spec: str, name: str | None, init: str | None) -> int:
 
 def _restore_jax() -> None:
     """--restore-jax: JAX's removed custom-call plumbing put back as
-    zero-change mode puts it (ccshim.legacy._restored), before the legacy
+    zero-change mode puts it (ccshim.legacy.restore_plumbing), before the legacy
     build is imported; what the module registers through it goes to XLA's
     own legacy registry, as it went on the JAX the build was made for."""
     import jax
 
-    from .legacy import _restored
+    from .legacy import restore_plumbing
 
     def register(name, fn, platform="cpu", api_version=0):
         jax.ffi.register_ffi_target(name, fn, platform=platform, api_version=api_version)
     try:
-        _restored.install(register)
+        restore_plumbing(register)
     except Exception as e:  # noqa: BLE001 - said in the report, never a pass
         raise Broken(f"--restore-jax: {type(e).__name__}: {e}") from None
 

@@ -155,8 +155,8 @@ check(c_struct("control_buffer") == [("offset", "uint64_t"), ("bytes", "uint64_t
       f"conform.h's control_buffer is the page's: {c_struct('control_buffer')}")
 line = re.search(r"PYTHON -c BOOT conform ccshim.conform (.*)", DOC).group(1)
 in_python = (ROOT / "tools" / "conform" / "in_python.c").read_text()
-passed = set(re.findall(r'"(--[a-z]+)"', in_python))
-check(set(re.findall(r"--[a-z]+", line)) == passed,
+passed = set(re.findall(r'"(--[a-z]+(?:-[a-z]+)*)"', in_python))
+check(set(re.findall(r"--[a-z]+(?:-[a-z]+)*", line)) == passed,
       f"in_python.c passes the page's options: {sorted(passed)}")
 
 print(f"contracts, C side: {len(records)} record kinds, {len(py_records)} .py records, the "

@@ -66,7 +66,7 @@ from .._hlo import DEFAULT_PREFIX, describe_call, rewrite_call, walk
 from .._legacy_cmd import REPORT_FIELDS, report_file
 
 __all__ = ["enable", "disable", "enabled", "recorded", "wrapped", "signature",
-           "LegacyCallError", "REPORT_FIELDS"]
+           "restore_plumbing", "LegacyCallError", "REPORT_FIELDS"]
 
 
 class LegacyCallError(RuntimeError):
@@ -188,6 +188,16 @@ def disable() -> None:
         for owner, attr, value in reversed(_state["originals"]):
             setattr(owner, attr, value)
         _state["on"] = False
+
+
+def restore_plumbing(register: Any) -> None:
+    """Puts back only the removed plumbing, with no interception: what a
+    legacy build registers through the restored register_custom_call_target
+    goes to ``register(name, fn, platform="cpu", api_version=0)``
+    (conform's legacy side, where XLA's own legacy path runs the kernel)."""
+    from . import _restored
+    with _lock:
+        _restored.install(register)
 
 
 def _xla_clients() -> list:
