@@ -324,7 +324,7 @@ def _double(out, ins, status):
 custom_call_targets = {"double_v2": V2(_double)}
 """
 TOKEN = ("--api", "2", "--signature", "(f32[4], token[]) -> (f32[4], token[])",
-         "--reference", "xla", "--runs", "2")
+         "--reference", "xla", "--runs", "1")
 
 
 @pytest.fixture
@@ -340,7 +340,7 @@ def test_a_legacy_build_imports_with_the_names_zero_change_mode_restores(legacy_
     rc, t, _ = one(*kernel, "--python-path", legacy_build, *TOKEN)
     assert rc == 2 and "get_aval" in t["detail"], t
     rc, t, ref = one(*kernel, "--python-path", legacy_build, "--restore-jax", *TOKEN)
-    assert rc == 0 and t["status"] == "equal" and t["equal"] == 2, t
+    assert rc == 0 and t["status"] == "equal" and t["equal"] == 1, t
     assert "XLA's legacy custom-call path" in ref, ref
 
 
@@ -391,6 +391,8 @@ def test_an_argument_only_each_sides_process_has(tmp_path, reference):
     kernel = ("--python", module, "scaled_v1", *ADDRESSED, "--reference", reference)
     rc, t, _ = one(*kernel, "--arg-from", "0=scale_address")
     assert rc == 0 and t["status"] == "equal" and t["equal"] == 2, t
+    if reference == "xla":
+        return  # what it refuses, it refuses in the side's own Python, either reference
     rc, t, _ = one(*kernel, "--arg-from", "0=four_bytes")
     assert rc == 2 and "four_bytes() gave 4 bytes; argument 0 has 8" in t["detail"], t
     rc, t, _ = one(*kernel, "--arg-from", "0=nothing_here")
