@@ -9,7 +9,7 @@
 # once both chains have ended.  make test pairs the Python suites, which
 # leave about a seventh of two cores idle, with the C suite and the stages
 # that leave a third idle (the wheel's, plain CMake's, the sanitizers'),
-# none of which writes what the other chain reads.
+# then the fuzzers, none of which writes what the other chain reads.
 #
 # A stage's prerequisites that an earlier stage made (test-setup, build)
 # are not made again (make -o): nor twice at once by two chains.
