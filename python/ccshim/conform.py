@@ -284,13 +284,13 @@ def _legacy_by_xla(c: Control, kernel: int, at: list) -> None:
         operands.append(np.frombuffer(data, dtype).reshape(leaf.shape).copy())
     results = [jax.ShapeDtypeStruct(leaf.shape, numpy_dtype(leaf.dtype))
                for leaf in (sig.results[:-1] if ordered else sig.results)]
-    several = sig.tuple_result and not ordered
+    listed = sig.tuple_result or ordered  # an ordered call's arrays come as a list
     cj.register_xla_legacy(_REFERENCE_NAME, kernel)
-    call = cj.xla_legacy_call(_REFERENCE_NAME, results if several or ordered else results[0],
+    call = cj.xla_legacy_call(_REFERENCE_NAME, results if listed else results[0],
                               api_version=c.api, opaque=bytes(c.opaque), ordered=ordered)
     try:
         out = jax.jit(call)(*operands)
-        out = [np.asarray(o) for o in (out if several or ordered else [out])]
+        out = [np.asarray(o) for o in (out if listed else [out])]
     except jax.errors.JaxRuntimeError as e:
         raise Failed(13, str(e)) from None
     for i, o in enumerate(out):

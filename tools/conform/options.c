@@ -326,19 +326,22 @@ OPTION_FN(set_against) {
   return 0;
 }
 
-/* --against-python, --against-name, --against-path: a string each. */
-OPTION_FN(set_against_python) {
+/* --against-python, --against-name, and the folders a Python side puts
+ * first on its path, --against-path and --python-path (relative to the
+ * manifest's folder): a string each. */
+OPTION_FN(set_python_side) {
+  int folder = !strcmp(opt, "--against-path") || !strcmp(opt, "--python-path");
   char** field = !strcmp(opt, "--against-python") ? &t->against_python
                  : !strcmp(opt, "--against-name") ? &t->against_name
+                 : !strcmp(opt, "--python-path")  ? &t->python_path
                                                   : &t->against_path;
   if (v[0] == '\0') {
     snprintf(err, cap, "%s: expected a value", opt);
     return -1;
   }
   free(*field);
-  *field = !strcmp(opt, "--against-path") && v[0] != '/' && base_dir != NULL
-               ? conform_format("%s/%s", base_dir, v)
-               : conform_format("%s", v);
+  *field = folder && v[0] != '/' && base_dir != NULL ? conform_format("%s/%s", base_dir, v)
+                                                     : conform_format("%s", v);
   return 0;
 }
 
@@ -381,14 +384,6 @@ OPTION_FN(set_init) {
   (void)opt, (void)base_dir, (void)err, (void)cap;
   free(t->init);
   t->init = conform_format("%s", v);
-  return 0;
-}
-
-OPTION_FN(set_python_path) {
-  (void)opt, (void)err, (void)cap;
-  free(t->python_path);
-  t->python_path = v[0] != '/' && base_dir != NULL ? conform_format("%s/%s", base_dir, v)
-                                                   : conform_format("%s", v);
   return 0;
 }
 
@@ -437,7 +432,7 @@ const option_spec conform_options[] = {
     {"--init", "FUNC", set_init,
      "call MODULE.FUNC() in each child process before the kernel, under --timeout (jaxlib's "
      "_lapack: initialize); one that exits, raises or hangs is an error"},
-    {"--python-path", "DIR", set_python_path,
+    {"--python-path", "DIR", set_python_side,
      "put before PYTHONPATH for --python's side only: where the legacy build is"},
     {"--restore-jax", NULL, set_restore_jax,
      "import --python's module with the names of JAX's custom-call plumbing that "
@@ -462,11 +457,11 @@ const option_spec conform_options[] = {
     {"--rtol", "R", set_rtol, "compare floats within R instead of byte for byte"},
     {"--against", "LIB2:HANDLER", set_against, "a native typed-FFI port instead of the adapter"},
     {"--attr", "NAME=TYPE:VALUE", add_attr, "an attribute for the port (TYPE[] for arrays, str)"},
-    {"--against-python", "MODULE[:ATTR]", set_against_python,
+    {"--against-python", "MODULE[:ATTR]", set_python_side,
      "the handler `ccshim port` wrote, from the ported build's module (a capsule, or an entry "
      "of ATTR's mapping), instead of the adapter; run in Python"},
-    {"--against-name", "NAME", set_against_python, "its entry in ATTR's mapping"},
-    {"--against-path", "DIR", set_against_python,
+    {"--against-name", "NAME", set_python_side, "its entry in ATTR's mapping"},
+    {"--against-path", "DIR", set_python_side,
      "put before PYTHONPATH for that side only: where the ported build is"},
     {"--timeout", "SECONDS", set_timeout, "each side's deadline, then SIGKILL (default 60)"},
     {"--tuple-operands", "flat|nested", set_tuple_operands,
