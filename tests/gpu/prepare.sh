@@ -8,6 +8,8 @@
 #                     the MPI mpi4jax is built against there
 #   .carry/mpi4jax-0.8.1.post2/  mpi4jax's sdist, as tests/fixtures/fetch.py
 #                     checked and unpacked it into the per-user cache
+#   .carry/port-mpi4jax/  the same with mpi4jax's kept port (dev/census/
+#                     ports/) applied
 #   .carry/port-kepler-jax/  kepler_jax's kept port (dev/census/ports/),
 #                     applied to its source in the per-user cache (census.py
 #                     fetch kepler-jax), with the build backend its pyproject
@@ -42,8 +44,10 @@ python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:
   -d .carry/wheels mpich==5.0.2 mpi4py==4.1.2
 python3 tests/fixtures/fetch.py >/dev/null
 src=$(python3 tests/fixtures/fetch.py --where)/mpi4jax-0.8.1.post2-src/mpi4jax-0.8.1.post2
-rm -rf .carry/mpi4jax-0.8.1.post2
+rm -rf .carry/mpi4jax-0.8.1.post2 .carry/port-mpi4jax
 cp -r "$src" .carry/mpi4jax-0.8.1.post2
+cp -r "$src" .carry/port-mpi4jax
+patch -s -p1 -d .carry/port-mpi4jax <dev/census/ports/mpi4jax-0.8.1.post2.patch
 kepler=$(python3 tests/fixtures/fetch.py --where)/census/kepler-jax-371dca9-src
 rm -rf .carry/port-kepler-jax
 if [ -f "$kepler/.complete" ]; then
@@ -51,7 +55,7 @@ if [ -f "$kepler/.complete" ]; then
   patch -s -p1 -d .carry/port-kepler-jax <dev/census/ports/kepler-jax-371dca9.patch
   python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
     -d .carry/wheels scikit-build-core==0.11.1 setuptools-scm==8.2.0 pathspec==0.12.1 \
-    packaging==24.2
+    packaging==24.2 pybind11==2.13.6 setuptools==80.9.0
 else
   echo "prepare: no kepler_jax source in the cache ($kepler; census.py fetch kepler-jax" \
     "--git-from CLONE): the port-kepler step will say so" >&2

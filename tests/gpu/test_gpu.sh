@@ -144,6 +144,28 @@ step jax 180 "grep -E 'byte|alike|fori_loop'" -- "${with_ccshim[@]}" "$python" \
   tests/gpu/jax_gpu.py "$examples/libccshim_example_gpu_cuda.so" \
   --ported "$examples/libmigration_ported_gpu.so"
 
+# machine_venv VENV [WHEEL...]: a venv that sees the machine's JAX (a .pth
+# file naming PYTHON's site-packages: PYTHON may be a venv itself, whose
+# packages --system-site-packages would not see) and holds the WHEELs;
+# prints its site-packages.
+machine_venv() {
+  local venv=$1 site
+  shift
+  rm -rf "$venv"
+  "$python" -m venv --without-pip "$venv" || return 1
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  # (site.addsitedir: the machine's own .pth files are read too)
+  "$python" -c 'import site; print("".join(f"import site; site.addsitedir({p!r})\n"
+                                           for p in site.getsitepackages()))' \
+    >"$site/machine-site.pth" || return 1
+  if [ $# -gt 0 ]; then
+    "$python" -m pip install -q --disable-pip-version-check --no-index --no-deps \
+      --ignore-installed --prefix "$venv" "$@" >&2 || return 1
+  fi
+  echo "$site"
+}
+export -f machine_venv
+
 # mpi4jax: a venv of its own, which sees the machine's JAX (a .pth file
 # naming PYTHON's site-packages) and holds mpich and mpi4py from
 # .carry/wheels: mpi4py looks for libmpi in its venv's lib/ first, so mpich's
@@ -151,23 +173,16 @@ step jax 180 "grep -E 'byte|alike|fori_loop'" -- "${with_ccshim[@]}" "$python" \
 # children its tests start with an environment of their own too.  mpi4jax's
 # sdist from .carry built in place with mpich's mpicc (and nvcc's CUDA, for its
 # bridge), its suite run as published from a copy of its tests.
-mpi4jax_suite() {
-  local venv=$root/$build/venv-mpi src=$root/$build/mpi4jax suite libmpi site
-  carried_mpi4jax ||
-    { echo "no .carry/mpi4jax-0.8.1.post2 or .carry/wheels (tests/gpu/prepare.sh)"; return 1; }
-  rm -rf "$venv"
-  "$python" -m venv --without-pip "$venv" || return 1
-  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
-  # (site.addsitedir: the machine's own .pth files are read too)
-  "$python" -c 'import site; print("".join(f"import site; site.addsitedir({p!r})\n"
-                                           for p in site.getsitepackages()))' \
-    >"$site/machine-site.pth"
-  "$python" -m pip install -q --disable-pip-version-check --no-index --no-deps \
-    --ignore-installed --prefix "$venv" .carry/wheels/*.whl || return 1
+#
+# build_mpi4jax FROM SRC VENV: the venv, and the tree FROM copied to SRC and
+# built there; prints mpich's libmpi.so.12.
+build_mpi4jax() {
+  local from=$1 src=$2 venv=$3 libmpi
+  machine_venv "$venv" "$root"/.carry/wheels/{mpich,mpi4py}-*.whl >/dev/null || return 1
   libmpi=$(find "$venv/lib" -maxdepth 1 -name 'libmpi.so.12' | head -n 1)
-  [ -n "$libmpi" ] || { echo "the mpich wheel put no libmpi.so.12 in $venv/lib"; return 1; }
-  "$venv/bin/python" -c 'from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])'
-  rm -rf "$src" && cp -r .carry/mpi4jax-0.8.1.post2 "$src"
+  [ -n "$libmpi" ] || { echo "the mpich wheel put no libmpi.so.12 in $venv/lib" >&2; return 1; }
+  "$venv/bin/python" -c 'from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])' >&2
+  rm -rf "$src" && cp -r "$from" "$src"
   [ -x /usr/local/cuda/bin/nvcc ] && PATH=$PATH:/usr/local/cuda/bin  # its CUDA: nvcc's
   # --library-dirs: mpich's lib/ first on the link line.  setuptools adds the
   # Python's LIBDIR (a Debian or Ubuntu python3's is /usr/lib/x86_64-linux-gnu)
@@ -177,16 +192,25 @@ mpi4jax_suite() {
   # called before MPI_INIT').
   (cd "$src" && PATH="$venv/bin:$PATH" MPI4JAX_BUILD_MPICC="$venv/bin/mpicc" \
     "$venv/bin/python" setup.py build_ext --inplace --library-dirs "$venv/lib" \
-    >build.log 2>&1) || { tail -n 20 "$src/build.log"; return 1; }
+    >build.log 2>&1) || { tail -n 20 "$src/build.log" >&2; return 1; }
   compgen -G "$src/mpi4jax/_src/xla_bridge/mpi_xla_bridge_cuda.*.so" >/dev/null ||
-    { echo "mpi4jax's CUDA bridge was not built"; return 1; }
+    { echo "mpi4jax's CUDA bridge was not built" >&2; return 1; }
   local bridge needs
   for bridge in "$src"/mpi4jax/_src/xla_bridge/mpi_xla_bridge*.so; do
     needs=$(readelf -d "$bridge" | grep -o 'libmpi[^]]*' | tr '\n' ' ')
-    echo "$(basename "$bridge") needs: $needs"
+    echo "$(basename "$bridge") needs: $needs" >&2
     [[ $needs == *libmpi.so.12* && $needs != *libmpi.so.40* ]] ||
-      { echo "$(basename "$bridge") is not linked against mpich's libmpi.so.12"; return 1; }
+      { echo "$(basename "$bridge") is not linked against mpich's libmpi.so.12" >&2; return 1; }
   done
+  echo "$libmpi"
+}
+export -f build_mpi4jax
+
+mpi4jax_suite() {
+  local venv=$root/$build/venv-mpi src=$root/$build/mpi4jax suite libmpi
+  carried_mpi4jax ||
+    { echo "no .carry/mpi4jax-0.8.1.post2 or .carry/wheels (tests/gpu/prepare.sh)"; return 1; }
+  libmpi=$(build_mpi4jax "$root/.carry/mpi4jax-0.8.1.post2" "$src" "$venv") || return 1
   suite=$root/$build/mpi4jax-suite
   rm -rf "$suite" && mkdir -p "$suite" &&
     cp -r "$src/tests" "$src/examples" "$src/pyproject.toml" "$suite/"
@@ -235,23 +259,12 @@ mpi("after import mpi4jax")' 2>&1 | grep -v Warning)
 export -f mpi4jax_suite
 step mpi4jax 420 "grep -E '(passed|failed|error)|cuda kernels' | tail -n 2" -- mpi4jax_suite
 
-# kepler_jax's kept port on the GPU: its ported CUDA kernels through the
-# handlers `ccshim port` wrote, nothing of ccshim there.
-port_kepler() {
-  local src=$root/.carry/port-kepler-jax venv=$root/$build/venv-port
-  local site=$root/$build/port-kepler-site dump=$logs/port-kepler-hlo calls untyped
-  [ -d "$src" ] || { echo "no .carry/port-kepler-jax (tests/gpu/prepare.sh)"; return 1; }
-  rm -rf "$venv" "$site" "$dump"
-  "$python" -m venv --system-site-packages "$venv" &&
-    "$venv/bin/python" -m pip install -q --no-index --find-links "$root/.carry/wheels" \
-      scikit-build-core==0.11.1 setuptools-scm==8.2.0 || return 1
-  SETUPTOOLS_SCM_PRETEND_VERSION=0.1.dev56+g371dca9 PATH="$venv/bin:$PATH" \
-    "$venv/bin/python" -m pip install -q --no-deps --no-build-isolation --target "$site" \
-    "$src" || return 1
-  compgen -G "$site/kepler_jax/gpu_ops*.so" >/dev/null ||
-    { echo "its build made no gpu_ops: was nvcc found?"; return 1; }
-  (cd "$src" && PYTHONPATH="$site" XLA_FLAGS="--xla_dump_to=$dump --xla_dump_hlo_as_text" \
-    "$venv/bin/python" -c '
+# A port's suite on the GPU: pytest ARGS... in the current folder, by PYTHON
+# (its venv's), which must not be able to import ccshim; XLA's dump to DUMP.
+suite_without_ccshim() {
+  local python=$1 dump=$2
+  shift 2
+  XLA_FLAGS="--xla_dump_to=$dump --xla_dump_hlo_as_text" "$python" - "$@" <<'PY'
 import sys
 try:
     import ccshim
@@ -260,15 +273,68 @@ except ImportError:
     pass
 import jax, pytest
 print("default backend:", jax.default_backend())
-sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "tests"]))') || return 1
-  calls=$(cat "$dump"/*.txt | grep ' custom-call(' | grep -c 'custom_call_target="gpu_kepler_')
-  untyped=$(cat "$dump"/*.txt | grep ' custom-call(' | grep 'kepler_' |
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[1:]]))
+PY
+}
+
+# dump_typed DUMP WHAT GPU_TARGETS: the custom calls in XLA's dump whose
+# target matches WHAT are all typed (API version 4), and some match
+# GPU_TARGETS (what a GPU lowering calls; a regular expression).
+dump_typed() {
+  local dump=$1 what=$2 gpu=$3 calls untyped
+  calls=$(cat "$dump"/*.txt | grep ' custom-call(' | grep -cE "custom_call_target=\"$gpu")
+  untyped=$(cat "$dump"/*.txt | grep ' custom-call(' | grep -E "custom_call_target=\"$what" |
     grep -vc 'api_version=API_VERSION_TYPED_FFI')
-  echo "gpu_kepler calls: $calls; kepler calls not typed: $untyped"
+  echo "$gpu calls: $calls; $what calls not typed: $untyped"
   [ "$calls" -gt 0 ] && [ "$untyped" -eq 0 ]
 }
+export -f suite_without_ccshim dump_typed
+
+# kepler_jax's kept port on the GPU: its ported CUDA kernels through the
+# handlers `ccshim port` wrote, nothing of ccshim there.
+port_kepler() {
+  local src=$root/.carry/port-kepler-jax venv=$root/$build/venv-port
+  local site=$root/$build/port-kepler-site dump=$root/$build/port-kepler-hlo tools
+  [ -d "$src" ] || { echo "no .carry/port-kepler-jax (tests/gpu/prepare.sh)"; return 1; }
+  rm -rf "$site" "$dump"
+  [ -x /usr/local/cuda/bin/nvcc ] && PATH=$PATH:/usr/local/cuda/bin  # its CUDA: nvcc's
+  # its build backend and pybind11 (its build-system's requires), carried
+  tools=$(machine_venv "$venv" "$root"/.carry/wheels/{scikit_build_core,setuptools_scm,setuptools,pathspec,packaging,pybind11}-*.whl) ||
+    return 1
+  # pip's own build, not isolated: its backend runs in PYTHON, with the
+  # carried tools first on its path; its CMake finds pybind11 by pybind11_DIR
+  PYTHONPATH="$tools" SETUPTOOLS_SCM_PRETEND_VERSION=0.1.dev56+g371dca9 \
+    CMAKE_ARGS="-Dpybind11_DIR=$(PYTHONPATH="$tools" "$python" -m pybind11 --cmakedir)" \
+    "$python" -m pip install -q --disable-pip-version-check --no-index --no-deps \
+    --no-build-isolation --target "$site" "$src" || return 1
+  compgen -G "$site/kepler_jax/gpu_ops*.so" >/dev/null ||
+    { echo "its build made no gpu_ops: was nvcc found?"; return 1; }
+  (cd "$src" && PYTHONPATH="$site" suite_without_ccshim "$venv/bin/python" "$dump" tests) ||
+    return 1
+  dump_typed "$dump" '[a-z_]*kepler_' gpu_kepler_
+}
 export -f port_kepler
-step port-kepler 240 "grep -E 'passed|failed|gpu_kepler calls' | tail -n 2" -- port_kepler
+step port-kepler 240 "grep -E 'passed|failed|gpu_kepler_ calls' | tail -n 2" -- port_kepler
+
+# mpi4jax's kept port on the GPU: its CUDA kernels through the handlers
+# `ccshim port` wrote (its SYCL kernels, a void* stream, stay legacy), built
+# as mpi4jax is above, its suite on one rank in a Python where ccshim cannot
+# be imported, and every mpi call XLA compiled read from its dump: typed.
+port_mpi4jax() {
+  local venv=$root/$build/venv-mpi-port src=$root/$build/port-mpi4jax
+  local suite=$root/$build/port-mpi4jax-suite dump=$root/$build/port-mpi4jax-hlo libmpi
+  [ -d "$root/.carry/port-mpi4jax" ] ||
+    { echo "no .carry/port-mpi4jax (tests/gpu/prepare.sh)"; return 1; }
+  libmpi=$(build_mpi4jax "$root/.carry/port-mpi4jax" "$src" "$venv") || return 1
+  rm -rf "$suite" "$dump" && mkdir -p "$suite" &&
+    cp -r "$src/tests" "$src/examples" "$src/pyproject.toml" "$suite/"
+  (cd "$suite" && LD_PRELOAD="$libmpi" LD_LIBRARY_PATH="$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    MPI4JAX_USE_CUDA_MPI=0 PATH="$venv/bin:$PATH" PYTHONPATH="$src" \
+    suite_without_ccshim "$venv/bin/python" "$dump" tests) || return 1
+  dump_typed "$dump" mpi_ mpi_
+}
+export -f port_mpi4jax
+step port-mpi4jax 300 "grep -E 'passed|failed|mpi_ calls' | tail -n 2" -- port_mpi4jax
 
 # The census on a GPU: a GPU-only project's own suite on XLA's legacy path
 # and through ccshim, in a venv of its own that sees the machine's JAX and
@@ -279,16 +345,10 @@ census_suite() {
   local out=$logs/census-$1 site pkg rc=0 libpath='' d
   local gs=("$python" "$root/dev/census/gpu_suite.py")
   [ -d "$carried" ] || { echo "no $carried (tests/gpu/prepare.sh)"; return 1; }
-  rm -rf "$venv" "$suite" "$out" && mkdir -p "$suite" "$out"
-  "$python" -m venv --without-pip "$venv" || return 1
-  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
-  "$python" -c 'import site; print("".join(f"import site; site.addsitedir({p!r})\n"
-                                           for p in site.getsitepackages()))' \
-    >"$site/machine-site.pth"
-  if compgen -G "$carried/*.whl" >/dev/null; then
-    "$python" -m pip install -q --disable-pip-version-check --no-index --no-deps \
-      --ignore-installed --prefix "$venv" "$carried"/*.whl || return 1
-  fi
+  rm -rf "$suite" "$out" && mkdir -p "$suite" "$out"
+  local wheels=()
+  compgen -G "$carried/*.whl" >/dev/null && wheels=("$carried"/*.whl)
+  site=$(machine_venv "$venv" "${wheels[@]}") || return 1
   if [ "$("${gs[@]}" get "$key" tests)" = sdist ]; then
     tar -xzf "$carried"/*.tar.gz -C "$suite" || return 1
     pkg=$(find "$suite" -maxdepth 1 -mindepth 1 -type d | head -n 1)
