@@ -40,6 +40,7 @@ class Rules(cst.CSTVisitor):
 
     def __init__(self) -> None:
         self.platforms: dict[str, set[str]] = {}
+        self.spelled: dict[str, set[str]] = {}   # (the platforms as written)
         self.wraps: dict[str, str] = {}     # wrapped -> rule
         self.calls: dict[str, set[str]] = {}  # function -> the names it calls
         self.functions: list[str] = []
@@ -72,7 +73,9 @@ class Rules(cst.CSTVisitor):
         if not isinstance(rule, cst.Name) or where is None or \
                 not isinstance(where.value, cst.SimpleString):
             return
-        self.platforms.setdefault(rule.value, set()).add(platform(where.value.evaluated_value))
+        raw = where.value.evaluated_value
+        self.platforms.setdefault(rule.value, set()).add(platform(raw))
+        self.spelled.setdefault(rule.value, set()).add(raw)
 
     def of(self, rule: str) -> set[str]:
         """The platforms rule is registered for: itself, wrapped, or called

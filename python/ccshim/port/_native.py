@@ -40,6 +40,16 @@ _DICT_FN = re.compile(r"^[ \t]*(?:pybind11::|py::|nb::|nanobind::)?dict\s+\w+\s*
 _STATUS_INCLUDE = re.compile(
     r'^#include\s*([<"])((?:tensorflow/compiler/)?xla/service/custom_call_status\.h)[>"]', re.M)
 _TYPED = re.compile(r"XLA_FFI_DEFINE_HANDLER(?:_SYMBOL)?\s*\(\s*(\w+)\s*,")
+_PLATFORM_STREAM = re.compile(r"PlatformStream<\s*(\w+)\s*>")
+
+
+def _typed_platform(text: str, handler: str) -> str:
+    """The platform of a typed handler defined in text: the one of the
+    stream it binds (Ctx<PlatformStream<cudaStream_t>>: cuda), else cpu."""
+    m = re.search(r"XLA_FFI_DEFINE_HANDLER(?:_SYMBOL)?\s*\(\s*" + re.escape(handler) +
+                  r"\s*,(.*?)\);", text, re.S)
+    stream = _PLATFORM_STREAM.search(m.group(1)) if m else None
+    return _gpu.PLATFORM.get(stream.group(1), "other") if stream else "cpu"
 
 
 @dataclass
@@ -254,6 +264,7 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
             where = f"{rel}:{_line(text, m.start())}"
             if base_name(function) in typed:
                 ext.typed.append(target)
+                ext.platforms[target] = _typed_platform(text, base_name(function))
                 continue
             kernel = _find_kernel(function, path, text, sources, root)
             if kernel is None:

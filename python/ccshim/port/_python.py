@@ -16,7 +16,9 @@ version 4).  The target name is followed through the rule's parameter to the
 ``partial(rule, "name")`` given to ``register_lowering``, and through the
 rule's ``if`` tests on it, or to the literals a local of the rule is
 assigned; ``out = custom_call(...)`` used only as ``out.results`` becomes
-``out = ffi_lowering(...)(ctx, ...)`` used as ``out``.
+``out = ffi_lowering(...)(ctx, ...)`` used as ``out``.  A rule shared by
+platforms whose kernels were ported on some of them only is split: kept
+legacy for the others, a typed copy for those (_split).
 
 Removed plumbing the module imports is replaced by today's API.
 """
@@ -30,7 +32,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from . import _binding, _gpu_lowering
+from . import _binding, _gpu_lowering, _split
 from .._pyread import starred as _starred
 from ._ffi_lowering import ffi_lowering
 from ._facts import _XLA_CLIENT, _Facts, _arg, _dotted, _literals, _string, _test
@@ -107,6 +109,7 @@ class _Port(cst.CSTTransformer):
         self.rules = _gpu_lowering.Rules()
         self.held: set[tuple[str, str]] = set()
         self.prior: set[tuple[str, str]] = set()   # held by an earlier pass
+        self.splits: dict[str, _split.Split] = {}  # rules split by platform, by name
         self.needs_numpy = False
         # A lowering whose targets it cannot tell may lower any target this
         # module registers: those are held (kept legacy) with it.
@@ -135,6 +138,7 @@ class _Port(cst.CSTTransformer):
         """Every registration of the module, before any is edited: its name
         templates, and whether each registers a ported handler."""
         self.states: dict[int, list[bool | None]] = {}
+        self.taken = {f.name.value for f in _walk(module, cst.FunctionDef)}
         for call in _walk(module, cst.Call):
             full = self.facts.full(call.func) or ""
             if full not in _LEGACY_REGISTER | _FFI_REGISTER:
@@ -514,6 +518,13 @@ class _Port(cst.CSTTransformer):
         shape, hold = _gpu_lowering.form(lowered, view)
         if shape in ("cpu", "gpu") and not lowered & self.prior:
             return shape
+        split = _split.plan(rule, names, self.rules, self.kernels, self.prior, self.taken) \
+            if shape == "mixed" and fn is not None and isinstance(
+                self.get_metadata(ParentNodeProvider, fn), cst.Module) else None
+        if split is not None and self.splits.setdefault(rule, split).typed == split.typed:
+            self.problems.append(Problem(self.where(node),
+                                         _split.said(split, names, _gpu_lowering._shown)))
+            return "cpu" if split.typed == {_gpu_lowering.CPU} else "gpu"
         if shape in ("cpu", "gpu"):      # its targets are held for another site
             shape, hold = "held", set()
         self.problems.append(Problem(self.where(node),
@@ -585,14 +596,14 @@ class _Port(cst.CSTTransformer):
             fn = next((p for p, _ in self.parents(original) if isinstance(p, cst.FunctionDef)),
                       None)
             if fn is not None and (id(fn), original.value.value) in self.result_vars:
-                return updated.value
+                return self._swapped(original, updated.value, updated)
         # mlir.custom_call(...).results
         if original.attr.value == "results" and isinstance(original.value, cst.Call):
             call = original.value
             if self.facts.full(call.func) in {f"{mod}.custom_call" for mod in _CUSTOM_CALL_MODULES}:
                 new = self._lowering(call, updated.value, results=True)
                 if new is not None:
-                    return new
+                    return self._swapped(original, new, updated)
         return updated
 
     def _results_only(self, call: cst.Call, parent: cst.CSTNode) -> tuple[int, str] | None:
@@ -658,8 +669,23 @@ class _Port(cst.CSTTransformer):
             new = self._lowering(original, updated, results=var is not None)
             if new is not None and var is not None:
                 self.result_vars.add(var)
-                return new
+                return self._swapped(original, new, updated)
         return updated
+
+    def _swapped(self, original: cst.CSTNode, new: cst.CSTNode, old: cst.CSTNode) -> cst.CSTNode:
+        """new, where it replaces old in a rule split by platform: kept, so
+        that the rule's legacy side has old there again (_split)."""
+        fn = next((p for p, _ in self.parents(original) if isinstance(p, cst.FunctionDef)), None)
+        if fn is not None and fn.name.value in self.splits:
+            self.splits[fn.name.value].swaps.append((new, old))
+        return new
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
+        split = self.splits.get(original.name.value)
+        if split is None or not split.swaps or not isinstance(
+                self.get_metadata(ParentNodeProvider, original), cst.Module):
+            return updated
+        return _split.functions(split, original, updated)
 
 
 def package_of(dotted: str, path: Path) -> str:
@@ -737,6 +763,9 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     porter.collect(wrapper.module)
     wrapper.visit(porter.rules)
     new = wrapper.visit(porter)
+    splits = {rule: s for rule, s in porter.splits.items() if s.swaps}
+    if splits:
+        new = new.visit(_split.Retarget(splits))
     rules.said(problems, start)
     new, translated = rules.apply(new)
     if counts is not None:
