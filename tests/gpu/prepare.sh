@@ -23,7 +23,7 @@
 #
 # The device tool carries at most 64 MiB with the tree, so the census travels
 # alone: carry .carry/libffi and .carry/census for TEST_GPU_ONLY=census, and
-# .carry/libffi, .carry/wheels and .carry/mpi4jax-0.8.1.post2 for the rest
+# the rest of .carry (about 18 MiB) for the other steps
 # (python3 dev/census/gpu_suite.py sizes says what each weighs).
 #
 # usage: tests/gpu/prepare.sh [--census] [PYTHON_VERSION]   (default 3.12:

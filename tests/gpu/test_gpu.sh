@@ -22,6 +22,11 @@
 #              its CUDA gpu_ops), its own suite on the GPU in a Python where
 #              ccshim cannot be imported, and every kepler call XLA compiled
 #              read from its dump: typed, the CUDA ones among them
+#   port-mpi4jax mpi4jax's kept port, from .carry/port-mpi4jax: built as
+#              above, its CUDA kernels typed handlers now (its SYCL ones
+#              legacy), its own suite on 1 rank on the GPU in a Python where
+#              ccshim cannot be imported, and every mpi call XLA compiled
+#              read from its dump: typed
 #   census-KEY each GPU-only census project with a [gpu.suite] (dev/census/
 #              gpu_suite.py list: flash-attn-jax 0.3.0, fdtdz 1.1.3): its own
 #              suite (or the named selection its manifest gives) on XLA's
