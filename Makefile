@@ -106,7 +106,8 @@ test-projects: test-setup build
 	@python3 tests/fixtures/fetch.py --git planet-harmonica $(HARMONICA_FROM)
 	@CCSHIM_FIXTURES_REQUIRED=1 CCSHIM_TEST_PROJECTS=1 \
 	  bash dev/test_python.sh $(BUILD) tests/python/test_projects_own_suites.py \
-	  tests/python/test_legacy_mode.py tests/python/test_port.py tests/python/test_port_rules.py
+	  tests/python/test_legacy_mode.py tests/python/test_port.py tests/python/test_port_rules.py \
+	  tests/python/test_port_mpi4jax.py
 
 # The census (dev/census/README.md): every released legacy extension in
 # dev/census/projects/, its own suite through ccshim on today's JAX against

@@ -19,6 +19,7 @@ import sys
 
 build = sys.argv[1]
 sys.path.insert(0, build)
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))  # mpi4jax_collectives
 os.environ.setdefault("MPI4JAX_USE_CUDA_MPI", "0")  # no CUDA-aware MPI: say so, quietly
 
 import jax  # noqa: E402
@@ -33,23 +34,10 @@ import ccshim  # noqa: E402
 import ccshim.export as ce  # noqa: E402
 import ccshim.legacy as cl  # noqa: E402
 from ccshim import _hlo  # noqa: E402
+import mpi4jax_collectives  # noqa: E402 - beside this file
 
-S = jax.ShapeDtypeStruct
-ROW = S((1, 12), np.float32)  # one rank: the leading axis of alltoall and scatter
-COLLECTIVES = {
-    "allgather": lambda x: mpi4jax.allgather(x),
-    "allreduce": lambda x: mpi4jax.allreduce(x, op=MPI.SUM),
-    "alltoall": lambda x: mpi4jax.alltoall(x),
-    "barrier": lambda x: (mpi4jax.barrier(), x)[1],
-    "bcast": lambda x: mpi4jax.bcast(x, root=0),
-    "gather": lambda x: mpi4jax.gather(x, root=0),
-    "reduce": lambda x: mpi4jax.reduce(x, op=MPI.MAX, root=0),
-    "scan": lambda x: mpi4jax.scan(x, op=MPI.SUM),
-    "scatter": lambda x: mpi4jax.scatter(x, root=0),
-    "sendrecv": lambda x: mpi4jax.sendrecv(x, x, source=0, dest=0),
-    "send": lambda x: (mpi4jax.send(x, dest=0), x)[1],
-    "recv": lambda x: mpi4jax.recv(x, source=0),
-}
+ROW = mpi4jax_collectives.ROW
+COLLECTIVES = mpi4jax_collectives.collectives(mpi4jax, MPI)
 UNSTABLE = [export.DisabledSafetyCheck.custom_call(name)
             for name in bridge.custom_call_targets]
 

@@ -11,9 +11,12 @@ collective for both, and the SYCL kernels (a void* stream) are not ported:
 so each such rule is split (_split.py): kept legacy for xpu, and a copy of
 it, typed, for cuda, whose kernels get handlers; each said.  Its suite on
 the ported build, without ccshim, runs in make census (census.py port: 1 and
-2 ranks) and, on a GPU, in make test-gpu (port-mpi4jax).
+2 ranks) and, on a GPU, in make test-gpu (port-mpi4jax).  make test-projects
+builds the port with its CUDA bridge and lowers each collective for cuda
+beside the legacy build: the same descriptor bytes, typed.
 """
 
+import json
 import os
 import pathlib
 import shutil
@@ -23,11 +26,14 @@ import sys
 import pytest
 
 from conftest import ROOT, fixture_missing
+import project_ports
 import project_suites
+from project_ports import NEWEST
 
 pytest.importorskip("libcst", reason="ccshim port needs libcst (dev/setup.sh test installs it)")
 
 PROJECT = "mpi4jax-0.8.1.post2"
+HERE = ROOT / "tests" / "python"
 BRIDGE = "mpi4jax/_src/xla_bridge"
 
 
@@ -73,3 +79,67 @@ def test_its_cpu_and_cuda_are_ported_and_its_shared_gpu_rules_split_each_said(tm
     assert said.count("is a GPU kernel whose stream is neither CUDA's nor HIP's") == 12
     assert "registers the legacy targets of mpi_xla_bridge_xpu through one call" in said
     assert "mpi_xla_bridge_xpu_ffi" not in patch
+
+
+@pytest.mark.skipif(not os.environ.get("CCSHIM_TEST_PROJECTS"),
+                    reason="make test-projects runs it: the ported build takes it past make "
+                           "test's time budget")
+@pytest.mark.once("newest")  # all it runs runs on .venv-newest's Python
+def test_its_ported_cuda_lowerings_carry_the_legacy_descriptor_bytes_typed(tmp_path):
+    """Without a GPU: each collective lowered for cuda, by the kept port's
+    build in a Python where ccshim cannot be imported
+    (port_gpu_lowering_program.py), and by the legacy build through ccshim
+    (gpu_lowering_program.py, before its rewrite): the same targets with the
+    same descriptor bytes, the port's typed (its `opaque` attribute), the
+    legacy ones API version 2 (their backend_config)."""
+    if not NEWEST.exists():
+        pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
+    if shutil.which("nvcc") is None:
+        pytest.skip("no CUDA toolkit here: mpi4jax's CUDA bridge is not built")
+    legacy_build = project_suites.cached(f"{PROJECT}-build-cp312")
+    if not (legacy_build / ".complete").exists():
+        fixture_missing(f"mpi4jax 0.8.1.post2 was not built for Python 3.12 ({legacy_build})")
+    site = tmp_path / "site"
+    project_ports.build(project_ports.patched(PROJECT, tmp_path), site, project=PROJECT)
+    env = project_ports.environment(site, NEWEST, tmp_path / "hlo")
+    env["MPI4JAX_NO_WARN_JAX_VERSION"] = "1"
+    done = subprocess.run([str(NEWEST), "-S", str(HERE / "port_gpu_lowering_program.py"),
+                           str(site)], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert ported["ccshim"] == "ModuleNotFoundError: No module named 'ccshim'", ported["ccshim"]
+    assert ported["cuda_ext"] is True
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python"), "MPI4JAX_NO_WARN_JAX_VERSION": "1"}
+    env.pop("CCSHIM_LEGACY", None)
+    done = subprocess.run([str(NEWEST), "-m", "ccshim.legacy", "--strict",
+                           str(HERE / "gpu_lowering_program.py"), str(legacy_build)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    legacy = json.loads(done.stdout.strip().splitlines()[-1])["collectives"]
+    assert sorted(ported["collectives"]) == sorted(legacy) and len(legacy) == 12
+    for name, calls in ported["collectives"].items():
+        before = legacy[name]["legacy"]
+        assert [c[0] for c in calls] == [c[0] for c in before] == [f"mpi_{name}"], (name, calls)
+        assert [c[1] for c in calls] == [4] and [c[1] for c in before] == [2], (name, calls)
+        # a descriptor of a few dozen bytes, the same on both but for the
+        # padding the project's struct leaves unset
+        ours, theirs = (_unpadded(name, c[0][2]) for c in (calls, before))
+        assert ours == theirs and len(ours) >= 4, (name, calls, before)
+
+
+# With MPICH's 4-byte handles, the descriptors (device_descriptors.pxd)
+# whose status pointer follows an odd number of 4-byte fields have 4 bytes
+# of padding before it, which mpi4jax's Cython struct literal leaves as
+# whatever the stack held (sendrecv's, lowered by the legacy build and by
+# the port, differed there and only there): RecvDescriptor (5 fields) and
+# SendrecvDescriptor (9).
+_PADDING = {"recv": (20, 24), "sendrecv": (36, 40)}
+
+
+def _unpadded(name: str, descriptor: str) -> bytes:
+    data = bytearray.fromhex(descriptor)
+    if name in _PADDING:
+        start, end = _PADDING[name]
+        assert len(data) == end + 8, (name, descriptor)    # then the pointer
+        data[start:end] = bytes(end - start)
+    return bytes(data)
