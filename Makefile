@@ -28,7 +28,7 @@ ASAN_FLAGS = $(CLANG_FLAGS) -DCCSHIM_SANITIZE=address,undefined -DCCSHIM_FUZZ=ON
 # Each fuzzer's time in make test (two at a time on two cores), after its
 # committed corpus is replayed whole: 10 s keeps make test within its 15
 # minutes with a warm cache; make fuzz runs each for 10 minutes.
-FUZZ_SECONDS ?= 10
+FUZZ_SECONDS ?= 6
 # ccache, where the set-up could install it (dev/setup.sh test), for every
 # compiler CMake runs from here, the wheel's and plain CMake's builds
 # included: a second make test, or one in another clone, compiles almost

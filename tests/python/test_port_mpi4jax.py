@@ -28,7 +28,7 @@ import pytest
 from conftest import ROOT, fixture_missing
 import project_ports
 import project_suites
-from project_ports import NEWEST
+from project_ports import KEPT, NEWEST
 
 pytest.importorskip("libcst", reason="ccshim port needs libcst (dev/setup.sh test installs it)")
 
@@ -53,6 +53,10 @@ def test_its_cpu_and_cuda_are_ported_and_its_shared_gpu_rules_split_each_said(tm
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     patch, said = done.stdout, done.stderr
+    # what dev/census/ports/ keeps, and census.py port builds and runs
+    assert patch == (KEPT / f"{PROJECT}.patch").read_text(), \
+        "dev/census/ports/ is stale: python dev/census/ports.py writes it anew"
+    assert said == (KEPT / f"{PROJECT}.refused").read_text()
     # every lowering's layouts were read row-major: none is refused for them
     assert "cannot show row-major" not in said, said
     # the twelve CPU and twelve CUDA kernels get handlers, registered typed

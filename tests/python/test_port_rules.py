@@ -188,7 +188,7 @@ def _run(env: dict, cwd: pathlib.Path, prefix=(), flags=("-S",)) -> dict:
     return json.loads(ran.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.once("newest")  # all it runs runs on .venv-newest's Python
+@pytest.mark.once  # all it runs runs on .venv-newest's Python: the shorter suite runs it
 def test_ported_translation_rules_give_zero_change_modes_bytes_without_ccshim(tmp_path):
     """The fixture ported (its setup.py build and its two rules), built by
     its own build, run in a Python where ccshim cannot be imported: NumPy's
