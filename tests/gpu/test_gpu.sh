@@ -72,7 +72,7 @@ logs=$(cd "$logs" && pwd)
 # A GPU machine that can fetch makes .carry/ itself.
 census_asked=()
 [[ " ${TEST_GPU_ONLY:-} " == *" census"* && ! -d .carry/census ]] && census_asked=(--census)
-if ! carried_mpi4jax || [ ${#census_asked[@]} -gt 0 ]; then
+if ! carried_mpi4jax || [ ! -d .carry/port-mpi4jax ] || [ ${#census_asked[@]} -gt 0 ]; then
   bash tests/gpu/prepare.sh "${census_asked[@]}" >"$logs/prepare.log" 2>&1 ||
     echo "tests/gpu/prepare.sh could not fetch what .carry/ lacks ($logs/prepare.log)"
 fi
