@@ -110,6 +110,10 @@ class _Port(cst.CSTTransformer):
         self.held: set[tuple[str, str]] = set()
         self.prior: set[tuple[str, str]] = set()   # held by an earlier pass
         self.splits: dict[str, _split.Split] = {}  # rules split by platform, by name
+        # the sites ported in a split rule's copy (their calls' ids), and
+        # the (rule, name) of their `name = custom_call(...)`
+        self.split_sites: set[int] = set()
+        self.split_vars: set[tuple[int, str]] = set()
         self.needs_numpy = False
         # A lowering whose targets it cannot tell may lower any target this
         # module registers: those are held (kept legacy) with it.
@@ -522,6 +526,7 @@ class _Port(cst.CSTTransformer):
             if shape == "mixed" and fn is not None and isinstance(
                 self.get_metadata(ParentNodeProvider, fn), cst.Module) else None
         if split is not None and self.splits.setdefault(rule, split).typed == split.typed:
+            self.split_sites.add(id(node))
             self.problems.append(Problem(self.where(node),
                                          _split.said(split, names, _gpu_lowering._shown)))
             return "cpu" if split.typed == {_gpu_lowering.CPU} else "gpu"
@@ -595,15 +600,16 @@ class _Port(cst.CSTTransformer):
         if original.attr.value == "results" and isinstance(original.value, cst.Name):
             fn = next((p for p, _ in self.parents(original) if isinstance(p, cst.FunctionDef)),
                       None)
-            if fn is not None and (id(fn), original.value.value) in self.result_vars:
-                return self._swapped(original, updated.value, updated)
+            var = (id(fn), original.value.value) if fn is not None else None
+            if var in self.result_vars:
+                return self._swapped(var in self.split_vars, original, updated.value, updated)
         # mlir.custom_call(...).results
         if original.attr.value == "results" and isinstance(original.value, cst.Call):
             call = original.value
             if self.facts.full(call.func) in {f"{mod}.custom_call" for mod in _CUSTOM_CALL_MODULES}:
                 new = self._lowering(call, updated.value, results=True)
                 if new is not None:
-                    return self._swapped(original, new, updated)
+                    return self._swapped(id(call) in self.split_sites, original, new, updated)
         return updated
 
     def _results_only(self, call: cst.Call, parent: cst.CSTNode) -> tuple[int, str] | None:
@@ -669,14 +675,18 @@ class _Port(cst.CSTTransformer):
             new = self._lowering(original, updated, results=var is not None)
             if new is not None and var is not None:
                 self.result_vars.add(var)
-                return self._swapped(original, new, updated)
+                if id(original) in self.split_sites:
+                    self.split_vars.add(var)
+                return self._swapped(id(original) in self.split_sites, original, new, updated)
         return updated
 
-    def _swapped(self, original: cst.CSTNode, new: cst.CSTNode, old: cst.CSTNode) -> cst.CSTNode:
-        """new, where it replaces old in a rule split by platform: kept, so
-        that the rule's legacy side has old there again (_split)."""
+    def _swapped(self, split: bool, original: cst.CSTNode, new: cst.CSTNode,
+                 old: cst.CSTNode) -> cst.CSTNode:
+        """new, which replaces old; where that is a split site's port (or its
+        result's use), kept, so that the rule's legacy side has old there
+        again (_split)."""
         fn = next((p for p, _ in self.parents(original) if isinstance(p, cst.FunctionDef)), None)
-        if fn is not None and fn.name.value in self.splits:
+        if split and fn is not None and fn.name.value in self.splits:
             self.splits[fn.name.value].swaps.append((new, old))
         return new
 
