@@ -34,6 +34,24 @@ def platform(name: str | None) -> str | None:
                                                                                         "other")
 
 
+def registration(call: cst.Call) -> tuple[str, str] | None:
+    """(the rule's name, the platform as written) of `register_lowering(p,
+    rule, platform=P)` (or P by position); None for any other call, or one
+    whose rule is not a name or whose platform is not a literal."""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else (
+        func.value if isinstance(func, cst.Name) else "")
+    if name != "register_lowering" or len(call.args) < 2:
+        return None
+    rule = call.args[1].value
+    where = next((a for a in call.args if a.keyword and a.keyword.value == "platform"),
+                 call.args[2] if len(call.args) > 2 and call.args[2].keyword is None else None)
+    if not isinstance(rule, cst.Name) or where is None or \
+            not isinstance(where.value, cst.SimpleString):
+        return None
+    return rule.value, where.value.evaluated_value
+
+
 class Rules(cst.CSTVisitor):
     """The platforms each lowering rule (a function's name) is registered
     for, through `wrapped = wrap(rule)` assignments."""
@@ -62,28 +80,24 @@ class Rules(cst.CSTVisitor):
         func = node.func
         if self.functions and isinstance(func, cst.Name):
             self.calls.setdefault(self.functions[-1], set()).add(func.value)
-        name = func.attr.value if isinstance(func, cst.Attribute) else (
-            func.value if isinstance(func, cst.Name) else "")
-        if name != "register_lowering" or len(node.args) < 2:
+        found = registration(node)
+        if found is None:
             return
-        rule = node.args[1].value
-        where = next((a for a in node.args if a.keyword and a.keyword.value == "platform"),
-                     node.args[2] if len(node.args) > 2 and node.args[2].keyword is None
-                     else None)
-        if not isinstance(rule, cst.Name) or where is None or \
-                not isinstance(where.value, cst.SimpleString):
-            return
-        raw = where.value.evaluated_value
-        self.platforms.setdefault(rule.value, set()).add(platform(raw))
-        self.spelled.setdefault(rule.value, set()).add(raw)
+        rule, raw = found
+        self.platforms.setdefault(rule, set()).add(platform(raw))
+        self.spelled.setdefault(rule, set()).add(raw)
+
+    def users(self, rule: str) -> list[str]:
+        """The wrappers of rule (`w = wrap(rule)`) and the functions that
+        call it."""
+        return [w for w, inner in self.wraps.items() if inner == rule] + \
+            [f for f, called in self.calls.items() if rule in called and f != rule]
 
     def of(self, rule: str) -> set[str]:
         """The platforms rule is registered for: itself, wrapped, or called
         by a rule that is (one level)."""
         found = set(self.platforms.get(rule, ()))
-        users = [w for w, inner in self.wraps.items() if inner == rule] + \
-            [f for f, called in self.calls.items() if rule in called and f != rule]
-        for user in users:
+        for user in self.users(rule):
             found |= self.platforms.get(user, set())
         return found
 
@@ -121,7 +135,7 @@ def form(lowered: set[tuple[str, str]],
     return "gpu", set()
 
 
-def _shown(pairs: set[tuple[str, str]]) -> str:
+def shown(pairs: set[tuple[str, str]]) -> str:
     return ", ".join(sorted(f"{n} ({'another GPU platform' if p == 'other' else p})"
                             for n, p in pairs))
 
@@ -132,12 +146,12 @@ def refusal(shape: str, lowered: set[tuple[str, str]], hold: set[tuple[str, str]
         return "one custom call lowers its targets for CPU and GPU: kept legacy (a rule per " \
                "platform is ported)"
     if shape == "mixed":
-        return f"lowers ported and legacy targets ({_shown(lowered - hold)} not ported): " \
+        return f"lowers ported and legacy targets ({shown(lowered - hold)} not ported): " \
                "kept legacy"
     if shape == "held":
-        return f"lowers {_shown(lowered)}, kept legacy for another of their lowerings (said " \
+        return f"lowers {shown(lowered)}, kept legacy for another of their lowerings (said " \
                "there): kept a legacy custom call"
-    return f"lowers {_shown(lowered)}, not ported: kept a legacy custom call"
+    return f"lowers {shown(lowered)}, not ported: kept a legacy custom call"
 
 
 def opaque(config: cst.BaseExpression | None, numpy: str) -> cst.Arg:

@@ -528,7 +528,7 @@ class _Port(cst.CSTTransformer):
         if split is not None and self.splits.setdefault(rule, split).typed == split.typed:
             self.split_sites.add(id(node))
             self.problems.append(Problem(self.where(node),
-                                         _split.said(split, names, _gpu_lowering._shown)))
+                                         _split.said(split, names)))
             return "cpu" if split.typed == {_gpu_lowering.CPU} else "gpu"
         if shape in ("cpu", "gpu"):      # its targets are held for another site
             shape, hold = "held", set()

@@ -55,34 +55,31 @@ def plan(rule: str | None, names: set[str], rules: _gpu_lowering.Rules,
     split (see the module's docstring), or needs none."""
     if rule is None or rule + SUFFIX in taken:
         return None
-    users = [w for w, inner in rules.wraps.items() if inner == rule] + \
-        [f for f, called in rules.calls.items() if rule in called and f != rule]
-    wrappers = {u: rules.platforms.get(u, set()) for u in users}
-    if any(not ps for ps in wrappers.values()):
+    users = {u: rules.platforms.get(u, set()) for u in rules.users(rule)}
+    if any(not ps for ps in users.values()):
         return None
-    every = set(rules.platforms.get(rule, set())).union(*wrappers.values())
+    every = set(rules.platforms.get(rule, set())).union(*users.values())
     typed = {p for p in every if all(kernels.get(n, {}).get(p) and (n, p) not in prior
                                      for n in names)}
     if not typed or typed == every or (_gpu_lowering.CPU in typed and typed != {
             _gpu_lowering.CPU}):
         return None
-    # each wrapper on one side; a direct registration is of one platform
-    if any(ps & typed and not ps <= typed for ps in wrappers.values()):
+    # each wrapper or caller on one side; a direct registration is of one platform
+    if any(ps & typed and not ps <= typed for ps in users.values()):
         return None
-    sides = ({w for w, ps in wrappers.items() if ps <= typed} | {rule},
-             {w for w, ps in wrappers.items() if not ps & typed} | {rule})
-    spelled = tuple(", ".join(sorted({raw for user in side for raw in rules.spelled.get(user, ())
+    spelled = tuple(", ".join(sorted({raw for user in [rule, *users]
+                                      for raw in rules.spelled.get(user, ())
                                       if _gpu_lowering.platform(raw) in want}))
-                    for side, want in zip(sides, (typed, every - typed)))
-    return Split(rule, rule + SUFFIX, typed, every - typed, sides[0] - {rule}, spelled)
+                    for want in (typed, every - typed))
+    return Split(rule, rule + SUFFIX, typed, every - typed,
+                 {u for u, ps in users.items() if ps <= typed}, spelled)
 
 
-def said(split: Split, names: set[str], shown) -> str:
-    """Why the rule stays legacy for some platforms (shown: _gpu_lowering's
-    way of naming pairs)."""
+def said(split: Split, names: set[str]) -> str:
+    """Why the rule stays legacy for some platforms."""
     legacy = {(n, p) for n in names for p in split.legacy}
-    return (f"lowers {shown(legacy)}, not ported: {split.rule} is kept legacy for it; its copy "
-            f"{split.name} lowers the ported ones ({split.spelled[0]}) typed")
+    return (f"lowers {_gpu_lowering.shown(legacy)}, not ported: {split.rule} is kept legacy "
+            f"for it; its copy {split.name} lowers the ported ones ({split.spelled[0]}) typed")
 
 
 class _Swap(cst.CSTTransformer):
@@ -154,17 +151,9 @@ class Retarget(cst.CSTTransformer):
         called = self.splits.get(func.value) if isinstance(func, cst.Name) else None
         if called is not None and self.functions and self.functions[-1] in called.users:
             return updated.with_changes(func=cst.Name(called.name))
-        name = func.attr.value if isinstance(func, cst.Attribute) else (
-            func.value if isinstance(func, cst.Name) else "")
-        if name != "register_lowering" or len(updated.args) < 2 or \
-                not isinstance(updated.args[1].value, cst.Name):
-            return updated
-        split = self.splits.get(updated.args[1].value.value)
-        where = next((a for a in updated.args if a.keyword and a.keyword.value == "platform"),
-                     updated.args[2] if len(updated.args) > 2 and updated.args[2].keyword is None
-                     else None)
-        if split is None or where is None or not isinstance(where.value, cst.SimpleString) or \
-                _gpu_lowering.platform(where.value.evaluated_value) not in split.typed:
+        found = _gpu_lowering.registration(updated)
+        split = self.splits.get(found[0]) if found else None
+        if split is None or _gpu_lowering.platform(found[1]) not in split.typed:
             return updated
         args = list(updated.args)
         args[1] = self._copy(args[1])
