@@ -42,12 +42,18 @@ def lowered():
                             "is here")
         pytest.skip("no CUDA toolkit here: mpi4jax's CUDA bridge is not built")
     pytest.importorskip("mpi4py", reason="mpi4py is not installed")
+    return legacy_lowering(sys.executable, MPI4JAX)
+
+
+def legacy_lowering(python, build) -> dict:
+    """gpu_lowering_program.py's report: mpi4jax's legacy build lowered for
+    cuda by python, through `ccshim legacy --strict`, and rewritten."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT / "python"), *filter(None, [os.environ.get("PYTHONPATH")])]),
         "MPI4JAX_NO_WARN_JAX_VERSION": "1"}
     env.pop("CCSHIM_LEGACY", None)
-    p = subprocess.run([sys.executable, "-m", "ccshim.legacy", "--strict",
-                        str(HERE / "gpu_lowering_program.py"), str(MPI4JAX)],
+    p = subprocess.run([str(python), "-m", "ccshim.legacy", "--strict",
+                        str(HERE / "gpu_lowering_program.py"), str(build)],
                        capture_output=True, text=True, timeout=600, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])

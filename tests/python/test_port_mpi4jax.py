@@ -21,7 +21,6 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -29,6 +28,8 @@ from conftest import ROOT, fixture_missing
 import project_ports
 import project_suites
 from project_ports import KEPT, NEWEST
+from test_gpu_lowerings import legacy_lowering
+from test_port import _port
 
 pytest.importorskip("libcst", reason="ccshim port needs libcst (dev/setup.sh test installs it)")
 
@@ -48,9 +49,7 @@ def _tree(tmp_path: pathlib.Path) -> pathlib.Path:
 
 @pytest.mark.once
 def test_its_cpu_and_cuda_are_ported_and_its_shared_gpu_rules_split_each_said(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-    done = subprocess.run([sys.executable, "-m", "ccshim.port", str(_tree(tmp_path))],
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = _port(_tree(tmp_path))
     assert done.returncode == 0, done.stderr
     patch, said = done.stdout, done.stderr
     # what dev/census/ports/ keeps, and census.py port builds and runs
@@ -113,13 +112,7 @@ def test_its_ported_cuda_lowerings_carry_the_legacy_descriptor_bytes_typed(tmp_p
     ported = json.loads(done.stdout.strip().splitlines()[-1])
     assert ported["ccshim"] == "ModuleNotFoundError: No module named 'ccshim'", ported["ccshim"]
     assert ported["cuda_ext"] is True
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python"), "MPI4JAX_NO_WARN_JAX_VERSION": "1"}
-    env.pop("CCSHIM_LEGACY", None)
-    done = subprocess.run([str(NEWEST), "-m", "ccshim.legacy", "--strict",
-                           str(HERE / "gpu_lowering_program.py"), str(legacy_build)],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    legacy = json.loads(done.stdout.strip().splitlines()[-1])["collectives"]
+    legacy = legacy_lowering(NEWEST, legacy_build)["collectives"]
     assert sorted(ported["collectives"]) == sorted(legacy) and len(legacy) == 12
     for name, calls in ported["collectives"].items():
         before = legacy[name]["legacy"]

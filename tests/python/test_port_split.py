@@ -13,17 +13,12 @@ the legacy call it was (API version 2), its bytes its backend_config.
 """
 
 import importlib
-import os
-import pathlib
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT
-
 jax = pytest.importorskip("jax")
 pytest.importorskip("libcst", reason="ccshim port needs libcst (dev/setup.sh test installs it)")
+from test_port import _port  # noqa: E402
 
 GPU_OPS = """\
 #include <pybind11/pybind11.h>
@@ -116,12 +111,6 @@ def _j_rocm(ctx, x):
 mlir.register_lowering(j_p, _j_cuda, platform="cuda")
 mlir.register_lowering(j_p, _j_rocm, platform="rocm")
 """
-
-
-def _port(tree: pathlib.Path, *flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ccshim.port", str(tree), *flags],
-                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python")),
-                          capture_output=True, text=True, timeout=300)
 
 
 def _lowered(ops, platform: str) -> str:
