@@ -77,6 +77,9 @@ if ! carried_mpi4jax || [ ! -d .carry/port-mpi4jax ] || [ ${#census_asked[@]} -g
     echo "tests/gpu/prepare.sh could not fetch what .carry/ lacks ($logs/prepare.log)"
 fi
 export root build python logs
+# the projects' own builds find CUDA by nvcc on PATH (mpi4jax's setup.py,
+# kepler_jax's and fdtdz's CMake)
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH=$PATH:/usr/local/cuda/bin
 # a Python that dies says where, and what it printed before is in its log
 export PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1
 table=$logs/table.txt
@@ -188,7 +191,6 @@ build_mpi4jax() {
   [ -n "$libmpi" ] || { echo "the mpich wheel put no libmpi.so.12 in $venv/lib" >&2; return 1; }
   "$venv/bin/python" -c 'from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])' >&2
   rm -rf "$src" && cp -r "$from" "$src"
-  [ -x /usr/local/cuda/bin/nvcc ] && PATH=$PATH:/usr/local/cuda/bin  # its CUDA: nvcc's
   # --library-dirs: mpich's lib/ first on the link line.  setuptools adds the
   # Python's LIBDIR (a Debian or Ubuntu python3's is /usr/lib/x86_64-linux-gnu)
   # as -L before the -L mpicc appends, so -lmpi found Open MPI's libmpi.so
@@ -302,7 +304,6 @@ port_kepler() {
   local site=$root/$build/port-kepler-site dump=$root/$build/port-kepler-hlo tools
   [ -d "$src" ] || { echo "no .carry/port-kepler-jax (tests/gpu/prepare.sh)"; return 1; }
   rm -rf "$site" "$dump"
-  [ -x /usr/local/cuda/bin/nvcc ] && PATH=$PATH:/usr/local/cuda/bin  # its CUDA: nvcc's
   # its build backend and pybind11 (its build-system's requires), carried
   tools=$(machine_venv "$venv" "$root"/.carry/wheels/{scikit_build_core,setuptools_scm,setuptools,pathspec,packaging,pybind11}-*.whl) ||
     return 1
@@ -357,7 +358,6 @@ census_suite() {
   if [ "$("${gs[@]}" get "$key" tests)" = sdist ]; then
     tar -xzf "$carried"/*.tar.gz -C "$suite" || return 1
     pkg=$(find "$suite" -maxdepth 1 -mindepth 1 -type d | head -n 1)
-    [ -x /usr/local/cuda/bin/nvcc ] && PATH=$PATH:/usr/local/cuda/bin
     # its own setup.py (the machine's CMake and nvcc; pybind11, setuptools,
     # setuptools-scm and wheel from the carry, in the venv's site)
     (cd "$pkg" && PYTHONPATH="$site" "$python" -m pip install -q --disable-pip-version-check \
