@@ -21,12 +21,11 @@ sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))  # mpi4jax_collec
 os.environ.setdefault("MPI4JAX_USE_CUDA_MPI", "0")  # no CUDA-aware MPI: say so, quietly
 
 import jax  # noqa: E402
-import numpy as np  # noqa: E402
-from jax._src.lib.mlir import ir  # noqa: E402 - read as XLA would
 from mpi4py import MPI  # noqa: E402
 
 import mpi4jax  # noqa: E402
 import mpi4jax_collectives  # noqa: E402
+from lowered_calls import module_calls  # noqa: E402
 
 try:
     import ccshim  # noqa: F401
@@ -35,36 +34,10 @@ except ImportError as e:
     CCSHIM = f"{type(e).__name__}: {e}"
 
 
-def _ops(op):
-    """Every operation nested in op."""
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                yield inner
-                yield from _ops(inner.operation)
-
-
-def _call(op) -> list:
-    attrs = op.attributes
-    target = ir.StringAttr(attrs["call_target_name"]).value
-    if "mhlo.backend_config" in attrs and isinstance(attrs["mhlo.backend_config"], ir.DictAttr):
-        # typed (JAX writes API version 4 so: XLA's HLO says API_VERSION_TYPED_FFI)
-        attr = ir.DictAttr(attrs["mhlo.backend_config"])
-        opaque = bytes(np.asarray(ir.DenseIntElementsAttr(attr["opaque"]), dtype=np.uint8)) \
-            if "opaque" in attr else b""
-        return [target, 4, opaque.hex()]
-    version = ir.IntegerAttr(attrs["api_version"]).value if "api_version" in attrs else 1
-    config = attrs["backend_config"] if "backend_config" in attrs else None
-    opaque = ir.StringAttr(config).value_bytes if config is not None else b""
-    return [target, version, opaque.hex()]
-
-
 report = {"ccshim": CCSHIM, "cuda_ext": mpi4jax.has_cuda_support(), "collectives": {}}
 for name, fn in mpi4jax_collectives.collectives(mpi4jax, MPI).items():
     lowered = jax.jit(fn).trace(mpi4jax_collectives.ROW).lower(lowering_platforms=("cuda",))
-    module = lowered.compiler_ir("stablehlo")
     report["collectives"][name] = [
-        _call(op.operation) for op in _ops(module.operation)
-        if op.operation.name == "stablehlo.custom_call" and
-        ir.StringAttr(op.operation.attributes["call_target_name"]).value.startswith("mpi_")]
+        [c["target"], c["version"], c["opaque"]]
+        for c in module_calls(lowered.compiler_ir("stablehlo"), "mpi_")]
 print(json.dumps(report))

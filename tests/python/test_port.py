@@ -17,7 +17,9 @@ The Cython form, on veros 1.7.0 (Cython capsules of CPU kernels,
 jax.ffi.register_ffi_target(api_version=0), jax's internal custom_call):
 its kept patch likewise; in make test's newest suite (about 25 s) the
 patched tree built by its own setup.py and its TDMA run without ccshim on
-the newest JAX give the bytes of XLA's legacy path, through typed calls only.
+the newest JAX give the bytes of XLA's legacy path, through typed calls only;
+where nvcc is, its CUDA extension too, whose lowering for cuda gives the
+legacy build's targets, opaque bytes and (not row-major) layouts, typed.
 """
 
 import json
@@ -467,13 +469,10 @@ def test_veros_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_pat
     assert done.stderr == (KEPT / f"{VEROS}.refused").read_bytes().decode()
     files = re.findall(r"^diff --git a/(\S+) ", done.stdout, re.M)
     special = "veros/core/special/"
-    assert files == ["pyproject.toml", "setup.py", special + "tdma_.py",
-                     special + "tdma_cython_.pyx", special + "tdma_cython__ffi.cpp",
-                     special + "tdma_cython__ffi.h", special + "xla_legacy_call.h"]
-    # its CUDA lowering's layouts are not row-major (the last dimension
-    # major): held, kernels and registration kept legacy, said why
-    assert f"{special}tdma_.py:173: not ported: a custom call whose result_layouts and " \
-        "operand_layouts it cannot show row-major" in done.stderr
+    assert files == ["pyproject.toml", "setup.py"] + [special + f for f in (
+        "tdma_.py", "tdma_cuda_.pyx", "tdma_cuda__ffi.cpp", "tdma_cuda__ffi.h",
+        "tdma_cython_.pyx", "tdma_cython__ffi.cpp", "tdma_cython__ffi.h", "xla_legacy_call.h")]
+    assert done.stderr == ""        # every kernel ported
     for target in VEROS_TARGETS:
         # the kernel made public (C linkage), its handler's capsule exported
         assert f"+cdef public void {target}(void** out_ptr, void** data_ptr) nogil:" \
@@ -493,14 +492,21 @@ def test_veros_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_pat
     assert "+    out = jax.ffi.ffi_lowering(\n" in done.stdout
     assert "-    return out.results[:-1]\n" in done.stdout
     assert "+    return out[:-1]\n" in done.stdout
-    # the CUDA kernels: held by their lowering's layouts (test_port_gpu.py),
-    # their registration kept legacy
+    # the CUDA kernels: their lowering's layouts are not row-major (the
+    # last dimension major), which ffi_lowering would not keep: the call
+    # is typed in place, its layouts and results as they were
+    # (python/ccshim/port/_typed_call.py; test_port_gpu.py lowers it)
     assert '+        jax.ffi.register_ffi_target(kernel_name, fn, platform="CUDA")\n' \
-        not in done.stdout
-    assert "xla_legacy_call::GpuHandler<" not in done.stdout
-    assert [line.split(": not ported: ")[0] for line in done.stderr.splitlines()] == [
-        f"ccshim port: veros/core/special/{where}" for where in
-        ("tdma_cuda_.pyx:29", "tdma_cuda_.pyx:30", "tdma_.py:37", "tdma_.py:173")]
+        in done.stdout
+    assert "         result_layouts=out_layouts,\n         operand_layouts=(arr_layout,) * 4,\n" \
+        "-        backend_config=descriptor,\n+        backend_config={\"opaque\": mlir.ir_attribute(" \
+        "np.frombuffer(descriptor, dtype=np.uint8))},\n+        api_version=4,\n     )\n" \
+        "     return out.results[:-1]\n" in done.stdout, done.stdout
+    for target, kernel in (("tdma_cuda_float", "CudaTridiagFloat"),
+                           ("tdma_cuda_double", "CudaTridiagDouble")):
+        assert f"+register_custom_call_target(\"{target}\", <void*>({kernel}_ffi))" \
+            in done.stdout
+        assert f"xla_legacy_call::GpuHandler<{kernel}>," in done.stdout
     # git takes it; the ported tree ports to nothing; --apply writes the same
     tree = _veros_patched(tmp_path / "applied")
     again = _port(tree)
@@ -595,6 +601,35 @@ def _veros_run(python: pathlib.Path, build: pathlib.Path, tmp_path: pathlib.Path
     return json.loads(ran.stdout.strip().splitlines()[-1]), calls
 
 
+def _veros_cuda_lowered_alike(tree: pathlib.Path, legacy_build: pathlib.Path,
+                              tmp_path: pathlib.Path) -> None:
+    """veros's CUDA path, lowered for cuda on the newest JAX (no GPU here):
+    the ported build (nvcc built its extension) in a Python where ccshim
+    cannot be imported gives the legacy build's custom calls, typed: the
+    same targets, opaque bytes and layouts, its last dimension the major
+    one, both results' layouts kept (ffi_lowering would have dropped them)."""
+    program = ROOT / "tests" / "python" / "veros_cuda_lowering_program.py"
+    assert list((tree / "veros/core/special").glob("tdma_cuda_.*.so"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CCSHIM_", "PYTHON"))}
+    runs = []
+    for build, flags, path in ((tree, ["-S"], project_ports.site_packages(NEWEST)),
+                               (legacy_build, [], "")):
+        ran = subprocess.run([str(NEWEST), *flags, str(program), str(build)],
+                             env={**env, "PYTHONPATH": path}, capture_output=True, text=True,
+                             timeout=300)
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        runs.append(json.loads(ran.stdout.strip().splitlines()[-1]))
+    ported, legacy = runs
+    assert ported["ccshim"] == "ModuleNotFoundError: No module named 'ccshim'", ported["ccshim"]
+    assert ported["gpu_ext"] and legacy["gpu_ext"]
+    for dtype, target in (("float64", "tdma_cuda_double"), ("float32", "tdma_cuda_float")):
+        (typed,), (old,) = ported["calls"][dtype], legacy["calls"][dtype]
+        assert (typed["target"], typed["version"], old["version"]) == (target, 4, 2), (typed, old)
+        assert typed["opaque"] == old["opaque"] != ""
+        assert typed["operand_layouts"] == old["operand_layouts"] == [[1, 0, 2]] * 4
+        assert typed["result_layouts"] == old["result_layouts"] == [[1, 0, 2]] * 2
+
+
 @pytest.mark.once  # all it runs runs on .venv-newest's Python
 def test_ported_veros_builds_and_solves_as_the_legacy_path_without_ccshim(tmp_path):
     """veros's patched tree built by its own setup.py (build_ext --inplace,
@@ -617,13 +652,19 @@ def test_ported_veros_builds_and_solves_as_the_legacy_path_without_ccshim(tmp_pa
     # build venv's Cython and setuptools.  The headers are those of the
     # JAX veros pins (0.11.2, its reference venv's): handlers built against
     # them load on that JAX and on newer ones, not the other way round.
+    # Its CUDA extension too where nvcc is (veros's cuda_ext finds it on
+    # PATH): veros makes it optional, so here it is required, not left out.
+    cuda = "1" if shutil.which("nvcc") else ""
     built = subprocess.run([str(builder), "setup.py", "build_ext", "--inplace"], cwd=tree,
                            env={**os.environ, "PATH": f"{builder.parent}{os.pathsep}"
                                 f"{os.environ['PATH']}", "VEROS_REQUIRE_CYTHON_EXT": "1",
+                                "VEROS_REQUIRE_CUDA_EXT": cuda,
                                 "PYTHONPATH": project_ports.site_packages(reference)},
                            capture_output=True, text=True, timeout=900)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     assert list((tree / "veros/core/special").glob("tdma_cython_.*.so")), built.stdout[-2000:]
+    if cuda:
+        _veros_cuda_lowered_alike(tree, legacy_build, tmp_path)
     assert "venv-jax-0.11.2" in built.stdout and "jaxlib/include" in built.stdout
 
     ported, calls = _veros_run(NEWEST, tree, tmp_path, "ported", no_site=True)

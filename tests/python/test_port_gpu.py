@@ -308,32 +308,6 @@ def test_a_lowering_it_cannot_read_keeps_the_targets_it_may_lower_legacy(tmp_pat
         in done.stdout
 
 
-@pytest.mark.once
-def test_veros_cuda_lowering_of_other_layouts_is_held_not_ported(tmp_path):
-    """veros 1.7.0's CUDA lowering gives its operands and results a layout
-    whose last dimension is the major one (tdma_.py:167); ffi_lowering under
-    skip_ffi_layout_processing=True would give XLA row-major ones, so the
-    port keeps its kernels, registration and lowering legacy, saying why,
-    and ports the CPU ones."""
-    src = project_suites.cached("veros-1.7.0-src") / "veros-1.7.0"
-    if not (src / "setup.py").exists():
-        fixture_missing(f"{src} (dev/setup.sh test makes it)")
-    tree = tmp_path / "veros"
-    shutil.copytree(src, tree)
-    done = _port(tree, "--apply")
-    assert done.returncode == 0, done.stderr
-    special = "veros/core/special/"
-    assert f"{special}tdma_.py:173: not ported: a custom call whose result_layouts and " \
-        "operand_layouts it cannot show row-major" in done.stderr, done.stderr
-    for kernel, line in (("tdma_cuda_float", 29), ("tdma_cuda_double", 30)):
-        assert f"{special}tdma_cuda_.pyx:{line}: not ported: '{kernel}': a lowering of it " \
-            "stays legacy" in done.stderr
-    assert not (tree / special / "tdma_cuda__ffi.cpp").exists()
-    assert (tree / special / "tdma_cuda_.pyx").read_text() == \
-        (src / special / "tdma_cuda_.pyx").read_text()
-    assert (tree / special / "tdma_cython__ffi.cpp").exists()
-
-
 BOTH_CPU = """\
 #include <pybind11/pybind11.h>
 

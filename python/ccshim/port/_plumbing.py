@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from ._facts import _XLA_CLIENT, _dotted
+from ._facts import _XLA_CLIENT, _Facts, _dotted
 
 # Imports of what today's JAX no longer has, dropped once nothing uses them.
 _REMOVED = _XLA_CLIENT | {"jax.core", "jaxlib.hlo_helpers", "jaxlib.hlo_helpers.custom_call"}
@@ -100,10 +100,11 @@ def _uses(module: cst.Module) -> dict[str, int]:
     return count.uses
 
 
-def _import_jax(module: cst.Module, extend: bool) -> cst.Module:
-    """module with a top-level `import jax` (and `import jax.extend.core`),
-    before its first import from jax."""
-    want = ["jax"] + (["jax.extend.core"] if extend else [])
+def _import_jax(module: cst.Module, extend: bool, mlir: bool = False) -> cst.Module:
+    """module with a top-level `import jax` (and `import jax.extend.core`,
+    `import jax.interpreters.mlir`), before its first import from jax."""
+    want = ["jax"] + (["jax.extend.core"] if extend else []) + \
+        (["jax.interpreters.mlir"] if mlir else [])
     body = list(module.body)
     first = None
     for i, stmt in enumerate(body):
@@ -131,3 +132,19 @@ def _import_jax(module: cst.Module, extend: bool) -> cst.Module:
         body[first] = body[first].with_changes(leading_lines=())
     body[first:first] = lines
     return module.with_changes(body=body)
+
+
+def ir_constant(facts: _Facts, call: cst.Call) -> cst.Call:
+    """mlir.ir_constant(x) without aval=: since JAX 0.7.2 a Python scalar x
+    needs its aval, and had the constant of its Python type's dtype (int:
+    int64), which np.asarray(x) gives it; a NumPy value keeps its dtype.
+    call itself where it is left."""
+    np = next((k for k, v in facts.aliases.items() if v == "numpy"), None)
+    if np is None or len(call.args) != 1 or call.args[0].keyword is not None:
+        return call
+    value = call.args[0].value
+    called = facts.full(value.func) if isinstance(value, cst.Call) else None
+    if called is not None and called.startswith("numpy."):
+        return call          # np.int32(...), np.array(...): a NumPy value
+    wrapped = cst.Call(func=cst.parse_expression(f"{np}.asarray"), args=[cst.Arg(value)])
+    return call.with_changes(args=[call.args[0].with_changes(value=wrapped)])

@@ -32,13 +32,13 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from . import _binding, _gpu_lowering, _split
+from . import _binding, _gpu_lowering, _split, _typed_call
 from .._pyread import starred as _starred
 from ._ffi_lowering import ffi_lowering
 from ._facts import _XLA_CLIENT, _Facts, _arg, _dotted, _literals, _string, _test
 from ._layouts import RowMajor
 from ._names import Names, Part, _reads, _walk, expand, literal, registrations_module
-from ._plumbing import _Plumbing, _import_jax, _uses
+from ._plumbing import _Plumbing, _import_jax, _uses, ir_constant
 from ._report import Problem
 from ._translation import Translations
 
@@ -114,7 +114,7 @@ class _Port(cst.CSTTransformer):
         # the (rule, name) of their `name = custom_call(...)`
         self.split_sites: set[int] = set()
         self.split_vars: set[tuple[int, str]] = set()
-        self.needs_numpy = False
+        self.needs_numpy = self.needs_mlir = False
         # A lowering whose targets it cannot tell may lower any target this
         # module registers: those are held (kept legacy) with it.
         self.registered: set[str] = set()
@@ -415,9 +415,13 @@ class _Port(cst.CSTTransformer):
                 self.unread = True
                 return None
             names, ported = followed
-        if (ported or names & {t for t, _p in self.prior}) and (
-                self._unreadable(node, names) or self._layouts_unshown(node, names)):
-            return None
+        in_place = False       # layouts not row-major: typed in place (_typed_call)
+        if ported or names & {t for t, _p in self.prior}:
+            if self._unreadable(node, names):
+                return None
+            in_place = self._layouts_unshown(node, names)
+            if in_place is None:
+                return None
         shape = self._platforms(node, names)
         if shape == "refused":
             return None
@@ -437,6 +441,10 @@ class _Port(cst.CSTTransformer):
             self.problems.append(Problem(where, "a custom call with an API version other than "
                                          "1, 2 or 3 on a ported CPU target: not ported yet"))
             return None
+        if in_place:
+            self._counts(names, _arg(updated, -1, "operands").value, updated)
+            self.changed = True
+            return _typed_call.typed(updated, shape == "gpu", self.mlir(), self.numpy())
         if ctx is None or not results:
             self.problems.append(Problem(where, "a custom call outside a lowering rule with a "
                                          "ctx parameter, or whose op (not .results) is used: "
@@ -463,23 +471,18 @@ class _Port(cst.CSTTransformer):
         for n in names:
             self.counts.setdefault(n, set()).add(None if None in count else count)
 
-    def _layouts_unshown(self, node: cst.Call, names: set[str]) -> bool:
-        """Whether the site's layouts are not shown row-major (_layouts): it
-        is said and kept legacy, its targets held (their kernels and
-        registrations kept legacy too), since ffi_lowering under
-        skip_ffi_layout_processing=True would give XLA row-major ones."""
-        odd = [a.keyword.value for a in node.args if a.keyword is not None and
-               a.keyword.value in ("operand_layouts", "result_layouts") and
-               not self.rows.many(a.value)]     # (the original nodes: their scopes are known)
-        if not odd:
-            return False
-        self.problems.append(Problem(self.where(node), f"a custom call whose "
-                                     f"{' and '.join(odd)} it cannot show row-major: "
-                                     "jax.ffi.ffi_lowering(skip_ffi_layout_processing=True) "
-                                     "would give XLA row-major ones: kept legacy, its targets "
-                                     "held"))
+    def _layouts_unshown(self, node: cst.Call, names: set[str]) -> bool | None:
+        """Whether the site's layouts are not shown row-major (_layouts), so
+        that it is typed in place (_typed_call); None where it calls another
+        custom_call than JAX's: said and kept legacy, its targets held (their
+        kernels and registrations kept legacy too)."""
+        odd = _typed_call.unshown(self.rows, node)
+        full = self.facts.full(node.func) or ""
+        if not odd or full == _typed_call.KEPT:
+            return bool(odd)
+        self.problems.append(Problem(self.where(node), _typed_call.refusal(odd, full)))
         self._hold(names)
-        return True
+        return None
 
     def _unreadable(self, node: cst.Call, names: set[str]) -> bool:
         """Whether the site passes arguments it cannot place: through a *args
@@ -536,6 +539,13 @@ class _Port(cst.CSTTransformer):
                                      _gpu_lowering.refusal(shape, lowered, hold)))
         self.held |= hold
         return "refused"
+
+    def mlir(self) -> str:
+        """The module's name for jax.interpreters.mlir (imported where it has none)."""
+        name = next((k for k, v in self.facts.aliases.items()
+                     if v == "jax.interpreters.mlir"), None)
+        self.needs_mlir |= name is None
+        return name or "jax.interpreters.mlir"
 
     def numpy(self) -> str:
         """The module's name for numpy (imported as `numpy` where it has none)."""
@@ -627,26 +637,12 @@ class _Port(cst.CSTTransformer):
         assigned = len(m.findall(fn, m.AssignTarget(target=m.Name(name))))
         return (id(fn), name) if assigned == 1 and uses == results + 1 else None
 
-    def _ir_constant(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        """mlir.ir_constant(x) without aval=: since JAX 0.7.2 a Python scalar
-        x needs its aval, and had the constant of its Python type's dtype
-        (int: int64), which np.asarray(x) gives it; a NumPy value keeps its
-        dtype."""
-        np = next((k for k, v in self.facts.aliases.items() if v == "numpy"), None)
-        if np is None or len(updated.args) != 1 or updated.args[0].keyword is not None:
-            return updated
-        value = updated.args[0].value
-        called = self.facts.full(value.func) if isinstance(value, cst.Call) else None
-        if called is not None and called.startswith("numpy."):
-            return updated          # np.int32(...), np.array(...): a NumPy value
-        self.changed = True
-        wrapped = cst.Call(func=cst.parse_expression(f"{np}.asarray"), args=[cst.Arg(value)])
-        return updated.with_changes(args=[updated.args[0].with_changes(value=wrapped)])
-
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         full = self.facts.full(original.func) or ""
         if full == "jax.interpreters.mlir.ir_constant":
-            return self._ir_constant(original, updated)
+            new = ir_constant(self.facts, updated)
+            self.changed |= new is not updated
+            return new
         if full in _LEGACY_REGISTER:
             return self._registration(original, updated)
         if full in _FFI_REGISTER and m.matches(
@@ -673,10 +669,11 @@ class _Port(cst.CSTTransformer):
                 return updated
             var = self._results_only(original, parent)
             new = self._lowering(original, updated, results=var is not None)
-            if new is not None and var is not None:
-                self.result_vars.add(var)
-                if id(original) in self.split_sites:
-                    self.split_vars.add(var)
+            if new is not None and (var is not None or _typed_call.in_place(new)):
+                if not _typed_call.in_place(new):   # (whose .results stay)
+                    self.result_vars.add(var)
+                    if id(original) in self.split_sites:
+                        self.split_vars.add(var)
                 return self._swapped(id(original) in self.split_sites, original, new, updated)
         return updated
 
@@ -791,8 +788,8 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     if not (porter.changed or translated):
         return None
     new = new.visit(_Plumbing(_uses(new)))
-    if porter.extend or re.search(r"\bjax\.ffi\b", new.code):
-        new = _import_jax(new, porter.extend)
+    if porter.extend or porter.needs_mlir or re.search(r"\bjax\.ffi\b", new.code):
+        new = _import_jax(new, porter.extend, porter.needs_mlir)
     if porter.needs_numpy:
         new = _gpu_lowering.import_numpy(new)
     return new.code
