@@ -10,6 +10,9 @@
 #                     checked and unpacked it into the per-user cache
 #   .carry/port-mpi4jax/  the same with mpi4jax's kept port (dev/census/
 #                     ports/) applied
+#   .carry/veros-1.7.0/  veros's sdist, as fetch.py unpacked it into the
+#                     per-user cache; .carry/port-veros/ the same with
+#                     veros's kept port applied
 #   .carry/port-kepler-jax/  kepler_jax's kept port (dev/census/ports/),
 #                     applied to its source in the per-user cache (census.py
 #                     fetch kepler-jax), with the build backend its pyproject
@@ -48,6 +51,11 @@ rm -rf .carry/mpi4jax-0.8.1.post2 .carry/port-mpi4jax
 cp -r "$src" .carry/mpi4jax-0.8.1.post2
 cp -r "$src" .carry/port-mpi4jax
 patch -s -p1 -d .carry/port-mpi4jax <dev/census/ports/mpi4jax-0.8.1.post2.patch
+veros=$(python3 tests/fixtures/fetch.py --where)/veros-1.7.0-src/veros-1.7.0
+rm -rf .carry/veros-1.7.0 .carry/port-veros
+cp -r "$veros" .carry/veros-1.7.0
+cp -r "$veros" .carry/port-veros
+patch -s -p1 -d .carry/port-veros <dev/census/ports/veros-1.7.0.patch
 kepler=$(python3 tests/fixtures/fetch.py --where)/census/kepler-jax-371dca9-src
 rm -rf .carry/port-kepler-jax
 if [ -f "$kepler/.complete" ]; then

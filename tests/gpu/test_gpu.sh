@@ -27,6 +27,11 @@
 #              legacy), its own suite on 1 rank on the GPU in a Python where
 #              ccshim cannot be imported, and every mpi call XLA compiled
 #              read from its dump: typed
+#   port-veros veros's kept port, from .carry/port-veros: built by its own
+#              setup.py with its CUDA extension (nvcc), beside the unported
+#              build from .carry/veros-1.7.0; its TDMA on the GPU in a Python
+#              where ccshim cannot be imported: the bytes of XLA's legacy
+#              path, its CUDA targets typed in XLA's dump
 #   census-KEY each GPU-only census project with a [gpu.suite] (dev/census/
 #              gpu_suite.py list: flash-attn-jax 0.3.0, fdtdz 1.1.3): its own
 #              suite (or the named selection its manifest gives) on XLA's
@@ -72,7 +77,8 @@ logs=$(cd "$logs" && pwd)
 # A GPU machine that can fetch makes .carry/ itself.
 census_asked=()
 [[ " ${TEST_GPU_ONLY:-} " == *" census"* && ! -d .carry/census ]] && census_asked=(--census)
-if ! carried_mpi4jax || [ ! -d .carry/port-mpi4jax ] || [ ${#census_asked[@]} -gt 0 ]; then
+if ! carried_mpi4jax || [ ! -d .carry/port-mpi4jax ] || [ ! -d .carry/port-veros ] ||
+  [ ${#census_asked[@]} -gt 0 ]; then
   bash tests/gpu/prepare.sh "${census_asked[@]}" >"$logs/prepare.log" 2>&1 ||
     echo "tests/gpu/prepare.sh could not fetch what .carry/ lacks ($logs/prepare.log)"
 fi
@@ -341,6 +347,49 @@ port_mpi4jax() {
 }
 export -f port_mpi4jax
 step port-mpi4jax 300 "grep -E 'passed|failed|mpi_ calls' | tail -n 2" -- port_mpi4jax
+
+# veros's kept port on the GPU: its CUDA TDMA kernels through the handlers
+# `ccshim port` wrote (their call typed in place, its layouts, the last
+# dimension major, kept), beside the unported build on XLA's legacy path.
+# Both built by veros's own setup.py (build_ext --inplace, its CUDA
+# extension required); veros's own tdma_ run as its solvers call it
+# (tests/python/veros_tdma_program.py: 6x5 systems of 16, float64 and
+# float32) in a Python where ccshim cannot be imported: the same bytes, its
+# CUDA targets called, and every tdma call XLA compiled typed.
+build_veros() {
+  local from=$1 dest=$2
+  rm -rf "$dest" && cp -r "$from" "$dest" || return 1
+  (cd "$dest" && VEROS_REQUIRE_CYTHON_EXT=1 VEROS_REQUIRE_CUDA_EXT=1 \
+    "$python" setup.py build_ext --inplace >build.log 2>&1) ||
+    { tail -n 20 "$dest/build.log"; return 1; }
+  compgen -G "$dest/veros/core/special/tdma_cuda_.*.so" >/dev/null ||
+    { echo "$dest: no tdma_cuda_ extension built"; return 1; }
+}
+port_veros() {
+  local legacy=$root/$build/veros-legacy ported=$root/$build/veros-port
+  local dump=$root/$build/port-veros-hlo program=$root/tests/python/veros_tdma_program.py
+  [ -d "$root/.carry/veros-1.7.0" ] && [ -d "$root/.carry/port-veros" ] ||
+    { echo "no .carry/veros-1.7.0 or .carry/port-veros (tests/gpu/prepare.sh)"; return 1; }
+  ! "$python" -c 'import ccshim' 2>/dev/null || { echo "ccshim can be imported here"; return 1; }
+  build_veros "$root/.carry/veros-1.7.0" "$legacy" && build_veros "$root/.carry/port-veros" \
+    "$ported" || return 1
+  rm -rf "$dump"
+  "$python" "$program" xla "$legacy" >"$logs/port-veros-legacy.json" || return 1
+  XLA_FLAGS="--xla_dump_to=$dump --xla_dump_hlo_as_text" \
+    "$python" "$program" xla "$ported" >"$logs/port-veros-ported.json" || return 1
+  "$python" - "$logs/port-veros-legacy.json" "$logs/port-veros-ported.json" <<'PY' || return 1
+import json, sys
+legacy, ported = (json.loads(open(p).read().strip().splitlines()[-1]) for p in sys.argv[1:])
+want = {"float64": ["tdma_cuda_double"], "float32": ["tdma_cuda_float"]}
+print("targets:", ported["targets"], "; largest difference from scipy:", ported["scipy_error"])
+same = ported["outputs"] == legacy["outputs"]
+print("the same bytes as the unported build on XLA's legacy path:", same)
+sys.exit(0 if same and ported["targets"] == legacy["targets"] == want else 1)
+PY
+  dump_typed "$dump" tdma_ tdma_cuda_
+}
+export -f build_veros port_veros
+step port-veros 300 "grep -E 'same bytes|tdma_cuda_ calls' | tail -n 2" -- port_veros
 
 # The census on a GPU: a GPU-only project's own suite on XLA's legacy path
 # and through ccshim, in a venv of its own that sees the machine's JAX and
