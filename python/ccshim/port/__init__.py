@@ -104,7 +104,8 @@ def _port(trees: list[Path], held: set[tuple[str, str]], fixed: dict[str, _bindi
             edits[folder / _native.HEADER] = (None, (Path(__file__).parent /
                                                      "legacy_call.h").read_text())
         if done_cy:
-            setup = _cython.setup_py(root, done_cy, problems)
+            from ._cython_setup import setup_py   # libcst: only where a port runs
+            setup = setup_py(root, done_cy, problems)
             if setup is not None:
                 edits[root / "setup.py"] = ((root / "setup.py").read_text(), setup)
             for path, text in _build.port_pyproject(root).items():

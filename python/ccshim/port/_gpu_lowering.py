@@ -169,13 +169,13 @@ def opaque(config: cst.BaseExpression | None, numpy: str) -> cst.Arg:
                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
 
 
-def import_numpy(module: cst.Module) -> cst.Module:
-    """module with `import numpy` before its first import (after its
+def import_name(module: cst.Module, name: str) -> cst.Module:
+    """module with `import NAME` before its first import (after its
     docstring and __future__ imports)."""
     body = list(module.body)
     at = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine) and
                any(isinstance(x, cst.Import) or (isinstance(x, cst.ImportFrom) and not (
                    isinstance(x.module, cst.Name) and x.module.value == "__future__"))
                    for x in s.body)), 0)
-    body.insert(at, cst.parse_statement("import numpy\n"))
+    body.insert(at, cst.parse_statement(f"import {name}\n"))
     return module.with_changes(body=body)

@@ -791,5 +791,5 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     if porter.extend or porter.needs_mlir or re.search(r"\bjax\.ffi\b", new.code):
         new = _import_jax(new, porter.extend, porter.needs_mlir)
     if porter.needs_numpy:
-        new = _gpu_lowering.import_numpy(new)
+        new = _gpu_lowering.import_name(new, "numpy")
     return new.code
