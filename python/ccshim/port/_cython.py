@@ -17,6 +17,7 @@ gives it XLA's headers (``jax.ffi.include_dir()``).  CUDA/HIP kernels, in
 the ``.pyx`` or declared ``cdef extern`` from a header beside it, get GPU
 handlers in the same file (_gpu).  What it does not port (CPU kernels
 declared ``cdef extern``, other signatures) is said with where and why.
+The ``.pyx`` is read with Cython's own parser (_pyx).
 """
 
 from __future__ import annotations
@@ -25,13 +26,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import _gpu
+from . import _gpu, _pyx
 from ._report import Problem
 
-# register("name", <void*>(kernel))  -- any one helper called with a literal
-# name and a kernel cast to void*.
-_EXPORT = re.compile(r"""(\w+)\(\s*(['"])([^'"]+)\2\s*,\s*<void\s*\*>\s*\(?\s*(\w+)\s*\)?\s*\)""")
-_CDEF = r"^([ \t]*)cdef\s+(public\s+|api\s+)?void\s+{name}\s*\(([^)]*)\)"
 # Cython pointer-table parameters: void** / const void** / void*.
 _CPU_PARAM = re.compile(r"^(const\s+)?void\s*\*\s*(\*\s*)?\w+$")
 
@@ -67,17 +64,6 @@ class CythonExtension:
 
 def _line(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
-
-
-def _extern(text: str, name: str) -> tuple[str, str] | None:
-    """(the parameters of name, the header it is declared from) when a
-    `cdef extern from "header"` block declares it."""
-    for block in re.finditer(r"^cdef\s+extern\s+from\s+['\"]([^'\"]*)['\"][^\n]*:\n"
-                             r"((?:[ \t]+[^\n]*\n|\n)*)", text, re.M):
-        m = re.search(r"\b" + re.escape(name) + r"\s*\(([^)]*)\)", block.group(2))
-        if m:
-            return m.group(1), block.group(1)
-    return None
 
 
 def _cpu(params: str) -> bool:
@@ -146,45 +132,41 @@ def _files(ext: CythonExtension, params: dict[str, str]) -> tuple[str, str]:
     return header, source
 
 
-def _edit(text: str, ext: CythonExtension) -> str:
+def _edit(pyx: _pyx.Pyx, ext: CythonExtension) -> str:
+    """The .pyx's text with its ported kernels made `cdef public`, the
+    handlers declared and exported in their place."""
     ported = {k.function for k in ext.ported}
-    for name in ported:
-        text = re.sub(_CDEF.format(name=re.escape(name)),
-                      lambda m: f"{m.group(1)}cdef public void {name}({m.group(3)})", text,
-                      count=1, flags=re.M)
-
-    def export(m: re.Match) -> str:
-        if m.group(4) not in ported:
-            return m.group(0)
-        s, e = m.span(4)
-        return m.group(0)[:s - m.start()] + m.group(4) + "_ffi" + m.group(0)[e - m.start():]
-
-    first = min(m.start() for m in _EXPORT.finditer(text) if m.group(4) in ported)
+    edits = [(f.start, f.head, "cdef public void")
+             for f in (pyx.functions.get(n) for n in ported) if f is not None and f.void]
+    exports = [e for e in pyx.exports if e.kernel in ported]
+    edits += [(e.kernel_at + len(e.kernel),) * 2 + ("_ffi",) for e in exports]
     # The declarations go before the function that makes the capsules, or
     # before the first export.
-    helper = next(m.group(1) for m in _EXPORT.finditer(text) if m.group(4) in ported)
-    defn = re.search(r"^cdef\s+[\w ]*?\b" + re.escape(helper) + r"\s*\(", text, re.M)
-    at = defn.start() if defn and defn.start() < first else text.rfind("\n", 0, first) + 1
+    text, first = pyx.text, exports[0]
+    helper = pyx.functions.get(first.helper)
+    line = text.rfind("\n", 0, first.kernel_at) + 1
+    at = helper.start if helper is not None and helper.start < line else line
     decls = "".join(f"    XLA_FFI_Error* {k.function}_ffi(XLA_FFI_CallFrame* call_frame) nogil\n"
                     for k in ext.ported)
-    block = (f"# The kernels as typed XLA FFI handlers ({ext.stem}_ffi.cpp).\n"
-             f'cdef extern from "{ext.stem}_ffi.h":\n'
-             "    ctypedef struct XLA_FFI_Error\n"
-             "    ctypedef struct XLA_FFI_CallFrame\n" + decls + "\n\n")
-    text = text[:at] + block + text[at:]
-    return _EXPORT.sub(export, text)
+    edits.append((at, at, f"# The kernels as typed XLA FFI handlers ({ext.stem}_ffi.cpp).\n"
+                  f'cdef extern from "{ext.stem}_ffi.h":\n'
+                  "    ctypedef struct XLA_FFI_Error\n"
+                  "    ctypedef struct XLA_FFI_CallFrame\n" + decls + "\n\n"))
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
 
 
-def _extern_kernel(ext: CythonExtension, target: str, fn: str, text: str,
+def _extern_kernel(ext: CythonExtension, target: str, fn: str, pyx: _pyx.Pyx,
                    held: set[tuple[str, str]], params: dict[str, str]) -> str | None:
     """A kernel the .pyx declares `cdef extern from "header"` (veros's CUDA
     kernels, in a .cu): ported (None) where it is a CUDA/HIP kernel and its
     header is beside the .pyx, for the handlers' file to include; '' where
     it is a typed handler already; else why it is not ported."""
-    declared = _extern(text, fn)
+    declared = pyx.declared.get(fn)
     if declared is None:
         return f"'{target}': {fn} has no definition in {ext.path.name}"
-    decl, header = declared
+    decl, header = declared.params, declared.header
     if "XLA_FFI_CallFrame" in decl:
         ext.typed.append(target)
         return ""
@@ -219,50 +201,52 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
         rel = path.relative_to(root)
         ext = CythonExtension(path)
         params: dict[str, str] = {}
-        exports = list(_EXPORT.finditer(text))
-        if not exports:
-            m = re.search(r"xla\._CUSTOM_CALL_TARGET", text)
-            problems.append(Problem(f"{rel}:{_line(text, m.start())}", "a Cython capsule "
-                                    "export other than register(\"name\", <void*>(kernel)) "
-                                    "through a helper: not ported yet"))
+        tag = f"{rel}:{_line(text, text.find('xla._CUSTOM_CALL_TARGET'))}"
+        try:
+            pyx = _pyx.Pyx(ext.stem, text)
+        except _pyx.Unreadable as e:
+            problems.append(Problem(tag, f"not read: {e}"))
             continue
-        for m in exports:
-            target, fn = m.group(3), m.group(4)
-            where = f"{rel}:{_line(text, m.start())}"
-            d = re.search(_CDEF.format(name=re.escape(fn)), text, re.M)
-            if d is None:
-                why = _extern_kernel(ext, target, fn, text, held, params)
+        if not pyx.exports:
+            problems.append(Problem(tag, "a Cython capsule export other than register(\"name\", "
+                                    "<void*>(kernel)) through a helper: not ported yet"))
+            continue
+        for export in pyx.exports:
+            target, fn = export.target, export.kernel
+            where = f"{rel}:{export.line}"
+            d = pyx.functions.get(fn)
+            if d is None or not d.void:
+                why = _extern_kernel(ext, target, fn, pyx, held, params)
                 if why:
                     problems.append(Problem(where, why))
                     ext.legacy.append(target)
                 continue
-            parts = [p.strip() for p in d.group(3).split(",") if p.strip()]
-            ext.platforms[target] = "cpu" if _cpu(d.group(3)) else _gpu.cython_platform(parts)
+            parts = [p.strip() for p in d.params.split(",") if p.strip()]
+            ext.platforms[target] = "cpu" if _cpu(d.params) else _gpu.cython_platform(parts)
             if (target, ext.platforms[target]) in held:
                 problems.append(Problem(where, _gpu.held(target)))
                 ext.legacy.append(target)
                 continue
             if _gpu.kind(parts) == "gpu":
-                params[fn] = d.group(3)
+                params[fn] = d.params
                 ext.streams[fn] = _gpu.stream_of(parts)
-                ext.ported.append(CythonKernel(target, fn, f"{rel.name}:{_line(text, d.start())}"))
+                ext.ported.append(CythonKernel(target, fn, f"{rel.name}:{d.line}"))
                 continue
             if ext.platforms[target] == "other":
-                problems.append(Problem(where, f"'{target}': {fn} ({rel}:{_line(text, d.start())}) "
+                problems.append(Problem(where, f"'{target}': {fn} ({rel}:{d.line}) "
                                         "is a GPU kernel whose stream is neither CUDA's nor "
                                         f"HIP's ({parts[0]}): not ported yet"))
                 ext.legacy.append(target)
                 continue
-            if not _cpu(d.group(3)):
-                problems.append(Problem(where, f"'{target}': {fn} ({rel}:"
-                                        f"{_line(text, d.start())}) is a signature it does not "
-                                        f"know ({d.group(3).strip()})"))
+            if not _cpu(d.params):
+                problems.append(Problem(where, f"'{target}': {fn} ({rel}:{d.line}) is a "
+                                        f"signature it does not know ({d.params.strip()})"))
                 ext.legacy.append(target)
                 continue
-            params[fn] = d.group(3)
-            ext.ported.append(CythonKernel(target, fn, f"{rel.name}:{_line(text, d.start())}"))
+            params[fn] = d.params
+            ext.ported.append(CythonKernel(target, fn, f"{rel.name}:{d.line}"))
         if ext.ported:
             ext.header, ext.handlers = _files(ext, params)
-            ext.text = _edit(text, ext)
+            ext.text = _edit(pyx, ext)
         found.append(ext)
     return found
