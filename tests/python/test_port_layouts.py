@@ -1,5 +1,5 @@
-"""A ported call site whose layouts are not row-major (docs/port.md, "Layouts
-other than row-major"; python/ccshim/port/_typed_call.py).
+"""A ported call site whose layouts are not row-major (docs/port.md,
+"Layouts"; python/ccshim/port/_typed_call.py).
 
 tests/fixtures/port/layout_ext is a legacy CPU extension whose call gives its
 operand and result a column-major layout and adds a scratch result its rule
@@ -7,8 +7,9 @@ drops, as veros 1.7.0's CUDA lowering does, through JAX's own custom_call.
 Its kernel reads and writes in memory order, so what it gives depends on the
 layouts XLA honours.  Ported, the call is typed in place with its layouts;
 built by its own build and run in a Python where ccshim cannot be imported,
-it gives the bytes the unported build gives on XLA's legacy path, both what
-the column-major layouts mean, not what row-major ones would.  The same call
+it gives the bytes the unported build gives on XLA's legacy path, on JAX
+0.10.2 and 0.12.0.1 (each suite's), both what the column-major layouts mean,
+not what row-major ones would.  The same call
 through a custom_call gone from today's JAX is said and kept legacy.
 """
 import json
@@ -16,13 +17,16 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from conftest import FIXTURES
 import project_ports
-from test_port import NEWEST, _port
+from test_port import _port
+
+PYTHON = pathlib.Path(sys.executable)    # the suite's venv's
 
 RUN = """\
 import json
@@ -43,13 +47,13 @@ print(json.dumps(np.asarray(y).tolist()))
 
 
 def _run(tree: pathlib.Path, tmp_path: pathlib.Path, name: str) -> tuple[list, list[str]]:
-    """tree built by its own build, its ramp run on the newest JAX without
+    """tree built by its own build, its ramp run on the suite's JAX without
     ccshim; the result and the custom-call lines of what XLA compiled."""
     site = tmp_path / f"site-{name}"
-    project_ports.build(tree, site)
+    project_ports.build(tree, site, python=PYTHON)
     dump = tmp_path / f"hlo-{name}"
-    env = project_ports.environment(site, NEWEST, dump)
-    ran = subprocess.run([str(NEWEST), "-S", "-c", RUN], cwd=tmp_path, env=env,
+    env = project_ports.environment(site, PYTHON, dump)
+    ran = subprocess.run([str(PYTHON), "-S", "-c", RUN], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr[-3000:]
     calls = [line for text in map(pathlib.Path.read_text, sorted(dump.glob("*.txt")))
@@ -57,10 +61,12 @@ def _run(tree: pathlib.Path, tmp_path: pathlib.Path, name: str) -> tuple[list, l
     return json.loads(ran.stdout.strip().splitlines()[-1]), calls
 
 
-@pytest.mark.once  # all it runs runs on .venv-newest's Python
 def test_a_call_of_column_major_layouts_is_typed_in_place_and_gives_the_legacy_bytes(tmp_path):
-    if not NEWEST.exists():
-        pytest.skip(f"no {NEWEST} (no Python 3.12 here): the newest JAX is not tested")
+    """On each suite's JAX (0.10.2 and 0.12.0.1), the fixture built by that
+    suite's Python."""
+    pytest.importorskip("scikit_build_core", reason="the fixture's build backend (dev/setup.sh "
+                        "test installs it)")
+    pytest.importorskip("pybind11", reason="the fixture's kernels are pybind11's")
     legacy_tree, tree = tmp_path / "legacy", tmp_path / "tree"
     shutil.copytree(FIXTURES / "port" / "layout_ext", legacy_tree)
     shutil.copytree(FIXTURES / "port" / "layout_ext", tree)
