@@ -252,6 +252,7 @@ PYBIND11_MODULE(hip_ops, m) { m.def("registrations", &Registrations); }
 """
 
 
+@pytest.mark.once(suite="newest")  # (no JAX in what it builds or runs)
 def test_a_hip_port_compiles_with_hipcc(tmp_path):
     """The same for HIP: the handler takes a hipStream_t (from the kernel's
     declaration); the ported dict's file and the kernels compile with
