@@ -101,7 +101,7 @@ def _compilers_through_ccache(tmp_path_factory) -> None:
 
 def _once_elsewhere(item, suite: str) -> bool:
     mark = item.get_closest_marker("once")
-    return mark is not None and (mark.args or ("pinned",))[0] != suite
+    return mark is not None and mark.kwargs.get("suite", (mark.args or ("pinned",))[0]) != suite
 
 
 def pytest_collection_modifyitems(config, items):

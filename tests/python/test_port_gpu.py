@@ -100,7 +100,7 @@ class _Seen(ctypes.Structure):
                 ("buffers", ctypes.c_uint64 * 4), ("opaque", ctypes.c_ubyte * 64)]
 
 
-@pytest.mark.once(suite="newest")  # (no JAX in what it builds or runs)
+@pytest.mark.once("newest")  # (no JAX in what it builds or runs)
 def test_generated_gpu_handlers_run_with_their_stream_in_the_embedded_runtime(tmp_path):
     """The handlers `ccshim port` wrote into gpu_ext's gpu_ops.cc, compiled
     with host versions of its CUDA kernels (host_kernels.cc), run by
@@ -181,7 +181,7 @@ def test_gpu_ext_port_compiles_with_nvcc_and_its_lowering_passes_the_opaque(tmp_
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-@pytest.mark.once(suite="newest")  # (no JAX in what it builds or runs)
+@pytest.mark.once("newest")  # (no JAX in what it builds or runs)
 def test_exoplanet_core_gpu_port_compiles_with_nvcc_and_the_host_compiler(tmp_path):
     nvcc = shutil.which("nvcc") or (shutil.which("nvcc", path="/usr/local/cuda/bin"))
     if nvcc is None:
@@ -252,7 +252,7 @@ PYBIND11_MODULE(hip_ops, m) { m.def("registrations", &Registrations); }
 """
 
 
-@pytest.mark.once(suite="newest")  # (no JAX in what it builds or runs)
+@pytest.mark.once("newest")  # (no JAX in what it builds or runs)
 def test_a_hip_port_compiles_with_hipcc(tmp_path):
     """The same for HIP: the handler takes a hipStream_t (from the kernel's
     declaration); the ported dict's file and the kernels compile with
