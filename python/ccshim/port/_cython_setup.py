@@ -76,6 +76,13 @@ def _renamed(code: str, name: str, new: str) -> cst.BaseExpression:
     return cst.parse_expression(code[:at] + new + code[at + len(name):])
 
 
+def _names(loop: cst.CompFor, var: str, stem: str) -> bool:
+    """Whether loop is `for var in (...)` over literals that name stem."""
+    return m.matches(loop.target, m.Name(var)) and isinstance(loop.iter, (cst.Tuple, cst.List)) \
+        and stem in {e.value.evaluated_value for e in loop.iter.elements
+                     if isinstance(e.value, cst.SimpleString)}
+
+
 class _Reader:
     """What setup.py's tree says: the source string that names each .pyx,
     each comprehension over module names, the cythonize statement."""
@@ -103,18 +110,12 @@ class _Reader:
                     s.parts[-1], m.FormattedStringText(value=".pyx")) and
                     m.matches(s.parts[-2], m.FormattedStringExpression(expression=m.Name()))):
                 continue
-            var, node = s.parts[-2].expression.value, s
+            var, node = s.parts[-2].expression.value, self.parent.get(s)
             while node is not None:
+                if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)) and \
+                        _names(node.for_in, var, stem):
+                    return True
                 node = self.parent.get(node)
-                fors = [node.for_in] if isinstance(node, (cst.ListComp, cst.GeneratorExp,
-                                                          cst.SetComp)) else []
-                for f in fors:
-                    if m.matches(f.target, m.Name(var)) and isinstance(f.iter, (cst.Tuple,
-                                                                                cst.List)):
-                        names = {e.value.evaluated_value for e in f.iter.elements
-                                 if isinstance(e.value, cst.SimpleString)}
-                        if stem in names:
-                            return True
         return False
 
     def cythonize(self) -> cst.SimpleStatementLine | None:

@@ -91,6 +91,11 @@ class _Facts(cst.CSTVisitor):
         base = self.aliases.get(head, head)
         return f"{base}.{rest}" if rest else base
 
+    def local(self, full: str) -> str | None:
+        """The module's name for what it imports as full (a dotted module or
+        object), if it imports it."""
+        return next((k for k, v in self.aliases.items() if v == full), None)
+
 
 def _test(test: cst.BaseExpression, param: str, name: str) -> bool | None:
     """The value of an `if` test on the rule's name parameter, for name;

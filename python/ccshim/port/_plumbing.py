@@ -139,7 +139,7 @@ def ir_constant(facts: _Facts, call: cst.Call) -> cst.Call:
     needs its aval, and had the constant of its Python type's dtype (int:
     int64), which np.asarray(x) gives it; a NumPy value keeps its dtype.
     call itself where it is left."""
-    np = next((k for k, v in facts.aliases.items() if v == "numpy"), None)
+    np = facts.local("numpy")
     if np is None or len(call.args) != 1 or call.args[0].keyword is not None:
         return call
     value = call.args[0].value

@@ -542,14 +542,13 @@ class _Port(cst.CSTTransformer):
 
     def mlir(self) -> str:
         """The module's name for jax.interpreters.mlir (imported where it has none)."""
-        name = next((k for k, v in self.facts.aliases.items()
-                     if v == "jax.interpreters.mlir"), None)
+        name = self.facts.local("jax.interpreters.mlir")
         self.needs_mlir |= name is None
         return name or "jax.interpreters.mlir"
 
     def numpy(self) -> str:
         """The module's name for numpy (imported as `numpy` where it has none)."""
-        name = next((k for k, v in self.facts.aliases.items() if v == "numpy"), None)
+        name = self.facts.local("numpy")
         if name is None:
             self.needs_numpy = True
             return "numpy"
@@ -560,7 +559,7 @@ class _Port(cst.CSTTransformer):
         """A JVP rule's None output tangent (an error since JAX 0.5.0) becomes
         the symbolic zero of that output: ad.Zero(out.aval.to_tangent_aval())."""
         fn = next((p for p, _ in self.parents(original) if isinstance(p, cst.FunctionDef)), None)
-        ad = next((k for k, v in self.facts.aliases.items() if v == "jax.interpreters.ad"), None)
+        ad = self.facts.local("jax.interpreters.ad")
         value = updated.value
         if fn is None or fn.name.value not in self.facts.jvps:
             return updated
@@ -669,8 +668,10 @@ class _Port(cst.CSTTransformer):
                 return updated
             var = self._results_only(original, parent)
             new = self._lowering(original, updated, results=var is not None)
-            if new is not None and (var is not None or _typed_call.in_place(new)):
-                if not _typed_call.in_place(new):   # (whose .results stay)
+            # (new, where var is None, is a call typed in place: _lowering
+            # refuses any other whose op is used)
+            if new is not None:
+                if var is not None and not _typed_call.in_place(new):   # (its .results stay)
                     self.result_vars.add(var)
                     if id(original) in self.split_sites:
                         self.split_vars.add(var)

@@ -129,7 +129,7 @@ class Pyx:
                         for d in decl.declarators:
                             fn = _function_name(d)
                             if fn is not None and fn not in self.declared:
-                                _, params, _ = self._params(self._at(decl.pos), fn)
+                                params = self._params(self._at(decl.pos), fn)
                                 self.declared[fn] = Declared(fn, node.include_file, params)
         self.exports.sort(key=lambda e: e.kernel_at)
 
@@ -137,9 +137,9 @@ class Pyx:
         """The offset of a parser position (its line from 1, its column)."""
         return self._starts[pos[1] - 1] + pos[2]
 
-    def _params(self, at: int, name: str) -> tuple[int, str, int]:
-        """(where name's parameter list opens, the text between its
-        parentheses, just past its close), name first written at or after at."""
+    def _params(self, at: int, name: str) -> str:
+        """The text between the parentheses of name (first written at or
+        after at), less comments."""
         m = re.compile(r"\b" + re.escape(name) + r"\s*\(").search(self.text, at)
         if m is None:
             raise Unreadable(f"{name}'s parameters are not where Cython's parser placed it")
@@ -148,12 +148,12 @@ class Pyx:
             depth += {"(": 1, ")": -1}.get(self.text[i], 0)
             i += 1
         # (a comment among them is Cython's, not C's)
-        return m.end(), re.sub(r"#[^\n]*", "", self.text[m.end():i - 1]), i
+        return re.sub(r"#[^\n]*", "", self.text[m.end():i - 1])
 
     def _function(self, node, name: str) -> Function:
         from Cython.Compiler import Nodes
         start = self._at(node.pos)
-        _, params, _ = self._params(start, name)
+        params = self._params(start, name)
         head = _HEAD.match(self.text, start)
         void = head is not None and isinstance(node.base_type, Nodes.CSimpleBaseTypeNode) and \
             node.base_type.name == "void" and isinstance(node.declarator,

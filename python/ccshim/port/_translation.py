@@ -59,10 +59,6 @@ class {SHAPE}(NamedTuple):
 '''
 
 
-def _local(facts, full: str) -> str | None:
-    return next((k for k, v in facts.aliases.items() if v == full), None)
-
-
 def _registration(facts, node: cst.CSTNode):
     """(prim, rule, platform, new_style) of a translation rule's
     registration statement; None for any other."""
@@ -112,8 +108,8 @@ class Translations:
             targets=[m.AssignTarget(target=m.Name())], value=m.Attribute(attr=m.Name("ops"))))
             if facts.full(stmt.value.value) in _CLIENTS}
         self.names = Names(xla=lambda node: self._xla(node, ops), ported=ported, legacy=legacy,
-                           mlir=_local(facts, "jax.interpreters.mlir") or "mlir",
-                           np=_local(facts, "numpy") or "np")
+                           mlir=facts.local("jax.interpreters.mlir") or "mlir",
+                           np=facts.local("numpy") or "np")
         functions = {f.name.value: f for f in module.body if isinstance(f, cst.FunctionDef)}
         self.rules: set[str] = set()       # the rules translated
         seen: set[str] = set()             # every rule registered
@@ -248,12 +244,12 @@ def _imports(module: cst.Module, facts, names: Names) -> cst.Module:
     """module with the names the lowerings use imported: NamedTuple, NumPy
     and jax.interpreters.mlir as names spells them."""
     add = []
-    if _local(facts, "typing.NamedTuple") is None:
+    if facts.local("typing.NamedTuple") is None:
         add.append("from typing import NamedTuple")
-    if _local(facts, "numpy") is None:
+    if facts.local("numpy") is None:
         add.append(f"import numpy as {names.np}")
     body = list(module.body)
-    if _local(facts, "jax.interpreters.mlir") is None:
+    if facts.local("jax.interpreters.mlir") is None:
         for i, stmt in enumerate(body):
             found = m.findall(stmt, m.ImportFrom(module=m.Attribute(
                 value=m.Name("jax"), attr=m.Name("interpreters")))) if isinstance(
