@@ -5,7 +5,8 @@ API_VERSION_TYPED_FFI), its opaque bytes in hex (the `opaque` attribute of
 a typed call, the backend_config string of a legacy one) and its operand
 and result layouts (minor to major; None where the call has none).  Used by
 programs that lower a project's GPU path on a machine with no GPU
-(port_gpu_lowering_program.py, veros_cuda_lowering_program.py)."""
+(port_gpu_lowering_program.py, veros_cuda_lowering_program.py), which
+also say whether ccshim could be imported there (ccshim_state)."""
 import numpy as np
 from jax._src.lib.mlir import ir
 
@@ -49,3 +50,13 @@ def module_calls(module, prefix: str = "") -> list[dict]:
     return [call(op.operation) for op in ops(module.operation)
             if op.operation.name == "stablehlo.custom_call" and
             ir.StringAttr(op.operation.attributes["call_target_name"]).value.startswith(prefix)]
+
+
+def ccshim_state() -> str:
+    """"importable", or why `import ccshim` failed (a port's run needs it
+    to fail)."""
+    try:
+        import ccshim  # noqa: F401
+        return "importable"
+    except ImportError as e:
+        return f"{type(e).__name__}: {e}"

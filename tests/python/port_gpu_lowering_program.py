@@ -25,16 +25,10 @@ from mpi4py import MPI  # noqa: E402
 
 import mpi4jax  # noqa: E402
 import mpi4jax_collectives  # noqa: E402
-from lowered_calls import module_calls  # noqa: E402
-
-try:
-    import ccshim  # noqa: F401
-    CCSHIM = "importable"
-except ImportError as e:
-    CCSHIM = f"{type(e).__name__}: {e}"
+from lowered_calls import ccshim_state, module_calls  # noqa: E402
 
 
-report = {"ccshim": CCSHIM, "cuda_ext": mpi4jax.has_cuda_support(), "collectives": {}}
+report = {"ccshim": ccshim_state(), "cuda_ext": mpi4jax.has_cuda_support(), "collectives": {}}
 for name, fn in mpi4jax_collectives.collectives(mpi4jax, MPI).items():
     lowered = jax.jit(fn).trace(mpi4jax_collectives.ROW).lower(lowering_platforms=("cuda",))
     report["collectives"][name] = [

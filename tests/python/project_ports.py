@@ -178,14 +178,19 @@ def environment(site: pathlib.Path, python: pathlib.Path, dump: pathlib.Path) ->
     return env
 
 
+def custom_call_lines(dump: pathlib.Path) -> list[str]:
+    """Every custom-call line of the modules in XLA's dump (--xla_dump_to,
+    --xla_dump_hlo_as_text)."""
+    return [line for path in sorted(dump.glob("*.txt"))
+            for line in path.read_text(errors="replace").splitlines() if " custom-call(" in line]
+
+
 def custom_calls(dump: pathlib.Path) -> tuple[dict[str, int], list[str]]:
     """From XLA's dump: each custom-call target's count, and the calls that
     are not typed-FFI ones (XLA's own annotations aside)."""
-    lines = [line for path in sorted(dump.glob("*.txt"))
-             for line in path.read_text(errors="replace").splitlines() if " custom-call(" in line]
     counts: dict[str, int] = {}
     untyped = []
-    for line in lines:
+    for line in custom_call_lines(dump):
         target = re.search(r'custom_call_target="([^"]+)"', line)
         name = target.group(1) if target else "?"
         counts[name] = counts.get(name, 0) + 1

@@ -387,8 +387,7 @@ def test_a_ported_status_kernel_fails_as_an_ffi_error_with_its_message(tmp_path,
         "twice [3.0, 4.5, 6.0]",
         "split [1.0, 2.0, 3.0] [0.5, 0.25, 0.0]",
         "error INTERNAL: checked_split: negative input"], ran.stdout
-    calls = [line for text in map(pathlib.Path.read_text, sorted(dump.glob("*.txt")))
-             for line in text.splitlines() if " custom-call(" in line]
+    calls = project_ports.custom_call_lines(dump)
     assert {"status_ext_twice", "status_ext_checked_split"} <= set(
         re.findall(r'custom_call_target="([^"]+)"', "\n".join(calls)))
     assert all("api_version=API_VERSION_TYPED_FFI" in line for line in calls), calls
@@ -576,9 +575,11 @@ def test_what_it_cannot_port_of_a_cython_export_is_said_and_the_rest_ported(tmp_
 
 
 def _veros_run(python: pathlib.Path, build: pathlib.Path, tmp_path: pathlib.Path,
-               name: str, no_site: bool) -> tuple[dict, list[str]]:
-    """veros_tdma_program.py's "xla" mode (no ccshim imported) on build;
-    its report and every custom-call line of the modules XLA compiled."""
+               name: str, no_site: bool, program=("veros_tdma_program.py", "xla")
+               ) -> tuple[dict, list[str]]:
+    """program (tests/python/, its arguments; default veros_tdma_program.py's
+    "xla" mode: no ccshim imported) on build; its report and every
+    custom-call line of the modules XLA compiled."""
     dump = tmp_path / f"hlo-{name}"
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CCSHIM_", "PYTHON", "XLA_", "JAX_"))}
@@ -592,12 +593,11 @@ def _veros_run(python: pathlib.Path, build: pathlib.Path, tmp_path: pathlib.Path
         probe = subprocess.run([str(python), "-S", "-c", "import ccshim"], env=env,
                                capture_output=True, text=True)
         assert "No module named 'ccshim'" in probe.stderr, probe.stderr
-    ran = subprocess.run([str(python), *flags, str(ROOT / "tests" / "python" /
-                                                    "veros_tdma_program.py"), "xla", str(build)],
+    ran = subprocess.run([str(python), *flags, str(ROOT / "tests" / "python" / program[0]),
+                          *program[1:], str(build)],
                          env=env, capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stderr[-3000:]
-    calls = [line for text in map(pathlib.Path.read_text, sorted(dump.glob("*.txt")))
-             for line in text.splitlines() if " custom-call(" in line]
+    calls = project_ports.custom_call_lines(dump)
     return json.loads(ran.stdout.strip().splitlines()[-1]), calls
 
 
@@ -608,18 +608,12 @@ def _veros_cuda_lowered_alike(tree: pathlib.Path, legacy_build: pathlib.Path,
     cannot be imported gives the legacy build's custom calls, typed: the
     same targets, opaque bytes and layouts, its last dimension the major
     one, both results' layouts kept (ffi_lowering would have dropped them)."""
-    program = ROOT / "tests" / "python" / "veros_cuda_lowering_program.py"
     assert list((tree / "veros/core/special").glob("tdma_cuda_.*.so"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CCSHIM_", "PYTHON"))}
-    runs = []
-    for build, flags, path in ((tree, ["-S"], project_ports.site_packages(NEWEST)),
-                               (legacy_build, [], "")):
-        ran = subprocess.run([str(NEWEST), *flags, str(program), str(build)],
-                             env={**env, "PYTHONPATH": path}, capture_output=True, text=True,
-                             timeout=300)
-        assert ran.returncode == 0, ran.stderr[-3000:]
-        runs.append(json.loads(ran.stdout.strip().splitlines()[-1]))
-    ported, legacy = runs
+    program = ("veros_cuda_lowering_program.py",)
+    ported, _ = _veros_run(NEWEST, tree, tmp_path, "cuda-ported", no_site=True,
+                           program=program)
+    legacy, _ = _veros_run(NEWEST, legacy_build, tmp_path, "cuda-legacy", no_site=False,
+                           program=program)
     assert ported["ccshim"] == "ModuleNotFoundError: No module named 'ccshim'", ported["ccshim"]
     assert ported["gpu_ext"] and legacy["gpu_ext"]
     for dtype, target in (("float64", "tdma_cuda_double"), ("float32", "tdma_cuda_float")):

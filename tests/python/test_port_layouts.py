@@ -56,8 +56,8 @@ def _run(tree: pathlib.Path, tmp_path: pathlib.Path, name: str) -> tuple[list, l
     ran = subprocess.run([str(PYTHON), "-S", "-c", RUN], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr[-3000:]
-    calls = [line for text in map(pathlib.Path.read_text, sorted(dump.glob("*.txt")))
-             for line in text.splitlines() if "custom_call_target=\"layout_ext_ramp\"" in line]
+    calls = [line for line in project_ports.custom_call_lines(dump)
+             if 'custom_call_target="layout_ext_ramp"' in line]
     return json.loads(ran.stdout.strip().splitlines()[-1]), calls
 
 

@@ -48,11 +48,6 @@ def _harmonica_tree(tmp_path: pathlib.Path, name="harmonica") -> pathlib.Path:
     return dst
 
 
-def _calls(dump: pathlib.Path) -> list[str]:
-    return [line for text in map(pathlib.Path.read_text, sorted(dump.glob("*.txt")))
-            for line in text.splitlines() if " custom-call(" in line]
-
-
 @pytest.mark.once
 def test_harmonica_kept_patch_is_what_port_prints_now_and_git_apply_takes_it(tmp_path):
     tree = _harmonica_tree(tmp_path)
@@ -145,7 +140,7 @@ def test_ported_harmonica_builds_and_passes_its_suite_without_ccshim(tmp_path):
         del lost[NUMPY_24[0]]
     assert not lost, f"passed on JAX {baseline['jax']}'s legacy path, not here: {lost}\n{tail}"
     # its kernels ran, each call typed, with the layouts its rules gave
-    calls = _calls(dump)
+    calls = project_ports.custom_call_lines(dump)
     assert set(re.findall(r'custom_call_target="([^"]+)"', "\n".join(calls))) == \
         HARMONICA_TARGETS
     assert all("api_version=API_VERSION_TYPED_FFI" in line for line in calls), calls[:3]
@@ -214,7 +209,7 @@ def test_ported_translation_rules_give_zero_change_modes_bytes_without_ccshim(tm
     assert "No module named 'ccshim'" in probe.stderr, probe.stderr
     ported = _run(env, tmp_path)
     assert ported == _numpy_rule_ext()
-    calls = _calls(dump)
+    calls = project_ports.custom_call_lines(dump)
     assert {"rule_ext_scale_and_sum", "rule_ext_twice"} == set(
         re.findall(r'custom_call_target="([^"]+)"', "\n".join(calls)))
     assert all("api_version=API_VERSION_TYPED_FFI" in line for line in calls), calls

@@ -14,21 +14,15 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # beside this file
-from lowered_calls import module_calls  # noqa: E402
+from lowered_calls import ccshim_state, module_calls  # noqa: E402
 from project_modules import load_package_module  # noqa: E402
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-try:
-    import ccshim  # noqa: F401
-    CCSHIM = "importable"
-except ImportError as e:
-    CCSHIM = f"{type(e).__name__}: {e}"
-
 jax.config.update("jax_enable_x64", True)
 tdma_ = load_package_module(sys.argv[1], "veros.core.special.tdma_")
-report = {"ccshim": CCSHIM, "gpu_ext": tdma_.HAS_GPU_EXT, "calls": {}}
+report = {"ccshim": ccshim_state(), "gpu_ext": tdma_.HAS_GPU_EXT, "calls": {}}
 for dtype in (np.float64, np.float32):
     shape = (6, 5, 16)
     a = jax.ShapeDtypeStruct(shape, dtype)
