@@ -1,6 +1,8 @@
 """Removed JAX plumbing a ported module imports: the imports of what today's
 JAX no longer has, dropped once nothing uses them, and `import jax` (and
-`jax.extend.core`) added where the port's edits use them."""
+`jax.extend.core`) added where the port's edits use them; and the JAX
+calls a project makes that today's JAX refuses (`mlir.ir_constant` of a
+NumPy scalar, a JVP rule's None tangent), made as today's JAX takes them."""
 
 from __future__ import annotations
 
@@ -148,3 +150,64 @@ def ir_constant(facts: _Facts, call: cst.Call) -> cst.Call:
         return call          # np.int32(...), np.array(...): a NumPy value
     wrapped = cst.Call(func=cst.parse_expression(f"{np}.asarray"), args=[cst.Arg(value)])
     return call.with_changes(args=[call.args[0].with_changes(value=wrapped)])
+
+
+class _Replace(cst.CSTTransformer):
+    """Puts an expression where a placeholder name is."""
+
+    def __init__(self, placeholder: str, by: cst.BaseExpression):
+        super().__init__()
+        self.placeholder, self.by = placeholder, by
+
+    def leave_Name(self, original, updated):
+        return self.by if updated.value == self.placeholder else updated
+
+
+def _one_per_line(t: cst.Tuple) -> cst.Tuple:
+    """A parenthesized tuple laid out one element a line, as black would."""
+    def line(extra: str) -> cst.ParenthesizedWhitespace:
+        return cst.ParenthesizedWhitespace(indent=True, last_line=cst.SimpleWhitespace(extra))
+    elements = [e.with_changes(comma=cst.Comma(whitespace_after=line(
+        "" if i == len(t.elements) - 1 else "    "))) for i, e in enumerate(t.elements)]
+    return t.with_changes(elements=elements, lpar=[cst.LeftParen(whitespace_after=line("    "))],
+                          rpar=[cst.RightParen()])
+
+
+def zero_tangents(value: cst.BaseExpression, ad: str | None) -> cst.BaseExpression | str | None:
+    """What a JVP rule returns, `(primals, tangents)`, with each None output
+    tangent (an error since JAX 0.5.0) the symbolic zero of that output,
+    `ad.Zero(out.aval.to_tangent_aval())` (ad: the module's name for
+    jax.interpreters.ad); None where no tangent is None; why not, where its
+    outputs are not names it can follow."""
+    if ad is not None and m.matches(value, m.Tuple(elements=[
+            m.Element(value=m.Name()), m.Element(value=~m.Tuple())])) and \
+            m.findall(value.elements[1].value, m.Name("None")):
+        # tangents made by an expression with None in it: each None
+        # replaced where it lands
+        primals, tangents = (e.value for e in value.elements)
+        # (libcst indents these lines by the statement's own indentation)
+        fixed = cst.parse_expression(
+            f"tuple(\n    {ad}.Zero(p.aval.to_tangent_aval()) if t is None else t\n"
+            f"    for p, t in zip({primals.value}, TANGENTS)\n)")
+        fixed = fixed.visit(_Replace("TANGENTS", tangents))
+        return value.with_changes(elements=[value.elements[0],
+                                            value.elements[1].with_changes(value=fixed)])
+    if not m.matches(value, m.Tuple(elements=[m.Element(value=m.Tuple()),
+                                              m.Element(value=m.Tuple())])):
+        return None
+    primals, tangents = (e.value for e in value.elements)
+    if not any(m.matches(e.value, m.Name("None")) for e in tangents.elements):
+        return None
+    if ad is None or len(primals.elements) != len(tangents.elements) or not all(
+            isinstance(e.value, cst.Name) for e in primals.elements):
+        return ("a JVP rule gives None for an output's tangent (an error since JAX 0.5.0) and "
+                "its outputs are not names it can follow: not ported")
+    new = [t.with_changes(value=cst.parse_expression(
+               f"{ad}.Zero({p.value.value}.aval.to_tangent_aval())"))
+           if m.matches(t.value, m.Name("None")) else t
+           for p, t in zip(primals.elements, tangents.elements)]
+    tangents = tangents.with_changes(elements=new)
+    if len(cst.Module([]).code_for_node(tangents)) > 48:
+        tangents = _one_per_line(tangents)
+    return value.with_changes(elements=[value.elements[0],
+                                        value.elements[1].with_changes(value=tangents)])

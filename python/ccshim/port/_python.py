@@ -38,7 +38,7 @@ from ._ffi_lowering import ffi_lowering
 from ._facts import _XLA_CLIENT, _Facts, _arg, _dotted, _literals, _string, _test
 from ._layouts import RowMajor
 from ._names import Names, Part, _reads, _walk, expand, literal, registrations_module
-from ._plumbing import _Plumbing, _import_jax, _uses, ir_constant
+from ._plumbing import _Plumbing, _import_jax, _uses, ir_constant, zero_tangents
 from ._report import Problem
 from ._translation import Translations
 
@@ -64,27 +64,6 @@ def _count(node: cst.BaseExpression | None) -> int | None:
 def _shown(part) -> str:
     """How a symbolic part of a target name is written in a message."""
     return part.key[1] if isinstance(part, Part) and part.key[0] == "expr" else "..."
-
-
-class _Replace(cst.CSTTransformer):
-    """Puts an expression where a placeholder name is."""
-
-    def __init__(self, placeholder: str, by: cst.BaseExpression):
-        super().__init__()
-        self.placeholder, self.by = placeholder, by
-
-    def leave_Name(self, original, updated):
-        return self.by if updated.value == self.placeholder else updated
-
-
-def _one_per_line(t: cst.Tuple) -> cst.Tuple:
-    """A parenthesized tuple laid out one element a line, as black would."""
-    def line(extra: str) -> cst.ParenthesizedWhitespace:
-        return cst.ParenthesizedWhitespace(indent=True, last_line=cst.SimpleWhitespace(extra))
-    elements = [e.with_changes(comma=cst.Comma(whitespace_after=line(
-        "" if i == len(t.elements) - 1 else "    "))) for i, e in enumerate(t.elements)]
-    return t.with_changes(elements=elements, lpar=[cst.LeftParen(whitespace_after=line("    "))],
-                          rpar=[cst.RightParen()])
 
 
 class _Port(cst.CSTTransformer):
@@ -557,48 +536,18 @@ class _Port(cst.CSTTransformer):
     # Removed plumbing ------------------------------------------------------
     def leave_Return(self, original: cst.Return, updated: cst.Return):
         """A JVP rule's None output tangent (an error since JAX 0.5.0) becomes
-        the symbolic zero of that output: ad.Zero(out.aval.to_tangent_aval())."""
+        the symbolic zero of that output (_plumbing.zero_tangents)."""
         fn = next((p for p, _ in self.parents(original) if isinstance(p, cst.FunctionDef)), None)
-        ad = self.facts.local("jax.interpreters.ad")
-        value = updated.value
-        if fn is None or fn.name.value not in self.facts.jvps:
+        if fn is None or fn.name.value not in self.facts.jvps or updated.value is None:
             return updated
-        if ad is not None and m.matches(value, m.Tuple(elements=[
-                m.Element(value=m.Name()), m.Element(value=~m.Tuple())])) and \
-                m.findall(value.elements[1].value, m.Name("None")):
-            # tangents made by an expression with None in it: each None
-            # replaced where it lands
-            self.changed = True
-            primals, tangents = (e.value for e in value.elements)
-            # (libcst indents these lines by the statement's own indentation)
-            fixed = cst.parse_expression(
-                f"tuple(\n    {ad}.Zero(p.aval.to_tangent_aval()) if t is None else t\n"
-                f"    for p, t in zip({primals.value}, TANGENTS)\n)")
-            fixed = fixed.visit(_Replace("TANGENTS", tangents))
-            return updated.with_changes(value=value.with_changes(elements=[
-                value.elements[0], value.elements[1].with_changes(value=fixed)]))
-        if not m.matches(value, m.Tuple(elements=[m.Element(value=m.Tuple()),
-                                                  m.Element(value=m.Tuple())])):
+        new = zero_tangents(updated.value, self.facts.local("jax.interpreters.ad"))
+        if isinstance(new, str):
+            self.problems.append(Problem(self.where(original), new))
             return updated
-        primals, tangents = (e.value for e in value.elements)
-        if not any(m.matches(e.value, m.Name("None")) for e in tangents.elements):
+        if new is None:
             return updated
-        if ad is None or len(primals.elements) != len(tangents.elements) or not all(
-                isinstance(e.value, cst.Name) for e in primals.elements):
-            self.problems.append(Problem(self.where(original), "a JVP rule gives None for an "
-                                         "output's tangent (an error since JAX 0.5.0) and its "
-                                         "outputs are not names it can follow: not ported"))
-            return updated
-        new = [t.with_changes(value=cst.parse_expression(
-                   f"{ad}.Zero({p.value.value}.aval.to_tangent_aval())"))
-               if m.matches(t.value, m.Name("None")) else t
-               for p, t in zip(primals.elements, tangents.elements)]
         self.changed = True
-        tangents = tangents.with_changes(elements=new)
-        if len(cst.Module([]).code_for_node(tangents)) > 48:
-            tangents = _one_per_line(tangents)
-        return updated.with_changes(value=value.with_changes(elements=[
-            value.elements[0], value.elements[1].with_changes(value=tangents)]))
+        return updated.with_changes(value=new)
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
         if self.facts.full(original) == "jax.core.Primitive":
