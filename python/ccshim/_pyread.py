@@ -68,3 +68,32 @@ def arg(call: cst.Call, index: int, name: str) -> cst.Arg | None:
 def starred(call: cst.Call) -> bool:
     """Whether a *args or **kwargs passes the call arguments no reader can see."""
     return any(a.star for a in call.args)
+
+
+# MLIR attributes written by hand ---------------------------------------------
+# A stablehlo.CustomCallOp built by hand gives its attributes as MLIR builds
+# them (`ir.StringAttr.get(name)`, `ir.IntegerAttr.get(i32, 2)`,
+# `mlir.i32_attr(2)`) or as the Python values its builders take.
+
+def _attr_call(node: cst.BaseExpression | None, *names: str) -> cst.Call | None:
+    """node, where it calls a function whose dotted name ends in one of names."""
+    if not isinstance(node, cst.Call):
+        return None
+    said = dotted(node.func) or ""
+    return node if any(said == n or said.endswith("." + n) for n in names) else None
+
+
+def attr_value(node: cst.BaseExpression) -> cst.BaseExpression:
+    """The value a string attribute is made of: E for `X.StringAttr.get(E)`;
+    node itself otherwise."""
+    made = _attr_call(node, "StringAttr.get")
+    return made.args[0].value if made is not None and len(made.args) == 1 else node
+
+
+def version_literal(node: cst.BaseExpression | None) -> cst.Integer | None:
+    """The integer literal an API version is written with: N itself,
+    `X.IntegerAttr.get(TYPE, N)` or `X.i32_attr(N)`; None for anything else."""
+    made = _attr_call(node, "IntegerAttr.get", "i32_attr")
+    if made is not None and made.args:
+        node = made.args[-1].value
+    return node if isinstance(node, cst.Integer) else None

@@ -60,6 +60,23 @@ class Op:
         ("self.target", "instance_<id>_filter")]
 
 
+def test_a_custom_call_op_s_attributes_are_read_as_port_reads_them(tmp_path):
+    """Enzyme-JAX's form: the target, the opaque and the API version of a
+    stablehlo.CustomCallOp as the MLIR attributes they are built into
+    (ccshim._pyread, which `ccshim port` reads them with too)."""
+    found, _ = read(tmp_path, rule='''
+def rule(ctx, *args):
+    return stablehlo.CustomCallOp(
+        out_types, args,
+        call_target_name=ir.StringAttr.get("jaxzyme.primal"),
+        backend_config=ir.StringAttr.get("backend"),
+        api_version=mlir.i32_attr(3),
+    ).results
+''')
+    assert [(f["name"], f["opaque"], f["version"]) for f in found] == [
+        ("jaxzyme.primal", '"backend"', 3)]
+
+
 def test_a_registering_function_s_calls_in_every_file(tmp_path):
     found, _ = read(tmp_path, lib='''
 def register(target, capsule, backend):

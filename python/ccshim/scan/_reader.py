@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from .._pyread import arg, arg_keyword, arg_positional, dotted
+from .._pyread import arg, arg_keyword, arg_positional, attr_value, dotted
 from . import _text
 
 _REGISTER = ("register_custom_call_target", "register_cpu_custom_call_target",
@@ -330,14 +330,16 @@ class Scan:
         mlir = word == "custom_call"
         f = self._add(Finding("call_site", src.line(name), word))
         at = 0 if mlir else 2 if word == "CustomCallOp" else 1
-        self._name(f, argument(call, at, "call_target_name"))
+        target = argument(call, at, "call_target_name")
+        # (a CustomCallOp's ir.StringAttr.get(NAME) read as NAME, as port reads it)
+        self._name(f, attr_value(target) if target is not None else None)
         f.version, f.version_default = (2 if mlir else 1), 1
         given = keyword(call, "api_version")
         if given is not None:
             f.version, f.version_default = max(_text.version(given), 0), 0
         opaque = keyword(call, "backend_config")
         opaque = opaque if opaque is not None else keyword(call, "opaque")
-        f.opaque = _text.text(opaque) if opaque is not None else ""
+        f.opaque = _text.text(attr_value(opaque)) if opaque is not None else ""
         if f.version == 4:
             f.kind = "typed"
 

@@ -8,7 +8,7 @@ import re
 
 import libcst as cst
 
-from .._pyread import string
+from .._pyread import string, version_literal
 
 _MODULE = cst.Module(body=[])
 # Identifiers that are casts or capsule makers, passed over on the way to
@@ -49,15 +49,15 @@ def literal(node: cst.BaseExpression | None) -> str | None:
 
 def version(node: cst.BaseExpression) -> int:
     """The API version an expression names: an integer, XLA's enum names,
-    the integer of ir.IntegerAttr.get(type, N); -1 when computed."""
+    the integer of ir.IntegerAttr.get(type, N) or mlir.i32_attr(N)
+    (_pyread.version_literal); -1 when computed."""
     said = text(node)
     for word, number in _VERSION_WORDS:
         if word in said:
             return number
-    if isinstance(node, cst.Call) and "IntegerAttr" in text(node.func) and node.args:
-        node = node.args[-1].value
-    if isinstance(node, cst.Integer):
-        value = int(node.value, 0)
+    written = version_literal(node)
+    if written is not None:
+        value = int(written.value, 0)
         return value if 0 <= value <= 9 else -1
     return -1
 
