@@ -185,6 +185,33 @@ def custom_call_lines(dump: pathlib.Path) -> list[str]:
             for line in path.read_text(errors="replace").splitlines() if " custom-call(" in line]
 
 
+# What a program run on a ported build starts with: it fails where ccshim
+# can be imported (under -S only what environment() puts on the path is).
+NO_CCSHIM = """\
+import sys
+try:
+    import ccshim  # noqa: F401
+    sys.exit("ccshim imported")
+except ImportError:
+    pass
+"""
+
+
+def built_run(tree: pathlib.Path, tmp_path: pathlib.Path, name: str, program: str,
+              python: pathlib.Path = NEWEST) -> tuple[str, list[str]]:
+    """tree built by its own build, and program run on it by python under
+    -S, failing where ccshim can be imported (NO_CCSHIM); its output, and
+    the custom-call lines of what XLA compiled."""
+    site = tmp_path / f"site-{name}"
+    build(tree, site, python=python)
+    dump = tmp_path / f"hlo-{name}"
+    ran = subprocess.run([str(python), "-S", "-c", NO_CCSHIM + program], cwd=tmp_path,
+                         env=environment(site, python, dump), capture_output=True, text=True,
+                         timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return ran.stdout, custom_call_lines(dump)
+
+
 def custom_calls(dump: pathlib.Path) -> tuple[dict[str, int], list[str]]:
     """From XLA's dump: each custom-call target's count, and the calls that
     are not typed-FFI ones (XLA's own annotations aside)."""

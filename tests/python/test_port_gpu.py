@@ -57,13 +57,18 @@ def _compile(tmp_path, source, name, *includes) -> pathlib.Path:
     return out
 
 
-@pytest.mark.parametrize("symbol", ["opaque_echo", "opaque_echo_fixed"])
-def test_the_opaque_bytes_arrive_as_they_were_through_real_xla(tmp_path, symbol):
+@pytest.mark.parametrize("symbol,through", [
+    ("opaque_echo", "ffi_lowering"), ("opaque_echo_fixed", "ffi_lowering"),
+    ("opaque_echo", "custom_call"), ("opaque_echo", "op"), ("opaque_echo", "ffi_call")])
+def test_the_opaque_bytes_arrive_as_they_were_through_real_xla(tmp_path, symbol, through):
     """Through the handlers' two bindings: RemainingArgs and RemainingRets,
-    and the counts fixed (an Arg or Ret<AnyBuffer> per buffer)."""
+    and the counts fixed (an Arg or Ret<AnyBuffer> per buffer); and through
+    each form of call the port writes for a GPU site: ffi_lowering, a call
+    typed in place (JAX's custom_call, a stablehlo.CustomCallOp), an
+    ffi_call given the bytes as its attribute."""
     lib = _compile(tmp_path, HERE / "opaque_echo.cc", "echo.so")
-    done = subprocess.run([sys.executable, str(HERE / "opaque_program.py"), str(lib), symbol],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, str(HERE / "opaque_program.py"), str(lib), symbol,
+                           through], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.splitlines()[-1])
     assert report["jax"] == jax.__version__
@@ -284,6 +289,54 @@ def test_a_hip_port_compiles_with_hipcc(tmp_path):
                                 str(tmp_path / f"{source}.o")],
                                capture_output=True, text=True, timeout=300)
         assert built.returncode == 0, built.stderr[-3000:]
+
+
+# gpu_ext's _fail_lowering as a stablehlo.CustomCallOp built by hand, and
+# its op also called through a legacy ffi_call made and called in one place.
+OP_FORMS = """
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+
+def _fail_op_lowering(ctx, x, *, factor):
+    descriptor = np.float32(factor).tobytes()
+    return stablehlo.CustomCallOp(
+        [mlir.ir.RankedTensorType(x.type)],
+        [x],
+        call_target_name=ir.StringAttr.get("gpu_ext_fail"),
+        backend_config=ir.StringAttr.get(descriptor),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 2),
+    ).results
+
+
+def fail_call(x, descriptor):
+    return jax.ffi.ffi_call(
+        "gpu_ext_fail", x, custom_call_api_version=2, legacy_backend_config=descriptor
+    )(x)
+"""
+
+
+@pytest.mark.once
+def test_a_gpu_custom_call_op_and_ffi_call_pass_the_opaque_as_an_attribute(tmp_path):
+    """The GPU form of the call sites typed in place: the legacy opaque is
+    the attribute the handler binds (its bytes arrive as they were through
+    each form: test_the_opaque_bytes_arrive_as_they_were_through_real_xla)."""
+    tree = tmp_path / "gpu_ext"
+    shutil.copytree(HERE, tree)
+    ops = tree / "src" / "gpu_ext" / "ops.py"
+    ops.write_text("import jax\n" + ops.read_text() + OP_FORMS)
+    done = _port(tree, "--apply")
+    assert done.returncode == 0 and "not ported" not in done.stderr, done.stderr
+    text = ops.read_text()
+    assert """        backend_config=ir.DictAttr.get({"opaque": mlir.ir_attribute(np.frombuffer(""" \
+        """descriptor, dtype=np.uint8))}),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
+    ).results""" in text, text
+    assert """    return jax.ffi.ffi_call(
+        "gpu_ext_fail", x
+    )(x, opaque=np.frombuffer(descriptor, dtype=np.uint8))""" in text, text
+    assert _port(tree).stdout == ""
 
 
 @pytest.mark.once

@@ -16,7 +16,6 @@ import json
 import pathlib
 import re
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -30,14 +29,8 @@ PYTHON = pathlib.Path(sys.executable)    # the suite's venv's
 
 RUN = """\
 import json
-import sys
 import numpy as np
 import jax
-try:
-    import ccshim  # noqa: F401
-    sys.exit("ccshim imported")
-except ImportError:
-    pass
 import layout_ext
 
 x = np.arange(12, dtype=np.float32).reshape(3, 4) * 10
@@ -49,29 +42,32 @@ print(json.dumps(np.asarray(y).tolist()))
 def _run(tree: pathlib.Path, tmp_path: pathlib.Path, name: str) -> tuple[list, list[str]]:
     """tree built by its own build, its ramp run on the suite's JAX without
     ccshim; the result and the custom-call lines of what XLA compiled."""
-    site = tmp_path / f"site-{name}"
-    project_ports.build(tree, site, python=PYTHON)
-    dump = tmp_path / f"hlo-{name}"
-    env = project_ports.environment(site, PYTHON, dump)
-    ran = subprocess.run([str(PYTHON), "-S", "-c", RUN], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert ran.returncode == 0, ran.stderr[-3000:]
-    calls = [line for line in project_ports.custom_call_lines(dump)
-             if 'custom_call_target="layout_ext_ramp"' in line]
-    return json.loads(ran.stdout.strip().splitlines()[-1]), calls
+    out, lines = project_ports.built_run(tree, tmp_path, name, RUN, python=PYTHON)
+    calls = [line for line in lines if 'custom_call_target="layout_ext_ramp"' in line]
+    return json.loads(out.strip().splitlines()[-1]), calls
+
+
+def legacy_and_ported(fixture: str, tmp_path: pathlib.Path) -> tuple[pathlib.Path,
+                                                                      pathlib.Path]:
+    """Two copies of a pybind11 fixture of tests/fixtures/port built by
+    scikit-build-core: as it is, and ported in place with nothing refused
+    (its kernels' file, its ops.py, its CMakeLists.txt and pyproject.toml
+    edited, xla_legacy_call.h added)."""
+    pytest.importorskip("scikit_build_core", reason="the fixture's build backend (dev/setup.sh "
+                        "test installs it)")
+    pytest.importorskip("pybind11", reason="the fixture's kernels are pybind11's")
+    legacy_tree, tree = tmp_path / "legacy", tmp_path / "tree"
+    shutil.copytree(FIXTURES / "port" / fixture, legacy_tree)
+    shutil.copytree(FIXTURES / "port" / fixture, tree)
+    done = _port(tree, "--apply")
+    assert done.returncode == 0 and done.stderr == "ccshim port: 5 files written\n", done.stderr
+    return legacy_tree, tree
 
 
 def test_a_call_of_column_major_layouts_is_typed_in_place_and_gives_the_legacy_bytes(tmp_path):
     """On each suite's JAX (0.10.2 and 0.12.0.1), the fixture built by that
     suite's Python."""
-    pytest.importorskip("scikit_build_core", reason="the fixture's build backend (dev/setup.sh "
-                        "test installs it)")
-    pytest.importorskip("pybind11", reason="the fixture's kernels are pybind11's")
-    legacy_tree, tree = tmp_path / "legacy", tmp_path / "tree"
-    shutil.copytree(FIXTURES / "port" / "layout_ext", legacy_tree)
-    shutil.copytree(FIXTURES / "port" / "layout_ext", tree)
-    done = _port(tree, "--apply")
-    assert done.returncode == 0 and done.stderr == "ccshim port: 5 files written\n", done.stderr
+    legacy_tree, tree = legacy_and_ported("layout_ext", tmp_path)
     ops = (tree / "src" / "layout_ext" / "ops.py").read_text()
     assert "        result_layouts=(layout, (0,)),\n        backend_config={},\n" \
            "        api_version=4,\n    )\n    return out.results[:-1]\n" in ops, ops

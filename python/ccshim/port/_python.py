@@ -18,7 +18,10 @@ rule's ``if`` tests on it, or to the literals a local of the rule is
 assigned; ``out = custom_call(...)`` used only as ``out.results`` becomes
 ``out = ffi_lowering(...)(ctx, ...)`` used as ``out``.  A rule shared by
 platforms whose kernels were ported on some of them only is split: kept
-legacy for the others, a typed copy for those (_split).
+legacy for the others, a typed copy for those (_split).  A custom_call whose
+layouts are not row-major, a stablehlo.CustomCallOp built by hand and an
+ffi_call with custom_call_api_version are typed in place (_typed_call); a
+call already typed is left alone.
 
 Removed plumbing the module imports is replaced by today's API.
 """
@@ -40,13 +43,9 @@ from ._layouts import RowMajor
 from ._names import Names, Part, _reads, _walk, expand, literal, registrations_module
 from ._plumbing import _Plumbing, _import_jax, _uses, ir_constant, zero_tangents
 from ._report import Problem
+from ._typed_call import CUSTOM_CALL, FFI_CALL
 from ._translation import Translations
 
-# The other legacy forms the census met, said and left as they are (docs/port.md).
-_NOT_YET = (
-    (re.compile(r"(^|\.)CustomCallOp$"), "a CustomCallOp built by hand: not ported yet"),
-)
-_CUSTOM_CALL_MODULES = {"jax.interpreters.mlir", "jaxlib.hlo_helpers", "jax._src.interpreters.mlir"}
 # The registrations, legacy and today's (whose api_version=0 is legacy).
 _LEGACY_REGISTER = frozenset(f"{mod}.register_custom_call_target" for mod in _XLA_CLIENT)
 _FFI_REGISTER = frozenset({"jax.ffi.register_ffi_target", "jax.extend.ffi.register_ffi_target"})
@@ -374,19 +373,25 @@ class _Port(cst.CSTTransformer):
                 names.add(bound)
         return names, ctx
 
-    def _lowering(self, node: cst.Call, updated: cst.Call,
-                  results: bool) -> cst.BaseExpression | None:
-        name = _arg(node, 0, "call_target_name")
+    def _lowering(self, node: cst.Call, updated: cst.Call, results: bool,
+                  form: _typed_call.Form = CUSTOM_CALL,
+                  made: cst.Call | None = None) -> cst.BaseExpression | None:
+        """A legacy call site of that form (node; made: the call of the
+        function an ffi_call makes) ported: None where it stays legacy
+        (said)."""
+        if _typed_call.version(node, form) == "4":
+            return None       # typed already
+        name = _typed_call.target(node, form)
         if name is None:
             self.problems.append(Problem(self.where(node), "a custom call whose target it "
                                          "cannot read (passed through *args): not ported"))
             self.unread = True
             return None
-        names, ctx = self._names(node, name.value)
+        names, ctx = self._names(node, name)
         ported = names & self.ported
         where = self.where(node)
         if not names:
-            followed = self._followed(name.value)
+            followed = self._followed(name)
             if followed is None:
                 self.problems.append(Problem(where, "a custom call whose target is a name it "
                                              "cannot follow to a registration in its module or "
@@ -394,11 +399,14 @@ class _Port(cst.CSTTransformer):
                 self.unread = True
                 return None
             names, ported = followed
-        in_place = False       # layouts not row-major: typed in place (_typed_call)
+        # typed in place (_typed_call): a CustomCallOp, an ffi_call, or a
+        # custom_call whose layouts are not row-major
+        in_place = form is not CUSTOM_CALL
         if ported or names & {t for t, _p in self.prior}:
-            if self._unreadable(node, names):
+            if self._unreadable(node, names, form, made):
                 return None
-            in_place = self._layouts_unshown(node, names)
+            if not in_place:
+                in_place = self._layouts_unshown(node, names)
             if in_place is None:
                 return None
         shape = self._platforms(node, names)
@@ -413,17 +421,15 @@ class _Port(cst.CSTTransformer):
                 self.problems.append(Problem(where, f"lowers {', '.join(left)}, not ported: "
                                              "kept a legacy custom call"))
             return None
-        version = _arg(node, 99, "api_version")
-        versions = ("1", "2", "3")
-        if version is not None and not (isinstance(version.value, cst.Integer) and
-                                        version.value.value in versions):
+        if _typed_call.version(node, form) not in ("1", "2", "3"):
             self.problems.append(Problem(where, "a custom call with an API version other than "
                                          "1, 2 or 3 on a ported CPU target: not ported yet"))
             return None
         if in_place:
-            self._counts(names, _arg(updated, -1, "operands").value, updated)
+            self._counts(names, _typed_call.operands(updated, form, made), updated, form)
             self.changed = True
-            return _typed_call.typed(updated, shape == "gpu", self.mlir(), self.numpy())
+            return _typed_call.typed(form, made if made is not None else updated,
+                                     shape == "gpu", self.mlir(), self.numpy())
         if ctx is None or not results:
             self.problems.append(Problem(where, "a custom call outside a lowering rule with a "
                                          "ctx parameter, or whose op (not .results) is used: "
@@ -433,7 +439,7 @@ class _Port(cst.CSTTransformer):
         if operands is None:
             return None      # (_unreadable said it)
         operands = operands.value
-        self._counts(names, operands, updated)
+        self._counts(names, operands, updated, form)
         self.changed = True
         opaque = None
         if shape == "gpu":
@@ -441,12 +447,12 @@ class _Port(cst.CSTTransformer):
             opaque = _gpu_lowering.opaque(config.value if config else None, self.numpy())
         return ffi_lowering(updated, ctx, operands, opaque)
 
-    def _counts(self, names: set[str], operands: cst.BaseExpression, call: cst.Call) -> None:
+    def _counts(self, names: set[str], operands: cst.BaseExpression | None, call: cst.Call,
+                form: _typed_call.Form) -> None:
         """Each target's (operands, results) at this lowering, where both are
         written out (_binding)."""
-        results = next((a.value for a in call.args
-                        if a.keyword and a.keyword.value == "result_types"), None)
-        count = (_count(operands), _count(results))
+        results = _arg(call, *form.results)
+        count = (_count(operands), _count(results.value if results else None))
         for n in names:
             self.counts.setdefault(n, set()).add(None if None in count else count)
 
@@ -463,16 +469,22 @@ class _Port(cst.CSTTransformer):
         self._hold(names)
         return None
 
-    def _unreadable(self, node: cst.Call, names: set[str]) -> bool:
+    def _unreadable(self, node: cst.Call, names: set[str], form: _typed_call.Form,
+                    made: cst.Call | None) -> bool:
         """Whether the site passes arguments it cannot place: through a *args
         or **kwargs (an api_version, a backend_config, layouts), or by
-        position after the target (old jaxlib's hlo_helpers.custom_call(name,
-        out_types, operands, ...)). It is said and kept legacy, its targets
-        held, rather than ported with them dropped."""
+        position past those of its form (old jaxlib's
+        hlo_helpers.custom_call(name, out_types, operands, ...)); or whether
+        an ffi_call's function is called elsewhere than where it is made
+        (on GPU its opaque is given to that call). It is said and kept
+        legacy, its targets held, rather than ported with them dropped."""
         if _starred(node):
             why = "with arguments passed through *args or **kwargs, which it cannot read"
-        elif sum(a.keyword is None for a in node.args) > 1 or _arg(node, -1, "operands") is None:
+        elif sum(a.keyword is None for a in node.args) > form.positional or (
+                form.operands is not None and _arg(node, *form.operands) is None):
             why = "whose arguments other than its target are not all given by keyword"
+        elif form is FFI_CALL and made is None:
+            why = "(an ffi_call) whose function is not called where it is made"
         else:
             return False
         self.problems.append(Problem(self.where(node), f"a custom call {why}: kept legacy, its "
@@ -564,7 +576,7 @@ class _Port(cst.CSTTransformer):
         # mlir.custom_call(...).results
         if original.attr.value == "results" and isinstance(original.value, cst.Call):
             call = original.value
-            if self.facts.full(call.func) in {f"{mod}.custom_call" for mod in _CUSTOM_CALL_MODULES}:
+            if _typed_call.form_of(self.facts.full(call.func) or "", call) is CUSTOM_CALL:
                 new = self._lowering(call, updated.value, results=True)
                 if new is not None:
                     return self._swapped(id(call) in self.split_sites, original, new, updated)
@@ -599,19 +611,19 @@ class _Port(cst.CSTTransformer):
         if full != "jax.ffi.register_ffi_target" and m.matches(
                 _arg(original, 99, "api_version"), m.Arg(value=m.Integer("0"))):
             return self._wrapped_registration(original, updated)
-        for pattern, why in _NOT_YET:
-            if pattern.search(full):
-                self.problems.append(Problem(self.where(original), why))
+        form = _typed_call.form_of(full, original)
+        if form is _typed_call.OP:
+            return self._lowering(original, updated, results=True, form=form) or updated
+        if form is FFI_CALL:      # ported with the call of the function it makes
+            parent = self.get_metadata(ParentNodeProvider, original)
+            if isinstance(parent, cst.Call) and parent.func is original:
                 return updated
-        if full.endswith("ffi_call") and any(
-                a.keyword and a.keyword.value in ("custom_call_api_version",
-                                                  "legacy_backend_config")
-                for a in original.args):
-            self.problems.append(Problem(self.where(original), "an ffi_call with "
-                                         "custom_call_api_version or legacy_backend_config (a "
-                                         "legacy call): not ported yet"))
-            return updated
-        if full in {f"{mod}.custom_call" for mod in _CUSTOM_CALL_MODULES}:
+            return self._lowering(original, updated, results=True, form=form) or updated
+        if isinstance(original.func, cst.Call) and _typed_call.form_of(
+                self.facts.full(original.func.func) or "", original.func) is FFI_CALL:
+            return self._lowering(original.func, updated.func, results=True, form=FFI_CALL,
+                                  made=updated) or updated
+        if form is CUSTOM_CALL:
             parent = self.get_metadata(ParentNodeProvider, original)
             if isinstance(parent, cst.Attribute) and parent.attr.value == "results":
                 return updated
