@@ -7,7 +7,10 @@ its kernels.
 tests/fixtures/port/op_forms is a legacy CPU extension with one of each: a
 CustomCallOp (API version 1, written as ir.IntegerAttr.get) that lays its
 operand and result out column-major over a kernel that works in memory
-order, and an ffi_call (API version 1, a tuple result) batched by vmap.
+order, an ffi_call (API version 1, a tuple result) batched by vmap, and
+JAX's own custom_call with its result aliasing an operand, in a rule that
+returns its .results (ported to ffi_lowering, the alias kept) and in one
+that uses its op (typed in place, as jaxdecomp's reshapes of it).
 Ported, each call is typed in place; built by its own build and run in a
 Python where ccshim cannot be imported, it gives the bytes the unported
 build gives on XLA's legacy path, on JAX 0.10.2 and 0.12.0.1 (each suite's),
@@ -39,9 +42,12 @@ x = np.arange(12, dtype=np.float32).reshape(3, 4)
 (y,) = jax.jit(lambda x: op_forms.affine(2.5, x))(x)
 sums, total = jax.jit(op_forms.cumsum)(x[0])
 rows, totals = jax.jit(jax.vmap(op_forms.cumsum))(x)
+(bumped,) = jax.jit(op_forms.bump)(x)
+(flat,) = jax.jit(op_forms.bump_flat)(x)
 print(json.dumps({"affine": np.asarray(y).tolist(), "cumsum": np.asarray(sums).tolist(),
                   "total": float(total), "rows": np.asarray(rows).tolist(),
-                  "totals": np.asarray(totals).tolist()}))
+                  "totals": np.asarray(totals).tolist(), "bump": np.asarray(bumped).tolist(),
+                  "bump_flat": np.asarray(flat).tolist()}))
 """
 
 
@@ -60,6 +66,12 @@ def test_a_custom_call_op_and_a_legacy_ffi_call_are_typed_and_give_the_legacy_by
            "        api_version=ir.IntegerAttr.get(i32_type, 4),\n" in ops, ops
     assert '        vmap_method="sequential",\n    )(np.int32(x.size), x)\n' in ops, ops
     assert "custom_call_api_version=" not in ops and "legacy_backend_config=" not in ops
+    # JAX's own custom_call: where the rule returns its .results, ffi_lowering
+    # with its aliases; where its op is used, typed in place
+    assert "        operand_output_aliases={1: 0},\n        skip_ffi_layout_processing=True,\n" \
+           "    )(ctx, *[mlir.ir_constant(np.int32(np.prod(t.shape))), x])\n" in ops, ops
+    assert "        operand_output_aliases={1: 0},\n        backend_config={},\n" \
+           "        api_version=4,\n    )\n" in ops, ops
     assert _port(tree).stdout == ""
     ported, calls = _run(tree, tmp_path, "ported")
     legacy, legacy_calls = _run(legacy_tree, tmp_path, "legacy")
@@ -70,16 +82,21 @@ def test_a_custom_call_op_and_a_legacy_ffi_call_are_typed_and_give_the_legacy_by
     assert ported["cumsum"] == np.cumsum(x[0]).tolist() and ported["total"] == x[0].sum()
     assert ported["rows"] == np.cumsum(x, axis=1).tolist()
     assert ported["totals"] == x.sum(axis=1).tolist()
+    assert ported["bump"] == (x + 1).tolist() and ported["bump_flat"] == (x + 1).ravel().tolist()
     # XLA's own dump: every call typed where each was legacy (the batched
     # call too), the CustomCallOp's layouts the same
     targets = {re.search(r'custom_call_target="(\w+)"', c).group(1) for c in calls}
-    assert targets == {"op_forms_affine", "op_forms_cumsum"}, calls
+    assert targets == {"op_forms_affine", "op_forms_cumsum", "op_forms_bump"}, calls
     assert all("api_version=API_VERSION_TYPED_FFI" in line for line in calls), calls
-    assert legacy_calls and all("api_version" not in line or "API_VERSION_ORIGINAL" in line
-                                for line in legacy_calls), legacy_calls
+    assert legacy_calls and not any("API_VERSION_TYPED_FFI" in line
+                                    for line in legacy_calls), legacy_calls
     affine = {line.split("=", 1)[1].split("custom-call(")[0] for line in calls + legacy_calls
               if "op_forms_affine" in line}
     assert affine == {" f32[3,4]{0,1} "}, affine
+    # the result aliases the operand in both, through ffi_lowering and in place
+    bumps = [line for line in calls + legacy_calls if "op_forms_bump" in line]
+    assert len(bumps) >= 4 and all("output_to_operand_aliasing={{}: (1, {})}" in line
+                                   for line in bumps), bumps
 
 
 @pytest.mark.once
@@ -98,9 +115,9 @@ def test_a_legacy_ffi_call_whose_function_is_called_elsewhere_is_kept_legacy(tmp
     done = _port(tree)
     assert done.returncode == 0, done.stderr
     said = done.stderr.splitlines()
-    assert "ccshim port: src/op_forms/ops.py:58: not ported: a custom call (an ffi_call) whose " \
+    assert "ccshim port: src/op_forms/ops.py:61: not ported: a custom call (an ffi_call) whose " \
            "function is not called where it is made: kept legacy, its targets held" in said, said
-    assert "ccshim port: src/op_forms/cpu_ops.cpp:40: not ported: 'op_forms_cumsum': a " \
+    assert "ccshim port: src/op_forms/cpu_ops.cpp:50: not ported: 'op_forms_cumsum': a " \
            "lowering of it stays legacy (said below): kept legacy with it" in said, said
     assert "custom_call_api_version=1" not in [line[1:].strip() for line in
                                                done.stdout.splitlines() if line[:1] == "-"]

@@ -10,9 +10,14 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-# The arguments ffi_lowering takes as the legacy call had them; result_types
-# is kept too unless it is the avals' own (what ffi_lowering makes anyway).
-_KEPT = frozenset({"operand_layouts", "result_layouts", "has_side_effect"})
+# The arguments of the legacy call that ffi_lowering does not take as they
+# were: its operands go to the rule's call, its backend_config is the opaque
+# attribute (GPU) or dropped (CPU, whose v1/v2 kernels never saw it), its
+# api_version is the typed one.  Every other (layouts, has_side_effect,
+# operand_output_aliases, called_computations, ...) is kept: ffi_lowering
+# hands it to JAX's custom_call as the legacy call did.  result_types is
+# kept too unless it is the avals' own (what ffi_lowering makes anyway).
+_MOVED = frozenset({"operands", "backend_config", "api_version"})
 
 
 def _uncommented(comma):
@@ -38,7 +43,7 @@ def _kept(call: cst.Call, ctx: str) -> tuple[cst.Arg, list[cst.Arg]]:
         key = a.keyword.value if a.keyword else None
         if a is name_arg:
             kept.append(a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT))
-        elif key in _KEPT or key == "result_types" and not m.matches(a.value, avals):
+        elif key not in _MOVED and (key != "result_types" or not m.matches(a.value, avals)):
             kept.append(a)
         elif kept and isinstance(kept[-1].comma, cst.Comma):
             # A dropped argument's comment lines go with it; those after

@@ -407,6 +407,10 @@ class _Port(cst.CSTTransformer):
                 return None
             if not in_place:
                 in_place = self._layouts_unshown(node, names)
+            if in_place is False and (ctx is None or not results):
+                # no ffi_lowering without ctx, nor where the op is used: JAX's
+                # own custom_call is typed in place (jaxdecomp's ReshapeOp of it)
+                in_place = self.facts.full(node.func) == _typed_call.KEPT
             if in_place is None:
                 return None
         shape = self._platforms(node, names)
@@ -432,8 +436,9 @@ class _Port(cst.CSTTransformer):
                                      shape == "gpu", self.mlir(), self.numpy())
         if ctx is None or not results:
             self.problems.append(Problem(where, "a custom call outside a lowering rule with a "
-                                         "ctx parameter, or whose op (not .results) is used: "
-                                         "not ported yet"))
+                                         "ctx parameter, or whose op (not .results) is used, "
+                                         f"through {self.facts.full(node.func)}, not JAX's own "
+                                         f"{_typed_call.KEPT}: not ported yet"))
             return None
         operands = _arg(updated, -1, "operands")
         if operands is None:
@@ -532,8 +537,11 @@ class _Port(cst.CSTTransformer):
         return "refused"
 
     def mlir(self) -> str:
-        """The module's name for jax.interpreters.mlir (imported where it has none)."""
-        name = self.facts.local("jax.interpreters.mlir")
+        """The module's name for jax.interpreters.mlir, or for the private
+        module it re-exports (jaxdecomp imports that one), imported where it
+        has neither."""
+        name = self.facts.local("jax.interpreters.mlir") or \
+            self.facts.local("jax._src.interpreters.mlir")
         self.needs_mlir |= name is None
         return name or "jax.interpreters.mlir"
 
