@@ -57,7 +57,7 @@ finufft_pkgs=(pydantic==2.12.5 absl-py==2.3.1)
 port_pkgs=(libcst==1.9.0)
 port_build_pkgs=(scikit-build-core==1.1.2 pybind11==3.1.0 setuptools-scm==10.3.4 nanobind==2.7.0)
 # (scikit-build-core and pybind11: the pinned suite builds a ported fixture,
-# tests/fixtures/port/layout_ext, with them too.)
+# tests/fixtures/port/call_forms, with them too.)
 test_pkgs=(pytest==9.2.0 matplotlib==3.11.2 scipy==1.16.3 flatbuffers==25.12.19
            atheris==3.0.0 mpich==5.0.2 mpi4py==4.1.2 cython==3.3.1 "${veros_model_pkgs[@]}"
            "${finufft_pkgs[@]}" "${port_pkgs[@]}" scikit-build-core==1.1.2 pybind11==3.1.0)

@@ -140,3 +140,31 @@ def _unpadded(name: str, descriptor: str) -> bytes:
         assert len(data) == end + 8, (name, descriptor)    # then the pointer
         data[start:end] = bytes(end - start)
     return bytes(data)
+
+
+@pytest.mark.once
+def test_a_bridge_with_a_kernel_it_cannot_port_registers_each_entry_as_it_now_is(tmp_path):
+    """Its CPU bridge with one kernel of a signature it does not know: that
+    kernel and its lowering stay legacy, the rest are ported, and the
+    project's own registration function, called once over the bridge's
+    targets, registers each as it now is (before, it kept api_version=0
+    for all of them, the typed handlers with them)."""
+    tree = _tree(tmp_path)
+    pyx = tree / BRIDGE / "mpi_xla_bridge_cpu.pyx"
+    old = "cdef void mpi_barrier_cpu(void** out_ptr, void** data_ptr) nogil:"
+    assert old in pyx.read_text()
+    pyx.write_text(pyx.read_text().replace(
+        old, "cdef void mpi_barrier_cpu(void** out_ptr, void** data_ptr, int extra) nogil:"))
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.splitlines()
+    assert f"ccshim port: {BRIDGE}/__init__.py:33: not ported: registers the targets of " \
+           "mpi_xla_bridge_cpu through one call, mpi_barrier not ported (said above): those " \
+           "kept legacy (api_version=0)" in said, said
+    assert "ccshim port: mpi4jax/_src/collective_ops/barrier.py:79: not ported: lowers " \
+           "mpi_barrier (cpu), not ported: kept a legacy custom call" in said, said
+    lines = done.stdout.splitlines()
+    assert '+    register_custom_call_target(name, fn, platform="cpu", api_version=0 if name in ' \
+           '("mpi_barrier",) else 1)' in lines
+    assert '+        register_custom_call_target(name, fn, platform="CUDA", api_version=1)' \
+        in lines

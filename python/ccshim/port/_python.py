@@ -65,6 +65,21 @@ def _shown(part) -> str:
     return part.key[1] if isinstance(part, Part) and part.key[0] == "expr" else "..."
 
 
+def _by_name(name: cst.BaseExpression, legacy: set[str]) -> str:
+    """The api_version of a registration, in a loop over a module's
+    targets, of each entry as it now is: the ported ones' capsules are typed
+    handlers (1), the rest legacy kernels (0)."""
+    names = ", ".join(f'"{t}"' for t in sorted(legacy)) + ("," if len(legacy) == 1 else "")
+    return f"0 if {_dotted(name)} in ({names}) else 1"
+
+
+def _versioned(call: cst.Call, version: str) -> cst.Call:
+    """call with its api_version=... given that expression."""
+    return call.with_changes(args=[
+        a.with_changes(value=cst.parse_expression(version)) if a.keyword and
+        a.keyword.value == "api_version" else a for a in call.args])
+
+
 class _Port(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider)
 
@@ -226,11 +241,7 @@ class _Port(cst.CSTTransformer):
             ported, legacy = self.modules[module]
             self.registered |= ported
             if legacy and ported:
-                # Each entry as it now is: the ported ones' capsules are
-                # typed handlers, the rest legacy kernels.
-                names = ", ".join(f'"{t}"' for t in sorted(legacy))
-                names += "," if len(legacy) == 1 else ""
-                version = f"0 if {_dotted(name.value)} in ({names}) else 1"
+                version = _by_name(name.value, legacy)
                 self.problems.append(Problem(where, f"registers the targets of {module}, "
                                              f"{', '.join(sorted(legacy))} not ported (said "
                                              "above): those kept legacy (api_version=0)"))
@@ -291,6 +302,17 @@ class _Port(cst.CSTTransformer):
         if not names and states and None not in states:
             # followed: a loop over a native module's registrations(), or a
             # name made at run time whose capsule is a ported kernel's
+            loop = self.names.parents.get(node)
+            while loop is not None and not isinstance(loop, cst.For):
+                loop = self.names.parents.get(loop)
+            module = registrations_module(loop.iter) if loop is not None else None
+            if any(states) and not all(states) and module in self.modules and name is not None:
+                legacy = self.modules[module][1]
+                self.problems.append(Problem(where, f"registers the targets of {module}, "
+                                             f"{', '.join(sorted(legacy))} not ported (said "
+                                             "above): those kept legacy (api_version=0)"))
+                self.changed = True
+                return _versioned(updated, _by_name(name.value, legacy))
             if not all(states):
                 self.problems.append(Problem(where, "registers legacy targets, not ported "
                                              "(said above): kept legacy (api_version=0)"))
@@ -323,16 +345,19 @@ class _Port(cst.CSTTransformer):
             return updated
         ported, legacy = self.modules[module]
         self.registered |= ported
-        if legacy:
-            what = "the legacy targets" if not ported else \
-                f"the targets ({', '.join(sorted(legacy))} not ported, said above)"
-            self.problems.append(Problem(self.where(node), f"registers {what} of {module} "
-                                         "through one call: kept legacy (api_version=0)"))
+        if legacy and not ported:
+            self.problems.append(Problem(self.where(node), f"registers the legacy targets of "
+                                         f"{module} through one call: kept legacy "
+                                         "(api_version=0)"))
             return updated
         self.changed = True
-        return updated.with_changes(args=[
-            a.with_changes(value=cst.Integer("1")) if a.keyword and
-            a.keyword.value == "api_version" else a for a in updated.args])
+        if legacy:
+            self.problems.append(Problem(self.where(node), f"registers the targets of {module} "
+                                         f"through one call, {', '.join(sorted(legacy))} not "
+                                         "ported (said above): those kept legacy "
+                                         "(api_version=0)"))
+            return _versioned(updated, _by_name(_arg(node, 0, "name").value, legacy))
+        return _versioned(updated, "1")
 
     # Lowering -------------------------------------------------------------
     def _names(self, node: cst.Call, name: cst.BaseExpression) -> tuple[set[str], str | None]:
@@ -410,7 +435,15 @@ class _Port(cst.CSTTransformer):
             if in_place is False and (ctx is None or not results):
                 # no ffi_lowering without ctx, nor where the op is used: JAX's
                 # own custom_call is typed in place (jaxdecomp's ReshapeOp of it)
-                in_place = self.facts.full(node.func) == _typed_call.KEPT
+                in_place = self.facts.full(node.func) == _typed_call.KEPT or None
+                if in_place is None:
+                    self.problems.append(Problem(where, "a custom call outside a lowering rule "
+                                                 "with a ctx parameter, or whose op (not "
+                                                 ".results) is used, through "
+                                                 f"{self.facts.full(node.func)}, not JAX's own "
+                                                 f"{_typed_call.KEPT}: kept legacy, its "
+                                                 "targets held"))
+                    self._hold(names)
             if in_place is None:
                 return None
         shape = self._platforms(node, names)
@@ -434,12 +467,6 @@ class _Port(cst.CSTTransformer):
             self.changed = True
             return _typed_call.typed(form, made if made is not None else updated,
                                      shape == "gpu", self.mlir(), self.numpy())
-        if ctx is None or not results:
-            self.problems.append(Problem(where, "a custom call outside a lowering rule with a "
-                                         "ctx parameter, or whose op (not .results) is used, "
-                                         f"through {self.facts.full(node.func)}, not JAX's own "
-                                         f"{_typed_call.KEPT}: not ported yet"))
-            return None
         operands = _arg(updated, -1, "operands")
         if operands is None:
             return None      # (_unreadable said it)

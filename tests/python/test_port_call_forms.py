@@ -1,0 +1,190 @@
+"""The call sites `ccshim port` types in place, and the arguments its
+ffi_lowering keeps (docs/port.md, "Layouts" and "A CustomCallOp built by
+hand, and a legacy ffi_call"; python/ccshim/port/_typed_call.py).
+
+tests/fixtures/port/call_forms is a legacy CPU extension with one of each:
+- JAX's own custom_call giving its operand and result a column-major
+  layout, with a scratch result its rule drops, as veros 1.7.0's CUDA
+  lowering does (ffi_lowering cannot carry those layouts);
+- a stablehlo.CustomCallOp built by hand (API version 1, written as
+  ir.IntegerAttr.get), as Enzyme-JAX and jax-triton build theirs, also
+  column-major;
+- jax.ffi.ffi_call with custom_call_api_version and legacy_backend_config,
+  as flash-attn-jax calls its kernels, a tuple result batched by vmap;
+- JAX's own custom_call with its result aliasing an operand, in a rule that
+  returns its .results (ported to ffi_lowering, the alias kept) and in one
+  that uses its op, as jaxdecomp reshapes its (typed in place).
+Its kernels work in memory order, so what they give depends on the layouts
+XLA honours.  Ported, built by its own build and run in a Python where
+ccshim cannot be imported, it gives the bytes the unported build gives on
+XLA's legacy path, on JAX 0.10.2 and 0.12.0.1 (each suite's): the
+column-major answers, and XLA's dump shows each call typed, its layouts and
+aliases as they were.
+"""
+import json
+import pathlib
+import re
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES
+import project_ports
+from test_port import _port
+
+PYTHON = pathlib.Path(sys.executable)    # the suite's venv's
+
+RUN = """\
+import json
+import numpy as np
+import jax
+import call_forms
+
+x = np.arange(12, dtype=np.float32).reshape(3, 4)
+(ramp,) = jax.jit(call_forms.ramp)(x * 10)
+(y,) = jax.jit(lambda x: call_forms.affine(2.5, x))(x)
+sums, total = jax.jit(call_forms.cumsum)(x[0])
+rows, totals = jax.jit(jax.vmap(call_forms.cumsum))(x)
+(bumped,) = jax.jit(call_forms.bump)(x)
+(flat,) = jax.jit(call_forms.bump_flat)(x)
+print(json.dumps({"ramp": np.asarray(ramp).tolist(), "affine": np.asarray(y).tolist(),
+                  "cumsum": np.asarray(sums).tolist(), "total": float(total),
+                  "rows": np.asarray(rows).tolist(), "totals": np.asarray(totals).tolist(),
+                  "bump": np.asarray(bumped).tolist(), "bump_flat": np.asarray(flat).tolist()}))
+"""
+
+
+def _run(tree: pathlib.Path, tmp_path: pathlib.Path, name: str) -> tuple[dict, list[str]]:
+    """tree built by its own build, RUN on the suite's JAX without ccshim;
+    what it printed, and the custom-call lines of what XLA compiled."""
+    out, lines = project_ports.built_run(tree, tmp_path, name, RUN, python=PYTHON)
+    calls = [line for line in lines if 'custom_call_target="call_forms_' in line]
+    return json.loads(out.strip().splitlines()[-1]), calls
+
+
+def _shapes(calls: list[str], target: str) -> set[str]:
+    """The result shapes (with layouts) of a target's calls."""
+    return {line.split("=", 1)[1].split("custom-call(")[0] for line in calls
+            if f'"call_forms_{target}"' in line}
+
+
+def test_each_form_is_typed_and_gives_the_legacy_bytes(tmp_path):
+    """On each suite's JAX (0.10.2 and 0.12.0.1), the fixture built by that
+    suite's Python."""
+    pytest.importorskip("scikit_build_core", reason="the fixture's build backend (dev/setup.sh "
+                        "test installs it)")
+    pytest.importorskip("pybind11", reason="the fixture's kernels are pybind11's")
+    legacy_tree, tree = tmp_path / "legacy", tmp_path / "tree"
+    shutil.copytree(FIXTURES / "port" / "call_forms", legacy_tree)
+    shutil.copytree(FIXTURES / "port" / "call_forms", tree)
+    done = _port(tree, "--apply")
+    assert done.returncode == 0 and done.stderr == "ccshim port: 5 files written\n", done.stderr
+    ops = (tree / "src" / "call_forms" / "ops.py").read_text()
+    # the column-major custom_call, typed in place
+    assert "        result_layouts=(layout, (0,)),\n        backend_config={},\n" \
+           "        api_version=4,\n    )\n    return out.results[:-1]\n" in ops, ops
+    # the CustomCallOp
+    assert "        backend_config=ir.DictAttr.get({}),\n" \
+           "        api_version=ir.IntegerAttr.get(i32_type, 4),\n" in ops, ops
+    # the ffi_call
+    assert '        vmap_method="sequential",\n    )(np.int32(x.size), x)\n' in ops, ops
+    assert "custom_call_api_version=" not in ops and "legacy_backend_config=" not in ops
+    # JAX's own custom_call: where the rule returns its .results, ffi_lowering
+    # with its aliases; where its op is used, typed in place
+    assert "        operand_output_aliases={1: 0},\n        skip_ffi_layout_processing=True,\n" \
+           "    )(ctx, *[mlir.ir_constant(np.int32(np.prod(t.shape))), x])\n" in ops, ops
+    assert "        operand_output_aliases={1: 0},\n        backend_config={},\n" \
+           "        api_version=4,\n    )\n" in ops, ops
+    assert _port(tree).stdout == ""
+    ported, calls = _run(tree, tmp_path, "ported")
+    legacy, legacy_calls = _run(legacy_tree, tmp_path, "legacy")
+    assert ported == legacy, (ported, legacy)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ramp_f = np.arange(12, dtype=np.float32).reshape(3, 4, order="F")
+    assert ported["ramp"] == (x * 10 + ramp_f).tolist()
+    assert ported["affine"] == (2.5 * x + ramp_f).tolist()
+    assert ported["cumsum"] == np.cumsum(x[0]).tolist() and ported["total"] == x[0].sum()
+    assert ported["rows"] == np.cumsum(x, axis=1).tolist()
+    assert ported["totals"] == x.sum(axis=1).tolist()
+    assert ported["bump"] == (x + 1).tolist() and ported["bump_flat"] == (x + 1).ravel().tolist()
+    # XLA's own dump: every call typed where each was legacy (the batched
+    # call too), the layouts and aliases the same on both
+    targets = {re.search(r'custom_call_target="(\w+)"', c).group(1) for c in calls}
+    assert targets == {f"call_forms_{t}" for t in ("ramp", "affine", "cumsum", "bump")}, calls
+    assert all("api_version=API_VERSION_TYPED_FFI" in line for line in calls), calls
+    assert legacy_calls and not any("API_VERSION_TYPED_FFI" in line
+                                    for line in legacy_calls), legacy_calls
+    assert _shapes(calls, "ramp") == _shapes(legacy_calls, "ramp") == {
+        " (f32[3,4]{0,1}, f32[12]{0}) "}
+    assert _shapes(calls, "affine") == _shapes(legacy_calls, "affine") == {" f32[3,4]{0,1} "}
+    bumps = [line for line in calls + legacy_calls if "call_forms_bump" in line]
+    assert len(bumps) >= 4 and all("output_to_operand_aliasing={{}: (1, {})}" in line
+                                   for line in bumps), bumps
+
+
+def _edited_port(tmp_path: pathlib.Path, *edits: tuple[str, str]):
+    """The port of the fixture with its ops.py edited (each (old, new) once):
+    what it did, and the lines it said."""
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "port" / "call_forms", tree)
+    ops = tree / "src" / "call_forms" / "ops.py"
+    text = ops.read_text()
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    ops.write_text(text)
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    return done, done.stderr.splitlines()
+
+
+@pytest.mark.once
+def test_a_call_it_would_type_in_place_through_a_removed_custom_call_is_kept_legacy(tmp_path):
+    """jaxlib's hlo_helpers.custom_call (removed from today's jaxlib): where
+    the port would have to keep the call (layouts not row-major, its op
+    used), it says so and keeps the call, its kernel and its registration
+    legacy; the other forms are ported."""
+    done, said = _edited_port(tmp_path, ("from jax._src.interpreters.mlir import custom_call",
+                                         "from jaxlib.hlo_helpers import custom_call"))
+    assert "ccshim port: src/call_forms/ops.py:29: not ported: a custom call whose " \
+           "operand_layouts and result_layouts it cannot show row-major, through " \
+           "jaxlib.hlo_helpers.custom_call, not JAX's own " \
+           "jax._src.interpreters.mlir.custom_call: jax.ffi.ffi_lowering would give XLA " \
+           "other layouts, and no typed custom call keeps them there: kept legacy, its " \
+           "targets held" in said, said
+    assert "ccshim port: src/call_forms/ops.py:99: not ported: a custom call outside a " \
+           "lowering rule with a ctx parameter, or whose op (not .results) is used, through " \
+           "jaxlib.hlo_helpers.custom_call, not JAX's own " \
+           "jax._src.interpreters.mlir.custom_call: kept legacy, its targets held" in said, said
+    # its other call, which ffi_lowering could carry, stays legacy with it
+    assert "ccshim port: src/call_forms/ops.py:110: not ported: lowers call_forms_bump (cpu), " \
+           "kept legacy for another of their lowerings (said there): kept a legacy custom " \
+           "call" in said, said
+    for target, line in (("ramp", 66), ("bump", 69)):
+        assert f"ccshim port: src/call_forms/cpu_ops.cpp:{line}: not ported: " \
+               f"'call_forms_{target}': a lowering of it stays legacy (said below): kept " \
+               "legacy with it" in said, said
+    assert "XLA_FFI_DEFINE_HANDLER(affine_ffi," in done.stdout
+    assert "ramp_ffi" not in done.stdout and "bump_ffi" not in done.stdout
+    # the module's loop registers each entry as it now is
+    assert '+    jax.ffi.register_ffi_target(_name, _value, platform="cpu", api_version=0 if ' \
+           '_name in ("call_forms_bump", "call_forms_ramp") else 1)' in done.stdout.splitlines()
+
+
+@pytest.mark.once
+def test_a_legacy_ffi_call_whose_function_is_called_elsewhere_is_kept_legacy(tmp_path):
+    """On GPU the opaque goes to the call of the function ffi_call makes,
+    which the port edits only where it is made: elsewhere, the site is said
+    and kept legacy with its target."""
+    done, said = _edited_port(tmp_path, ("    return jax.ffi.ffi_call(\n",
+                                         "    f = jax.ffi.ffi_call(\n"),
+                              ("    )(np.int32(x.size), x)\n",
+                               "    )\n    return f(np.int32(x.size), x)\n"))
+    assert "ccshim port: src/call_forms/ops.py:88: not ported: a custom call (an ffi_call) " \
+           "whose function is not called where it is made: kept legacy, its targets held" \
+           in said, said
+    assert "ccshim port: src/call_forms/cpu_ops.cpp:68: not ported: 'call_forms_cumsum': a " \
+           "lowering of it stays legacy (said below): kept legacy with it" in said, said
+    assert "+        api_version=ir.IntegerAttr.get(i32_type, 4)," in done.stdout.splitlines()
