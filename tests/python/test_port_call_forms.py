@@ -21,6 +21,7 @@ XLA's legacy path, on JAX 0.10.2 and 0.12.0.1 (each suite's): the
 column-major answers, and XLA's dump shows each call typed, its layouts and
 aliases as they were.
 """
+import concurrent.futures
 import json
 import pathlib
 import re
@@ -98,8 +99,12 @@ def test_each_form_is_typed_and_gives_the_legacy_bytes(tmp_path):
     assert "        operand_output_aliases={1: 0},\n        backend_config={},\n" \
            "        api_version=4,\n    )\n" in ops, ops
     assert _port(tree).stdout == ""
-    ported, calls = _run(tree, tmp_path, "ported")
-    legacy, legacy_calls = _run(legacy_tree, tmp_path, "legacy")
+    # both built and run at once: their time is mostly waiting on their build
+    # tools and JAX's start
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        each = [pool.submit(_run, t, tmp_path, name)
+                for t, name in ((tree, "ported"), (legacy_tree, "legacy"))]
+        (ported, calls), (legacy, legacy_calls) = (f.result() for f in each)
     assert ported == legacy, (ported, legacy)
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     ramp_f = np.arange(12, dtype=np.float32).reshape(3, 4, order="F")
