@@ -193,3 +193,27 @@ def test_a_legacy_ffi_call_whose_function_is_called_elsewhere_is_kept_legacy(tmp
     assert "ccshim port: src/call_forms/cpu_ops.cpp:68: not ported: 'call_forms_cumsum': a " \
            "lowering of it stays legacy (said below): kept legacy with it" in said, said
     assert "+        api_version=ir.IntegerAttr.get(i32_type, 4)," in done.stdout.splitlines()
+
+
+@pytest.mark.once
+def test_a_custom_call_op_s_edit_imports_only_what_it_uses():
+    """A CustomCallOp whose StringAttr is imported by name (no `ir.` to make
+    its DictAttr with) and which gives no api_version: both are written with
+    the module's mlir; numpy is imported only for the GPU form's bytes."""
+    from ccshim.port import _python
+    source = ("from jaxlib.mlir.ir import StringAttr\n"
+              "from jaxlib.mlir.dialects import stablehlo\n"
+              "from jax.interpreters import mlir\n\n\n"
+              "def _rule(ctx, x):\n"
+              "    return stablehlo.CustomCallOp([x.type], [x], "
+              "call_target_name=StringAttr.get(\"k\"), backend_config=StringAttr.get(\"ab\"))"
+              ".results\n")
+    said = []
+    cpu = _python.port("m.py", source, {"k"}, set(), {}, said, kernels={"k": {"cpu": True}})
+    gpu = _python.port("m.py", source, {"k"}, set(), {}, said, kernels={"k": {"cuda": True}})
+    assert said == []
+    assert "backend_config=mlir.ir.DictAttr.get({}), api_version=mlir.i32_attr(4))" in cpu
+    assert "numpy" not in cpu
+    assert gpu.startswith("import numpy\n") and "backend_config=mlir.ir.DictAttr.get(" \
+        '{"opaque": mlir.ir_attribute(numpy.frombuffer(b\'ab\', dtype=numpy.uint8))}), ' \
+        "api_version=mlir.i32_attr(4))" in gpu, gpu

@@ -466,7 +466,7 @@ class _Port(cst.CSTTransformer):
             self._counts(names, _typed_call.operands(updated, form, made), updated, form)
             self.changed = True
             return _typed_call.typed(form, made if made is not None else updated,
-                                     shape == "gpu", self.mlir(), self.numpy())
+                                     shape == "gpu", self)
         operands = _arg(updated, -1, "operands")
         if operands is None:
             return None      # (_unreadable said it)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
 import libcst as cst
 
@@ -165,47 +166,52 @@ def drop(call: cst.Call, names: tuple[str, ...]) -> cst.Call:
     return call.with_changes(args=args)
 
 
-def _attributes(config: cst.BaseExpression | None, gpu: bool, mlir: str,
-                numpy: str) -> cst.Dict:
+def _attributes(config: cst.BaseExpression | None, gpu: bool, names: "Names") -> cst.Dict:
     """The attributes a ported handler binds, from the call's legacy opaque
     (config): {"opaque": the bytes as an array of uint8} on GPU, none on CPU."""
     if not gpu:
         return cst.Dict([])
-    opaque = _gpu_lowering.opaque(config, numpy).value
-    value = cst.Call(func=cst.parse_expression(f"{mlir}.ir_attribute"), args=[cst.Arg(opaque)])
+    opaque = _gpu_lowering.opaque(config, names.numpy()).value
+    value = cst.Call(func=cst.parse_expression(f"{names.mlir()}.ir_attribute"),
+                     args=[cst.Arg(opaque)])
     return cst.Dict([cst.DictElement(cst.SimpleString('"opaque"'), value)])
 
 
-def _typed_custom_call(call: cst.Call, gpu: bool, mlir: str, numpy: str) -> cst.Call:
+def _typed_custom_call(call: cst.Call, gpu: bool, names: "Names") -> cst.Call:
     """JAX's custom_call typed: its backend_config the dictionary of
     attributes, and api_version=4."""
     config = _arg(call, 99, "backend_config")
-    attrs = _attributes(config.value if config else None, gpu, mlir, numpy)
+    attrs = _attributes(config.value if config else None, gpu, names)
     call = _set(call, _keyword("backend_config", attrs))
     return _set(call, _keyword("api_version", cst.Integer("4")))
 
 
-def _typed_op(call: cst.Call, gpu: bool, mlir: str, numpy: str) -> cst.Call:
+def _typed_op(call: cst.Call, gpu: bool, names: "Names") -> cst.Call:
     """A CustomCallOp typed: its api_version 4, written as its legacy one was
     (`mlir.i32_attr(4)` where it gave none), and its backend_config
-    `ir.DictAttr.get(attributes)`, of the ir its StringAttr was made with."""
+    `ir.DictAttr.get(attributes)`, of the ir its StringAttr was made with
+    (mlir.ir where it names none)."""
     config = _arg(call, 99, "backend_config")
-    ir = cst.parse_expression(f"{mlir}.ir")
     opaque = attr_value(config.value) if config is not None else None
-    if config is not None and opaque is not config.value:
-        ir = config.value.func.value.value        # X of X.StringAttr.get(...)
-    attrs = _attributes(opaque, gpu, mlir, numpy)
+    made_by = config.value.func.value if config is not None and opaque is not config.value \
+        else None
+    if isinstance(made_by, cst.Attribute):      # X of X.StringAttr.get(...)
+        ir = made_by.value
+    else:
+        ir = cst.parse_expression(f"{names.mlir()}.ir")
+    attrs = _attributes(opaque, gpu, names)
     made = cst.Call(func=cst.Attribute(cst.Attribute(ir, cst.Name("DictAttr")), cst.Name("get")),
                     args=[cst.Arg(attrs)])
     call = _set(call, _keyword("backend_config", made))
     given = _arg(call, 99, "api_version")
     if given is None:
-        return _set(call, _keyword("api_version", cst.parse_expression(f"{mlir}.i32_attr(4)")))
-    four = given.value.deep_replace(version_literal(given.value), cst.Integer("4"))
+        four = cst.parse_expression(f"{names.mlir()}.i32_attr(4)")
+    else:
+        four = given.value.deep_replace(version_literal(given.value), cst.Integer("4"))
     return _set(call, _keyword("api_version", four))
 
 
-def _typed_ffi_call(made: cst.Call, gpu: bool, numpy: str) -> cst.Call:
+def _typed_ffi_call(made: cst.Call, gpu: bool, names: "Names") -> cst.Call:
     """`ffi_call(..., custom_call_api_version=N, legacy_backend_config=B)(*args)`
     typed: the legacy arguments dropped, and on GPU B given to the call as
     the attribute opaque."""
@@ -213,19 +219,28 @@ def _typed_ffi_call(made: cst.Call, gpu: bool, numpy: str) -> cst.Call:
     made = made.with_changes(func=drop(made.func, _LEGACY_FFI))
     if not gpu:
         return made
-    return _set(made, _gpu_lowering.opaque(config.value if config else None, numpy))
+    return _set(made, _gpu_lowering.opaque(config.value if config else None, names.numpy()))
 
 
-def typed(form: Form, call: cst.Call, gpu: bool, mlir: str, numpy: str) -> cst.Call:
+class Names(Protocol):
+    """The module's names for jax.interpreters.mlir and numpy, each asked
+    for only where the edit uses it (so that it imports only what it uses)."""
+
+    def mlir(self) -> str: ...
+
+    def numpy(self) -> str: ...
+
+
+def typed(form: Form, call: cst.Call, gpu: bool, names: Names) -> cst.Call:
     """call (a legacy call of that form on ported targets; for an ffi_call,
     the call of the function it makes) typed in place, its backend_config
     the attributes its handler binds (GPU: {"opaque": the legacy opaque
     bytes}; CPU: none)."""
     if form is FFI_CALL:
-        return _typed_ffi_call(call, gpu, numpy)
+        return _typed_ffi_call(call, gpu, names)
     if form is OP:
-        return _typed_op(call, gpu, mlir, numpy)
-    return _typed_custom_call(call, gpu, mlir, numpy)
+        return _typed_op(call, gpu, names)
+    return _typed_custom_call(call, gpu, names)
 
 
 def in_place(new: cst.BaseExpression) -> bool:
