@@ -73,6 +73,12 @@ def _by_name(name: cst.BaseExpression, legacy: set[str]) -> str:
     return f"0 if {_dotted(name)} in ({names}) else 1"
 
 
+def _partly(module: str, legacy: set[str]) -> str:
+    """Why a registration of a module's targets registers some legacy."""
+    return (f"registers the targets of {module}, {', '.join(sorted(legacy))} not ported (said "
+            "above): those kept legacy (api_version=0)")
+
+
 def _versioned(call: cst.Call, version: str) -> cst.Call:
     """call with its api_version=... given that expression."""
     return call.with_changes(args=[
@@ -146,10 +152,7 @@ class _Port(cst.CSTTransformer):
             templates = self.names.templates(name.value)
             if templates is None:
                 continue
-            loop = self.names.parents.get(call)
-            while loop is not None and not isinstance(loop, cst.For):
-                loop = self.names.parents.get(loop)
-            module_name = registrations_module(loop.iter) if loop is not None else None
+            module_name = self._loop_module(call)
             keys = {}
             if module_name in self.modules:
                 keys = {module_name: sorted(set().union(*self.modules[module_name]))}
@@ -167,6 +170,13 @@ class _Port(cst.CSTTransformer):
                     self.named.append((t, state))
                     states.append(state)
             self.states[id(call)] = states
+
+    def _loop_module(self, call: cst.Call) -> str | None:
+        """M, where call is in a loop over `M.registrations().items()`."""
+        loop = self.names.parents.get(call)
+        while loop is not None and not isinstance(loop, cst.For):
+            loop = self.names.parents.get(loop)
+        return registrations_module(loop.iter) if loop is not None else None
 
     def _capsule(self, fn: cst.BaseExpression) -> bool | None:
         """Whether a registration's capsule is a ported handler (True), a
@@ -242,9 +252,7 @@ class _Port(cst.CSTTransformer):
             self.registered |= ported
             if legacy and ported:
                 version = _by_name(name.value, legacy)
-                self.problems.append(Problem(where, f"registers the targets of {module}, "
-                                             f"{', '.join(sorted(legacy))} not ported (said "
-                                             "above): those kept legacy (api_version=0)"))
+                self.problems.append(Problem(where, _partly(module, legacy)))
             elif legacy:
                 version = "0"
                 self.problems.append(Problem(where, f"registers the legacy targets of {module}, "
@@ -302,15 +310,10 @@ class _Port(cst.CSTTransformer):
         if not names and states and None not in states:
             # followed: a loop over a native module's registrations(), or a
             # name made at run time whose capsule is a ported kernel's
-            loop = self.names.parents.get(node)
-            while loop is not None and not isinstance(loop, cst.For):
-                loop = self.names.parents.get(loop)
-            module = registrations_module(loop.iter) if loop is not None else None
+            module = self._loop_module(node)
             if any(states) and not all(states) and module in self.modules and name is not None:
                 legacy = self.modules[module][1]
-                self.problems.append(Problem(where, f"registers the targets of {module}, "
-                                             f"{', '.join(sorted(legacy))} not ported (said "
-                                             "above): those kept legacy (api_version=0)"))
+                self.problems.append(Problem(where, _partly(module, legacy)))
                 self.changed = True
                 return _versioned(updated, _by_name(name.value, legacy))
             if not all(states):
@@ -404,7 +407,8 @@ class _Port(cst.CSTTransformer):
         """A legacy call site of that form (node; made: the call of the
         function an ffi_call makes) ported: None where it stays legacy
         (said)."""
-        if _typed_call.version(node, form) == "4":
+        version = _typed_call.version(node, form)
+        if version == "4":
             return None       # typed already
         name = _typed_call.target(node, form)
         if name is None:
@@ -458,7 +462,7 @@ class _Port(cst.CSTTransformer):
                 self.problems.append(Problem(where, f"lowers {', '.join(left)}, not ported: "
                                              "kept a legacy custom call"))
             return None
-        if _typed_call.version(node, form) not in ("1", "2", "3"):
+        if version not in ("1", "2", "3"):
             self.problems.append(Problem(where, "a custom call with an API version other than "
                                          "1, 2 or 3 on a ported CPU target: not ported yet"))
             return None
