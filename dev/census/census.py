@@ -334,8 +334,10 @@ def port_tree(p: dict) -> pathlib.Path | None:
     folder = p.get("scan") or p.get("suite", {}).get("folder")
     if not folder or not (CACHE / folder).is_dir():
         return None
-    inside = [d for d in (CACHE / folder).iterdir() if d.is_dir()]
-    return inside[0] if len(inside) == 1 else CACHE / folder
+    # an sdist unpacked: its one folder; a repository's tree (klujax's, whose
+    # one folder is .github): the folder.  Dot names are the cache's (.complete).
+    inside = [d for d in (CACHE / folder).iterdir() if not d.name.startswith(".")]
+    return inside[0] if len(inside) == 1 and inside[0].is_dir() else CACHE / folder
 
 
 def port_build_python(p: dict, run: dict) -> pathlib.Path:
