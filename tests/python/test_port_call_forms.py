@@ -217,3 +217,41 @@ def test_a_custom_call_op_s_edit_imports_only_what_it_uses():
     assert gpu.startswith("import numpy\n") and "backend_config=mlir.ir.DictAttr.get(" \
         '{"opaque": mlir.ir_attribute(numpy.frombuffer(b\'ab\', dtype=numpy.uint8))}), ' \
         "api_version=mlir.i32_attr(4))" in gpu, gpu
+
+
+@pytest.mark.once
+def test_sphericart_jax_s_module_forms_are_ported_as_it_wrote_them():
+    """sphericart-jax's forms, each a module ccshim port once passed over or
+    read wrong: one that names only jax.ffi.register_ffi_target (its
+    registration loop kept api_version=0 for handlers now typed); a lowering
+    that passes ir_constant a Python int in a module without numpy; and
+    `from jax.interpreters.mlir import custom_call` (gone from JAX 0.8.0)
+    still used by the call sites kept legacy, dropped where none is."""
+    from ccshim.port import _python
+    said = []
+    registers = ("import jax\nfrom .lib import cpu_ops\n\n"
+                 "for _name, _value in cpu_ops.registrations().items():\n"
+                 "    jax.ffi.register_ffi_target(_name, _value, platform=\"cpu\", api_version=0)\n")
+    out = _python.port("m.py", registers, {"k"}, set(), {"cpu_ops": ({"k"}, set())}, said)
+    assert said == [] and out is not None
+    assert "    jax.ffi.register_ffi_target(_name, _value, platform=\"cpu\")\n" in out, out
+    lowers = ("from jax.interpreters import mlir\n"
+              "from jax.interpreters.mlir import custom_call, ir\n\n\n"
+              "def rule_cpu(ctx, x, *, n):\n"
+              "    return custom_call(\"k\", result_types=[x.type], "
+              "operands=[x, mlir.ir_constant(n)]).results\n\n\n"
+              "def rule_gpu(ctx, x, *, n):\n"
+              "    return custom_call(\"k_gpu\", result_types=[x.type], operands=[x]).results\n")
+    out = _python.port("m.py", lowers, {"k"}, {"k_gpu"}, {}, said,
+                       kernels={"k": {"cpu": True}, "k_gpu": {"cuda": False}})
+    assert out.startswith("import numpy\n"), out
+    assert "mlir.ir_constant(numpy.asarray(n))" in out, out
+    assert "from jax.interpreters.mlir import ir\n" \
+           "# jax.interpreters.mlir.custom_call left JAX's public API; the legacy calls kept use it\n" \
+           "from jax._src.interpreters.mlir import custom_call\n" in out, out
+    assert "custom_call(\"k_gpu\"" in out
+    # with no legacy call left, the import goes
+    alone = lowers[:lowers.index("\n\ndef rule_gpu")] + "\n"
+    out = _python.port("m.py", alone, {"k"}, set(), {}, said, kernels={"k": {"cpu": True}})
+    assert "custom_call" not in out.replace("ffi_lowering", ""), out
+    assert "from jax.interpreters.mlir import ir\n" in out, out

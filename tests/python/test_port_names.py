@@ -152,6 +152,49 @@ def test_what_it_cannot_follow_is_none_not_a_guess():
     assert names.templates(_call_arg(module, "lower")) is None
 
 
+def test_a_name_extended_with_plus_equals_is_followed_statement_by_statement():
+    """sphericart-jax's lowerings: a prefix, then `+=` in each branch of an
+    if/elif/else; a branch that raises gives no name.  Before, the port read
+    such a name as its first assignment alone ("cpu_") and guessed."""
+    names, module = _names(
+        "def rule(ctx, x, *, normalized, dtype):\n"
+        "    op_name = 'cpu_'\n"
+        "    if normalized:\n"
+        "        op_name += 'spherical_'\n"
+        "    else:\n"
+        "        op_name += 'solid_'\n"
+        "    if dtype == F32:\n"
+        "        op_name += 'f32'\n"
+        "    elif dtype == F64:\n"
+        "        op_name += 'f64'\n"
+        "    else:\n"
+        "        raise NotImplementedError(dtype)\n"
+        "    return lower(op_name, x)\n")
+    got = sorted(literal(t) for t in names.reaching(_call_arg(module, "lower")))
+    assert got == ["cpu_solid_f32", "cpu_solid_f64", "cpu_spherical_f32", "cpu_spherical_f64"]
+    # an if without an else keeps the value it had; module level too
+    names, module = _names("NAME = 'k'\nif big:\n    NAME += '_big'\nlower(NAME)\n")
+    assert sorted(literal(t) for t in names.templates(_call_arg(module, "lower"))) == \
+        ["k", "k_big"]
+
+
+@pytest.mark.parametrize("source", [
+    # extended in a loop
+    "def rule(x):\n    n = 'a'\n    for s in parts:\n        n += s\n    return lower(n, x)\n",
+    # another operator
+    "def rule(x):\n    n = 'a'\n    n *= 2\n    return lower(n, x)\n",
+    # read inside the branch that extends it (not at one of the function's statements)
+    "def rule(x):\n    n = 'a'\n    if x:\n        n += 'b'\n        return lower(n, x)\n",
+    # read by a function nested in the one that extends it
+    "def make():\n    n = 'a'\n    n += 'b'\n    def rule(x):\n        return lower(n, x)\n",
+    # extended before any assignment here (a global's value)
+    "def rule(x):\n    global n\n    n += 'b'\n    return lower(n, x)\n",
+])
+def test_a_name_extended_where_it_cannot_follow_is_none(source):
+    names, module = _names(source)
+    assert names.templates(_call_arg(module, "lower")) is None
+
+
 def test_an_argument_past_a_star_is_none_for_port_as_for_scan():
     """One rule for both readers (ccshim._pyread.arg): by keyword, else by
     position before any *args; past one, where an argument is is not known."""

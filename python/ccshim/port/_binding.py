@@ -49,6 +49,16 @@ def impl(kind: str, counts: Counts | None) -> str:
     return kind + ("FixedHandler" if counts else "Handler")
 
 
+def handler(kind: str, counts: Counts | None, kernel: str) -> str:
+    """The handler XLA_FFI_DEFINE_HANDLER is given for a kernel: the
+    adapter's instance, in parentheses where the kernel's template
+    arguments have a comma (sphericart-jax's cpu_sph<Harmonics, float>),
+    which the preprocessor would take for one between the macro's
+    arguments."""
+    text = f"xla_legacy_call::{impl(kind, counts)}<{kernel}>"
+    return f"({text})" if "," in kernel else text
+
+
 def bind(counts: Counts | None, indent: str, ctx: str = "", attr: str = "",
          one_line: bool = False) -> str:
     """``xla::ffi::Ffi::Bind()`` and its calls: ctx's, those that take the

@@ -57,15 +57,34 @@ def _target_calls(text: str) -> dict[str, tuple[int, int]]:
 _HERE = r"(?:(?<![\w/.$])|\$\{CMAKE_CURRENT_(?:LIST|SOURCE)_DIR\}/)"
 
 
+def _variables(text: str) -> dict[str, str]:
+    """The text each variable is given by set(VAR ...) and list(APPEND VAR
+    ...) (sphericart-jax's `set(CPU_SOURCES ...)`), all of them joined."""
+    found: dict[str, str] = {}
+    for m in re.finditer(r"^[ \t]*(?:set|list\s*\(\s*APPEND)\s*\(?\s*(\w+)\s+([^)]*)\)",
+                         text, re.M | re.I):
+        found[m.group(1)] = found.get(m.group(1), "") + " " + m.group(2)
+    return found
+
+
+def _builds(call: str, src: str, variables: dict[str, str]) -> bool:
+    """Whether a target's call names src: itself, or through a variable
+    the call reads (one level: what set() gives it)."""
+    named = re.compile(_HERE + re.escape(src) + r"\b")
+    return bool(named.search(call)) or any(
+        named.search(variables.get(var, "")) for var in re.findall(r"\$\{(\w+)\}", call))
+
+
 def _cmake(text: str, rel_sources: list[str], where: str,
            problems: list[Problem]) -> str | None:
     """CMakeLists text with the targets building rel_sources given XLA's
     headers and C++17; None (and a problem) when no target builds them."""
     targets = []
     adds = _target_calls(text)
+    variables = _variables(text)
     for src in rel_sources:
         found = [target for target, (start, end) in adds.items()
-                 if re.search(_HERE + re.escape(src) + r"\b", text[start:end])]
+                 if _builds(text[start:end], src, variables)]
         if not found:
             problems.append(Problem(where, f"no target here builds {src}: its build is not "
                                     "ported (add XLA's headers, jax.ffi.include_dir(), to it)"))

@@ -119,7 +119,6 @@ def handler(target: str, function: str, name: str, stream: str, status: bool,
             counts: _bind.Counts | None = None) -> str:
     """The typed handler of one GPU kernel, as C++ beside its dict; counts:
     the (operands, results) every call site passes, where fixed."""
-    impl = _bind.impl("GpuStatus" if status else "Gpu", counts)
     indent = " " * len("XLA_FFI_DEFINE_HANDLER(")
     platform = PLATFORM[stream].upper()
     if counts:
@@ -131,7 +130,7 @@ def handler(target: str, function: str, name: str, stream: str, status: bool,
                 f"// the opaque bytes as the `opaque` attribute).\n")
     return (head +
             f"XLA_FFI_DEFINE_HANDLER({name},\n"
-            f"{indent}xla_legacy_call::{impl}<{function}>,\n"
+            f"{indent}{_bind.handler('GpuStatus' if status else 'Gpu', counts, function)},\n"
             f"{indent}{_binding(stream, indent, counts)});\n")
 
 
@@ -164,5 +163,5 @@ def cython_handler(target: str, function: str, where: str, stream: str) -> str:
             f"// ({PLATFORM[stream].upper()}: the stream, the buffers, the opaque bytes as the "
             f"`opaque` attribute).\n"
             f"XLA_FFI_DEFINE_HANDLER_SYMBOL({function}_ffi,\n"
-            f"{indent}xla_legacy_call::GpuHandler<{function}>,\n"
+            f"{indent}{_bind.handler('Gpu', None, function)},\n"
             f"{indent}{_binding(stream, indent)});\n")

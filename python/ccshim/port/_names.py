@@ -14,7 +14,9 @@ are equal once adjacent literals are joined.
 
 Followed: literals (``str``, ``bytes``, implicit concatenation), ``+``,
 f-strings without conversions or format specs, locals (every assignment;
-an ``if``/``else`` pair gives both), names of enclosing functions
+an ``if``/``else`` pair gives both; a local a function extends with ``+=``,
+sphericart-jax's ``op_name``, statement by statement to the use, each branch
+of an ``if``/``elif``/``else`` that does not raise a value), names of enclosing functions
 (closures), a parameter through every call of its function in the module
 (``partial(rule, NAME, ...)`` and direct calls) when those are all the
 function's uses, and the key of a loop over ``M.registrations().items()``
@@ -32,6 +34,7 @@ from libcst.metadata import ParentNodeProvider, ScopeProvider
 from ._facts import _dotted, _string
 
 _LIMIT = 64      # templates per expression, past which it gives up
+_RAISED = object()  # what a branch that raises leaves a name (none of its values)
 _DEPTH = 8       # parameters followed through calls, nested
 
 
@@ -190,6 +193,13 @@ class Names:
         assignments = self._assignments(node)
         if assignments is None:
             return None
+        for owner in {id(o): o for o in (self._owner(getattr(a, "node", None))
+                                          for a in assignments) if o is not None}.values():
+            if any(_extends(a, node.value) for a in _walk(owner, cst.AugAssign)
+                   if self._owner(a) is owner):
+                # extended with +=: its value where node reads it, in owner only
+                return self._flowed(node, owner, depth) \
+                    if self._owner(node) is owner else None
         found: list[Template] = []
         for a in assignments:
             target = getattr(a, "node", None)     # none for a builtin
@@ -203,6 +213,81 @@ class Names:
                 return None
             found += got
         return found if len(found) <= _LIMIT else None
+
+    def _owner(self, node: cst.CSTNode | None) -> cst.CSTNode | None:
+        """The function whose body node is in, else the module."""
+        if node is None:
+            return None
+        return self._function(node) or self.module
+
+    def _flowed(self, node: cst.Name, owner: cst.CSTNode, depth: int) -> list[Template] | None:
+        """The templates of a local that owner (a function or the module)
+        extends with ``+=`` where node reads it: owner's statements run in
+        order from its first to the one node is in (one of owner's own, not
+        in a branch or a loop); None where the name is bound otherwise (a
+        loop, a `with`, another operator) or may be unbound."""
+        body = owner.body.body if isinstance(owner, cst.FunctionDef) else owner.body
+        at = node
+        while self.parents.get(at) is not None and not any(at is b for b in body):
+            at = self.parents.get(at)
+            if isinstance(at, cst.BaseSuite):
+                return None         # read in a branch's or a loop's body
+        state: list[Template] | None = []      # [] before its first assignment
+        for stmt in body:
+            if stmt is at:
+                return state or None
+            state = self._run(stmt, node.value, state, depth)
+            if state is None or state is _RAISED:
+                return None
+        return None
+
+    def _run(self, stmt: cst.CSTNode, name: str, state: list[Template], depth: int):
+        """state (the templates name can hold) after stmt; _RAISED where it
+        raises; None where it cannot follow it."""
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Raise):
+                    return _RAISED
+                if isinstance(small, cst.Assign) and any(
+                        isinstance(t.target, cst.Name) and t.target.value == name
+                        for t in small.targets):
+                    if len(small.targets) != 1:
+                        return None
+                    state = self.templates(small.value, depth)
+                elif isinstance(small, cst.AugAssign) and _extends(small, name):
+                    if not isinstance(small.operator, cst.AddAssign) or not state:
+                        return None
+                    more = self.templates(small.value, depth)
+                    state = None if more is None else _product([state, more])
+                elif any(n.value == name for n in _targets(small)):
+                    return None
+                if state is None:
+                    return None
+            return state
+        if isinstance(stmt, cst.If):
+            out: list[Template] = []
+            branch: cst.CSTNode | None = stmt
+            while isinstance(branch, cst.If):
+                got = self._block(branch.body, name, state, depth)
+                if got is None:
+                    return None
+                out += [] if got is _RAISED else got
+                branch = branch.orelse
+            got = self._block(branch.body, name, state, depth) if branch is not None else state
+            if got is None:
+                return None
+            out += [] if got is _RAISED else got
+            return out if len(out) <= _LIMIT else None
+        if any(n.value == name for n in _targets(stmt)):
+            return None             # bound in a loop, a with, a try, a def
+        return state
+
+    def _block(self, block: cst.BaseSuite, name: str, state: list[Template], depth: int):
+        for stmt in getattr(block, "body", ()):
+            state = self._run(stmt, name, state, depth)
+            if state is None or state is _RAISED:
+                return state
+        return state
 
     def _assigned(self, target: cst.Name, depth: int) -> list[Template] | None:
         parent = self.parents.get(target)
@@ -344,6 +429,21 @@ def registrations_module(node: cst.BaseExpression) -> str | None:
         return None
     parts = dotted.split(".")
     return parts[-2] if len(parts) > 1 else None
+
+
+def _extends(node: cst.AugAssign, name: str) -> bool:
+    return isinstance(node.target, cst.Name) and node.target.value == name
+
+
+def _targets(node: cst.CSTNode) -> list[cst.Name]:
+    """The plain names a statement (or any statement in it) binds."""
+    found = []
+    for kind, attr in ((cst.AssignTarget, "target"), (cst.AugAssign, "target"),
+                       (cst.AnnAssign, "target"), (cst.For, "target"),
+                       (cst.AsName, "name"), (cst.NamedExpr, "target")):
+        for n in _walk(node, kind):
+            found += [t for t in _walk(getattr(n, attr), cst.Name)]
+    return found
 
 
 def _reads(node: cst.CSTNode) -> list[cst.Name]:

@@ -190,7 +190,7 @@ def _edit(text: str, kernels: list[Kernel]) -> str:
             block.append(_gpu.handler(k.target, k.function, _handler_name(k.function), k.stream,
                                       k.status, k.counts))
             continue
-        impl = _binding.impl("CpuStatus" if k.status else "Cpu", k.counts)
+        kind = "CpuStatus" if k.status else "Cpu"
         indent = " " * len("XLA_FFI_DEFINE_HANDLER(")
         # run time's counts on one line, as a binding of few calls reads
         bind = _binding.bind(k.counts, indent, one_line=k.counts is None)
@@ -198,7 +198,7 @@ def _edit(text: str, kernels: list[Kernel]) -> str:
         block.append(_binding.comment(f"{k.target}, as a typed XLA FFI handler{said}.") +
                      _const_void(text, k) +
                      f"XLA_FFI_DEFINE_HANDLER({_handler_name(k.function)},\n"
-                     f"{indent}xla_legacy_call::{impl}<{_called(text, k)}>,\n"
+                     f"{indent}{_binding.handler(kind, k.counts, _called(text, k))},\n"
                      f"{indent}{bind});\n")
     text = text[:at] + "\n".join(block) + "\n" + text[at:]
     includes = list(re.finditer(r'^#include\s*[<"][^>"]+[>"][^\n]*\n', text, re.M))

@@ -17,7 +17,13 @@ _REMOVED = _XLA_CLIENT | {"jax.core", "jaxlib.hlo_helpers", "jaxlib.hlo_helpers.
 # (zero-change mode's table, python/ccshim/legacy/_restored.py): a
 # `from M import NAME` of one becomes an import of today's, under the name
 # the module uses (mpi4jax's sendrecv: `from jax import typeof as get_aval`).
-_MOVED = {"jax.core.get_aval": ("jax", "typeof")}
+# A call JAX took out of its public API is imported from where it still is
+# for the calls the port keeps legacy (sphericart-jax's CUDA lowerings, its
+# kernels not ported: `from jax.interpreters.mlir import custom_call`, gone
+# from JAX 0.8.0); once nothing uses it, its import is dropped.
+_MOVED = {"jax.core.get_aval": ("jax", "typeof"),
+          "jax.interpreters.mlir.custom_call": ("jax._src.interpreters.mlir", "custom_call")}
+_REMOVED_TOO = frozenset(_MOVED) - {"jax.core.get_aval"}   # dropped where unused
 
 
 class _Plumbing(cst.CSTTransformer):
@@ -31,7 +37,7 @@ class _Plumbing(cst.CSTTransformer):
     def _unused_client(self, alias: cst.ImportAlias, base: str) -> bool:
         local = alias.asname.name.value if alias.asname else _dotted(alias.name).split(".")[-1]
         full = f"{base}.{_dotted(alias.name)}" if base else _dotted(alias.name)
-        return full in _REMOVED and self.uses.get(local, 0) == 0
+        return full in _REMOVED | _REMOVED_TOO and self.uses.get(local, 0) == 0
 
     def leave_SimpleStatementLine(self, original, updated):
         body, moved = [], []
@@ -41,12 +47,19 @@ class _Plumbing(cst.CSTTransformer):
                 names = []
                 for a in stmt.names:
                     today = _MOVED.get(f"{base}.{_dotted(a.name)}")
+                    if self._unused_client(a, base):
+                        continue
                     if today is not None:
                         local = a.asname.name.value if a.asname else _dotted(a.name)
-                        moved.append(cst.parse_statement(
+                        line = cst.parse_statement(
                             f"from {today[0]} import {today[1]}" +
-                            (f" as {local}" if local != today[1] else "") + "\n"))
-                    elif not self._unused_client(a, base):
+                            (f" as {local}" if local != today[1] else "") + "\n")
+                        if "._src." in f"{today[0]}.":
+                            line = line.with_changes(leading_lines=[cst.EmptyLine(
+                                comment=cst.Comment(f"# {base}.{_dotted(a.name)} left JAX's "
+                                                    "public API; the legacy calls kept use it"))])
+                        moved.append(line)
+                    else:
                         names.append(a)
                 if not names:
                     continue
@@ -136,19 +149,19 @@ def _import_jax(module: cst.Module, extend: bool, mlir: bool = False) -> cst.Mod
     return module.with_changes(body=body)
 
 
-def ir_constant(facts: _Facts, call: cst.Call) -> cst.Call:
+def ir_constant(facts: _Facts, call: cst.Call, numpy) -> cst.Call:
     """mlir.ir_constant(x) without aval=: since JAX 0.7.2 a Python scalar x
     needs its aval, and had the constant of its Python type's dtype (int:
     int64), which np.asarray(x) gives it; a NumPy value keeps its dtype.
-    call itself where it is left."""
-    np = facts.local("numpy")
-    if np is None or len(call.args) != 1 or call.args[0].keyword is not None:
+    numpy(): the module's name for NumPy (imported where it has none:
+    sphericart-jax's lowerings).  call itself where it is left."""
+    if len(call.args) != 1 or call.args[0].keyword is not None:
         return call
     value = call.args[0].value
     called = facts.full(value.func) if isinstance(value, cst.Call) else None
     if called is not None and called.startswith("numpy."):
         return call          # np.int32(...), np.array(...): a NumPy value
-    wrapped = cst.Call(func=cst.parse_expression(f"{np}.asarray"), args=[cst.Arg(value)])
+    wrapped = cst.Call(func=cst.parse_expression(f"{numpy()}.asarray"), args=[cst.Arg(value)])
     return call.with_changes(args=[call.args[0].with_changes(value=wrapped)])
 
 
@@ -173,6 +186,14 @@ def _one_per_line(t: cst.Tuple) -> cst.Tuple:
                           rpar=[cst.RightParen()])
 
 
+# What zero_tangents makes of tangents with None in them: `tuple(Zero(...)
+# if t is None else t for p, t in zip(...))`, left as it is by a second port.
+_ZEROED = m.Call(func=m.Name("tuple"), args=[m.Arg(value=m.GeneratorExp(elt=m.IfExp(
+    test=m.Comparison(comparisons=[m.ComparisonTarget(operator=m.Is(),
+                                                      comparator=m.Name("None"))]),
+    body=m.Call(func=m.Attribute(attr=m.Name("Zero"))))))])
+
+
 def zero_tangents(value: cst.BaseExpression, ad: str | None) -> cst.BaseExpression | str | None:
     """What a JVP rule returns, `(primals, tangents)`, with each None output
     tangent (an error since JAX 0.5.0) the symbolic zero of that output,
@@ -181,7 +202,8 @@ def zero_tangents(value: cst.BaseExpression, ad: str | None) -> cst.BaseExpressi
     outputs are not names it can follow."""
     if ad is not None and m.matches(value, m.Tuple(elements=[
             m.Element(value=m.Name()), m.Element(value=~m.Tuple())])) and \
-            m.findall(value.elements[1].value, m.Name("None")):
+            m.findall(value.elements[1].value, m.Name("None")) and \
+            not m.matches(value.elements[1].value, _ZEROED):
         # tangents made by an expression with None in it: each None
         # replaced where it lands
         primals, tangents = (e.value for e in value.elements)

@@ -378,7 +378,9 @@ class _Port(cst.CSTTransformer):
             values = [a.value for a in m.findall(fn, m.Assign(targets=[
                 m.AssignTarget(target=m.Name(name.value))]))]
             names = {_string(v) for v in values}
-            if values and None not in names:
+            # one it extends (sphericart-jax's op_name += ...) is _names.Names'
+            if values and None not in names and \
+                    not m.findall(fn, m.AugAssign(target=m.Name(name.value))):
                 return names, ctx
             return set(), ctx
         param = _dotted(name)
@@ -639,7 +641,7 @@ class _Port(cst.CSTTransformer):
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         full = self.facts.full(original.func) or ""
         if full == "jax.interpreters.mlir.ir_constant":
-            new = ir_constant(self.facts, updated)
+            new = ir_constant(self.facts, updated, self.numpy)
             self.changed |= new is not updated
             return new
         if full in _LEGACY_REGISTER:
@@ -749,7 +751,8 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     dotted package the module is in, for its relative imports; counts: each
     target's lowerings' (operands, results) are added to it, None for one
     whose counts are known only at run time (a translation rule's included)."""
-    if not re.search(r"custom_?call|ffi_call", text, re.I):
+    # (sphericart-jax registers in a module that names only register_ffi_target)
+    if not re.search(r"custom_?call|ffi_call|register_ffi_target", text, re.I):
         return None
     try:
         module = cst.parse_module(text)
