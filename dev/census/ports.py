@@ -7,7 +7,8 @@ not port), so that a reader sees exactly what a maintainer would get.
 ports each project of PORTED from its sdist in the per-user cache (the
 manifest's [suite] folder) and writes its two files; --check writes
 nothing and exits 1 where a kept file differs from what `ccshim port`
-prints now (tests/python/test_port.py checks the same).  Needs a Python
+prints now (tests/python/test_port.py checks the same), or where `ccshim port`
+of the ported tree prints anything.  Needs a Python
 with the ccshim package and libcst (.venv).
 """
 
@@ -27,7 +28,8 @@ from project_ports import TREES, side_by_side, source_tree  # noqa: E402
 
 # The projects whose legacy form `ccshim port` ports today (docs/port.md).
 PORTED = ("celerite2-0.3.2", "exoplanet-core-0.3.1", "jaxbind-1.2.1", "kepler-jax-371dca9",
-          "mpi4jax-0.8.1.post2", "planet-harmonica-0.1.1", "pybamm-26.10.1.1", "tfc-1.4.0", "veros-1.7.0")
+          "mpi4jax-0.8.1.post2", "planet-harmonica-0.1.1", "pybamm-26.10.1.1",
+          "sphericart-jax-1.0.5", "tfc-1.4.0", "veros-1.7.0")
 # Kept ports not built here, and why.
 NOT_BUILT: dict[str, str] = {}
 KEPT = HERE / "ports"
@@ -105,12 +107,24 @@ def example(patch: str) -> str:
     return EXAMPLE_TEXT.format(key=EXAMPLE, patch="".join("diff --git " + f for f in kept))
 
 
+def again(project: str, patch: str) -> str:
+    """What `ccshim port` prints on the project's tree(s) with patch
+    applied: nothing, on a port that is whole."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = side_by_side(project, pathlib.Path(tmp) / "tree")
+        base = trees[0].parent if project in TREES else trees[0]
+        (pathlib.Path(tmp) / "port.patch").write_text(patch)
+        subprocess.run(["git", "apply", str(pathlib.Path(tmp) / "port.patch")], cwd=base,
+                       check=True)
+        return port(*trees)[0]
+
+
 def main(argv: list[str]) -> int:
     check = argv == ["--check"]
     if argv and not check:
         print(__doc__, file=sys.stderr)
         return 2
-    differ = []
+    differ, whole = [], True
     for project in PORTED:
         try:
             patch, refused = ported(project)
@@ -127,10 +141,14 @@ def main(argv: list[str]) -> int:
                     differ.append(path.relative_to(ROOT))
             else:
                 path.write_bytes(text.encode())
+        if check and again(project, patch):
+            print(f"{project}: ccshim port of its ported tree prints a patch, not nothing",
+                  file=sys.stderr)
+            whole = False
     for path in differ:
         print(f"{path} differs from what ccshim port prints now: "
               "run python dev/census/ports.py", file=sys.stderr)
-    return 1 if differ else 0
+    return 1 if differ or not whole else 0
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ NEWEST = ROOT / ".venv-newest" / "bin" / "python"
 SOURCES = {
     "celerite2-0.3.2": ("celerite2-0.3.2-src", "celerite2-0.3.2"),
     "veros-1.7.0": ("veros-1.7.0-src", "veros-1.7.0"),
+    "sphericart-jax-1.0.5": ("census/sphericart-jax-1.0.5-src", "sphericart_jax-1.0.5"),
 }
 # Projects whose kernels live in another package: each tree under the name
 # it has in the patch, copied side by side as a user's two checkouts are.
@@ -94,6 +95,11 @@ def pybamm_buildable(tree: pathlib.Path) -> None:
 # What a project's build needs beyond its sdist, added to the patched tree.
 BUILDABLE = {"planet-harmonica-0.1.1": harmonica_buildable,
              "pybamm-26.10.1.1": pybamm_buildable}
+# What a project's suite imports beside its build, installed with it: the
+# cache's folders copied into its site.  sphericart-jax's tests import
+# sphericart (the NumPy package of the same release, its own wheel), whose
+# package folder sphericart.jax goes into, as pip installs the two.
+BESIDE = {"sphericart-jax-1.0.5": ["census/sphericart-jax-1.0.5-sphericart"]}
 # What a project's build needs in its environment: kepler_jax's version
 # comes from setuptools_scm, which needs a clone's .git; the cache's copy of
 # its commit has none, so the version a clone reports is pretended, as its
@@ -152,6 +158,9 @@ def build(tree: pathlib.Path, site: pathlib.Path, python: pathlib.Path = NEWEST,
         if done.returncode:
             raise RuntimeError(f"its build ({part.name}) failed:\n" +
                                (done.stdout + done.stderr)[-3000:])
+    for folder in BESIDE.get(project, []):
+        shutil.copytree(cached(folder), site, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".complete"))
 
 
 def site_packages(python: pathlib.Path) -> str:
