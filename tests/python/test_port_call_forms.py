@@ -255,3 +255,37 @@ def test_sphericart_jax_s_module_forms_are_ported_as_it_wrote_them():
     out = _python.port("m.py", alone, {"k"}, set(), {}, said, kernels={"k": {"cpu": True}})
     assert "custom_call" not in out.replace("ffi_lowering", ""), out
     assert "from jax.interpreters.mlir import ir\n" in out, out
+
+
+@pytest.mark.once
+def test_the_comments_above_the_operands_and_the_opaque_bytes_go_with_them():
+    """kepler_jax's lowerings: "# The inputs:" above operands= and "# GPU
+    specific additional data" above backend_config= move with what they
+    describe into the call of the typed lowering, an argument a line (before,
+    they were dropped with the legacy arguments)."""
+    from ccshim.port import _python
+    source = ("from jax.interpreters import mlir\n\n\n"
+              "def rule(ctx, x, *, opaque):\n"
+              "    return mlir.custom_call(\n"
+              "        \"k\",\n"
+              "        # Output types\n"
+              "        result_types=[x.type],\n"
+              "        # The inputs:\n"
+              "        operands=[x],\n"
+              "        # Layout specification:\n"
+              "        operand_layouts=[(0,)],\n"
+              "        result_layouts=[(0,)],\n"
+              "        # GPU specific additional data\n"
+              "        backend_config=opaque\n"
+              "    ).results\n")
+    said = []
+    out = _python.port("m.py", source, {"k"}, set(), {}, said, kernels={"k": {"cuda": True}})
+    assert said == [], said
+    assert ("        skip_ffi_layout_processing=True\n"
+            "    )(\n"
+            "        ctx,\n"
+            "        # The inputs:\n"
+            "        *[x],\n"
+            "        # GPU specific additional data\n"
+            "        opaque=numpy.frombuffer(opaque, dtype=numpy.uint8))\n") in out, out
+    assert "        # Layout specification:\n        operand_layouts=[(0,)],\n" in out, out

@@ -30,6 +30,17 @@ def _uncommented(comma):
     return comma.with_changes(whitespace_after=after)
 
 
+def _leading(call: cst.Call, arg: cst.Arg) -> list[cst.EmptyLine]:
+    """The comment lines above an argument (kepler_jax's "# The inputs:"
+    above its operands), which libcst keeps with what comes before it."""
+    at = next(i for i, a in enumerate(call.args) if a is arg)
+    before = call.whitespace_before_args if at == 0 else call.args[at - 1].comma
+    space = before if at == 0 else getattr(before, "whitespace_after", None)
+    if not isinstance(space, cst.ParenthesizedWhitespace):
+        return []
+    return [line for line in space.empty_lines if line.comment is not None]
+
+
 def _kept(call: cst.Call, ctx: str) -> tuple[cst.Arg, list[cst.Arg]]:
     """The call's target argument, and the arguments ffi_lowering keeps (the
     target first, positional)."""
@@ -62,6 +73,8 @@ def ffi_lowering(call: cst.Call, ctx: str, operands: cst.BaseExpression,
     """`jax.ffi.ffi_lowering(...)(ctx, *operands[, opaque])` of the legacy
     call."""
     name_arg, kept = _kept(call, ctx)
+    notes = {a.keyword.value: _leading(call, a) for a in call.args
+             if a.keyword and a.keyword.value in ("operands", "backend_config")}
     # Each argument keeps its own line; the new one goes last, with the
     # call's closing comma (or none, as the call had).
     # A kept argument keeps its own comma (and the comment after it);
@@ -83,4 +96,17 @@ def ffi_lowering(call: cst.Call, ctx: str, operands: cst.BaseExpression,
     call_args = [cst.Arg(cst.Name(ctx), comma=space), cst.Arg(operands, star="*")]
     if opaque is not None:
         call_args = [call_args[0], call_args[1].with_changes(comma=space), opaque]
-    return cst.Call(func=lowering, args=call_args)
+    above = [notes.get("operands", []), notes.get("backend_config", [])]
+    if not any(above[:len(call_args) - 1]) or \
+            not isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        return cst.Call(func=lowering, args=call_args)
+    # The comments above the operands (and the opaque bytes) go with them:
+    # an argument a line, at the legacy call's arguments' indentation.
+    column = call.whitespace_before_args.last_line
+
+    def line(comments) -> cst.ParenthesizedWhitespace:
+        return cst.ParenthesizedWhitespace(empty_lines=comments, indent=True,
+                                           last_line=column)
+    call_args = [a.with_changes(comma=cst.Comma(whitespace_after=line(above[i])))
+                 for i, a in enumerate(call_args[:-1])] + call_args[-1:]
+    return cst.Call(func=lowering, args=call_args, whitespace_before_args=line([]))
