@@ -59,9 +59,39 @@ class {SHAPE}(NamedTuple):
 '''
 
 
-def _registration(facts, node: cst.CSTNode):
+_REGISTRIES = (f"{_XLA}.backend_specific_translations", f"{_XLA}._backend_specific_translations",
+               "jax._src.interpreters.xla._backend_specific_translations")
+
+
+def _platform_registry(facts, node: cst.BaseExpression):
+    """(platform, new_style) where node is REGISTRY[P] of a per-platform
+    registry; else None."""
+    if isinstance(node, cst.Subscript) and isinstance(node.slice[0].slice, cst.Index):
+        registry = facts.full(node.value) or ""
+        if registry in _REGISTRIES:
+            return node.slice[0].slice.value, registry.endswith("._backend_specific_translations")
+    return None
+
+
+def aliases(facts, module: cst.Module) -> dict:
+    """Module-level names given a platform's registry, `_cpu_translations =
+    _backend_specific_translations["cpu"]` (klujax's): name -> (platform,
+    new_style)."""
+    found = {}
+    for stmt in module.body:
+        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) \
+                else ():
+            if m.matches(small, m.Assign(targets=[m.AssignTarget(target=m.Name())])):
+                registry = _platform_registry(facts, small.value)
+                if registry is not None:
+                    found[small.targets[0].target.value] = registry
+    return found
+
+
+def _registration(facts, node: cst.CSTNode, named: dict | None = None):
     """(prim, rule, platform, new_style) of a translation rule's
-    registration statement; None for any other."""
+    registration statement; None for any other.  named: the module's
+    aliases of a platform's registry."""
     if isinstance(node, cst.Assign) and len(node.targets) == 1 and \
             isinstance(node.targets[0].target, cst.Subscript):
         target = node.targets[0].target
@@ -70,14 +100,10 @@ def _registration(facts, node: cst.CSTNode):
             return None
         if facts.full(inner) == f"{_XLA}.translations":
             return prim.value, node.value, None, False
-        if isinstance(inner, cst.Subscript) and isinstance(inner.slice[0].slice, cst.Index):
-            registry = facts.full(inner.value) or ""
-            platform = inner.slice[0].slice.value
-            if registry in (f"{_XLA}.backend_specific_translations",
-                            f"{_XLA}._backend_specific_translations",
-                            "jax._src.interpreters.xla._backend_specific_translations"):
-                return prim.value, node.value, platform, registry.endswith(
-                    "._backend_specific_translations")
+        registry = _platform_registry(facts, inner) or (
+            named.get(inner.value) if named and isinstance(inner, cst.Name) else None)
+        if registry is not None:
+            return prim.value, node.value, registry[0], registry[1]
     if isinstance(node, cst.Call) and facts.full(node.func) == f"{_XLA}.register_translation":
         # JAX 0.2.26 to 0.4.x: new-style rules, (ctx, avals_in, avals_out, ...)
         args = [a for a in node.args if a.keyword is None]
@@ -111,10 +137,11 @@ class Translations:
                            mlir=facts.local("jax.interpreters.mlir") or "mlir",
                            np=facts.local("numpy") or "np")
         functions = {f.name.value: f for f in module.body if isinstance(f, cst.FunctionDef)}
+        self.aliases = aliases(facts, module)
         self.rules: set[str] = set()       # the rules translated
         seen: set[str] = set()             # every rule registered
         for node in m.findall(module, m.Assign() | m.Call()):
-            found = _registration(facts, node)
+            found = _registration(facts, node, self.aliases)
             if found is None:
                 continue
             _prim, rule, _platform, new_style = found
@@ -145,9 +172,10 @@ class Translations:
             if target is not None and _string(target.value) is not None:
                 self.targets.add(_string(target.value))
             if not self._in(call, [functions[n] for n in seen if n in functions]):
-                problems.append(Problem(where(call), "an XlaBuilder CustomCall outside a "
-                                        "translation rule registered in xla."
-                                        "backend_specific_translations: not ported yet"))
+                problems.append(Problem(where(call), "an XlaBuilder CustomCall in no "
+                                        "translation rule it follows to an old-style "
+                                        "registration (xla.backend_specific_translations[P]"
+                                        "[prim] = rule): not ported yet"))
 
     def said(self, problems: list[Problem], start: int) -> None:
         """What it refused, put among the problems said of the module from
@@ -205,7 +233,7 @@ class _Apply(cst.CSTTransformer):
         return Rule(updated, self.t.names).lowering()
 
     def _lowering(self, node) -> cst.BaseExpression | None:
-        found = _registration(self.t.facts, node)
+        found = _registration(self.t.facts, node, self.t.aliases)
         if found is None:
             return None
         prim, rule, platform, new_style = found
