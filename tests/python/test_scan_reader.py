@@ -136,3 +136,31 @@ def test_the_fuzzer_s_corpus_reads_as_its_harness_requires():
         out = scan.read_all([(str(path), path.name)])
         assert [r[0] for r in out if r[0] in "PE"] in (["P"], ["E"]), (path, out)
         assert all(len(r) == 2 + len(FIELDS) for r in out if r[0] in "RW"), (path, out)
+
+
+def test_a_call_site_s_computed_name_is_read_as_port_reads_it(tmp_path):
+    """One reader of names for both commands (port/_names.py): sphericart-jax's
+    op_name, a prefix extended with += in if/elif/else branches, is a call
+    site per name it takes there (a branch that raises gives none), each
+    marked by via; a name neither can follow stays one computed site."""
+    found, _ = read(tmp_path, sph='''
+from jax.interpreters.mlir import custom_call
+
+def rule(ctx, x, *, normalized, dtype):
+    op_name = "cpu_"
+    if normalized:
+        op_name += "spherical_"
+    else:
+        op_name += "solid_"
+    if dtype == F32:
+        op_name += "f32"
+    else:
+        raise NotImplementedError(dtype)
+    return custom_call(op_name, result_types=[x.type], operands=[x]).results
+
+def other(ctx, x, *, name):
+    return custom_call(name, result_types=[x.type], operands=[x]).results
+''')
+    sites = [(f["name"], f["name_expr"], f["via"] != "", f["line"]) for f in found]
+    assert sites == [("cpu_solid_f32", "", True, 14), ("cpu_spherical_f32", "", True, 14),
+                     ("", "name", False, 17)], sites

@@ -424,34 +424,59 @@ static void join_registrations(const scan* s, inventory* inv) {
   }
 }
 
-/* Call sites: one with a literal name serves every target of that name
- * (the CPU, CUDA and SYCL kernels of one name); one with a computed name
- * serves the targets named through a function's parameter in its file
- * (celerite2 registers and lowers in one file), else is a target of its
- * own. */
+/* Whether a call site joins target t: by its literal name (the CPU, CUDA
+ * and SYCL kernels of one name), or, its name computed, as one of the
+ * targets named through a function's parameter in its file (celerite2
+ * registers and lowers in one file). */
+static int joins(const finding* f, const target* t) {
+  if (f->name[0] || !f->name_expr[0]) return !t->computed && !strcmp(t->name, f->name);
+  for (int r = 0; r < t->num_reg; r++)
+    if (t->reg[r]->file == f->file &&
+        (t->reg[r]->via[0] || ((t->reg[r]->pattern[0] || t->reg[r]->name_shape[0]) &&
+                               !strcmp(t->reg[r]->name_expr, f->name_expr))))
+      return 1;
+  return 0;
+}
+
+/* Whether another of the names a call site's computed name takes there
+ * (the Python reader's findings of one site, `via` set) joined a target. */
+static int sibling_joined(const scan* s, size_t i, const unsigned char* joined) {
+  const finding* f = &s->f[i];
+  for (size_t j = 0; j < s->n; j++)
+    if (j != i && joined[j] && s->f[j].kind == CALL_SITE && s->f[j].via[0] &&
+        s->f[j].file == f->file && s->f[j].line == f->line && !strcmp(s->f[j].what, f->what))
+      return 1;
+  return 0;
+}
+
+/* Call sites, each joined to the targets it serves, else a target of its
+ * own; but a name the site's computed name takes that no target has
+ * (celerite2's _rev names for the ops it registers no reverse of) is no
+ * target where another of its names is one. */
 static void join_call_sites(const scan* s, inventory* inv) {
+  unsigned char* joined = calloc(s->n ? s->n : 1, 1);
+  if (joined == NULL) {
+    fprintf(stderr, "ccshim scan: out of memory\n");
+    exit(1);
+  }
   for (size_t i = 0; i < s->n; i++) {
     const finding* f = &s->f[i];
     if (f->kind != CALL_SITE) continue;
-    int joined = 0;
     for (size_t k = 0; k < inv->n; k++) {
       target* t = &inv->t[k];
-      int match = 0;
-      if (f->name[0] || !f->name_expr[0])
-        match = !t->computed && !strcmp(t->name, f->name);
-      else
-        for (int r = 0; r < t->num_reg && !match; r++)
-          match = t->reg[r]->file == f->file &&
-                  (t->reg[r]->via[0] || ((t->reg[r]->pattern[0] || t->reg[r]->name_shape[0]) &&
-                                         !strcmp(t->reg[r]->name_expr, f->name_expr)));
-      if (match && t->num_call < 8) t->call[t->num_call++] = f;
-      joined |= match;
+      if (!joins(f, t)) continue;
+      if (t->num_call < 8) t->call[t->num_call++] = f;
+      joined[i] = 1;
     }
-    if (joined) continue;
+  }
+  for (size_t i = 0; i < s->n; i++) {
+    const finding* f = &s->f[i];
+    if (f->kind != CALL_SITE || joined[i] || (f->via[0] && sibling_joined(s, i, joined))) continue;
     target* t = f->name[0] || !f->name_expr[0] ? target_named(inv, f->name, 0)
                                                : target_named(inv, f->name_expr, 1);
     if (t->num_call < 8) t->call[t->num_call++] = f;
   }
+  free(joined);
 }
 
 void scan_build(const scan* s, inventory* inv) {

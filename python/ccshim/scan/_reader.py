@@ -159,8 +159,9 @@ class Source:
 
     def __init__(self, shown: str, module: cst.Module):
         self.shown = shown
-        meta = MetadataWrapper(module, unsafe_skip_copy=True).resolve_many(
-            [PositionProvider, ParentNodeProvider])
+        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        self._names = None
+        meta = self.wrapper.resolve_many([PositionProvider, ParentNodeProvider])
         self.pos, self.parent = meta[PositionProvider], meta[ParentNodeProvider]
         self.calls: list[tuple[int, int, cst.Call, cst.Name]] = []
         self.assigns: list[cst.Assign] = []
@@ -224,6 +225,20 @@ class Source:
 
     def _inside(self, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
         return any(up is scope for up in self.ancestors(node))
+
+    def names_at(self, node: cst.BaseExpression) -> list[str] | None:
+        """Every name a call site's target expression can take there, read
+        as `ccshim port` reads it (port/_names.py: locals, `+=`, parameters
+        through the calls of their function, the `if` tests around the
+        site); None where one of them is not a literal."""
+        if self._names is None:
+            from ..port._facts import _test
+            from ..port._names import Names
+            self._names = Names(self.wrapper, _test)
+        from ..port._names import literal
+        templates = self._names.reaching(node)
+        said = [literal(t) for t in templates] if templates else None
+        return None if not said or None in said else sorted(set(said))
 
     def computed_name(self, node: cst.BaseExpression, at: cst.CSTNode) -> tuple[str, str]:
         """(pattern, shape) of a name computed at run time, from the
@@ -332,7 +347,11 @@ class Scan:
         at = 0 if mlir else 2 if word == "CustomCallOp" else 1
         target = argument(call, at, "call_target_name")
         # (a CustomCallOp's ir.StringAttr.get(NAME) read as NAME, as port reads it)
-        self._name(f, attr_value(target) if target is not None else None)
+        target = attr_value(target) if target is not None else None
+        self._name(f, target)
+        # a name the site computes from literals (sphericart-jax's op_name,
+        # kepler_jax's platform + "_kepler_f32"): a call site per name
+        named = src.names_at(target) if not f.name and isinstance(target, cst.Name) else None
         f.version, f.version_default = (2 if mlir else 1), 1
         given = keyword(call, "api_version")
         if given is not None:
@@ -342,6 +361,15 @@ class Scan:
         f.opaque = _text.text(attr_value(opaque)) if opaque is not None else ""
         if f.version == 4:
             f.kind = "typed"
+        for i, said in enumerate(named or ()):
+            # (via: one of the names its expression takes, which the command
+            # leaves out where another of them is a target and this one none)
+            one = dataclasses.replace(f, name=said, name_expr="",
+                                      via=f"{_text.text(target)}, one of the names it takes here")
+            if i == 0:
+                self.found[self._at][-1] = one
+            else:
+                self._add(one)
 
     def _resolve(self, src: Source, call: cst.Call, target: cst.BaseExpression, f: Finding,
                  platform_expr: str) -> int:
