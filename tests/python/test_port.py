@@ -405,8 +405,9 @@ def test_the_forms_it_does_not_port_yet_are_said_with_where(tmp_path):
         "register(\"name\", <void*>(kernel)) through a helper: not ported yet",
         "ccshim port: rules.py:12: not ported: registers a kernel made at run time by numba "
         "(no source in the tree to port): kept as it is",
-        "ccshim port: rules.py:16: not ported: an XlaBuilder CustomCall outside a translation "
-        "rule registered in xla.backend_specific_translations: not ported yet",
+        "ccshim port: rules.py:16: not ported: an XlaBuilder CustomCall in no translation rule "
+        "it follows to an old-style registration (xla.backend_specific_translations[P][prim] = "
+        "rule): not ported yet",
         "ccshim port: rules.py:20: not ported: lowers k, not ported: kept a legacy custom call",
         "ccshim port: rules.py:24: not ported: lowers k, not ported: kept a legacy custom call"]
 
