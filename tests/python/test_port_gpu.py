@@ -561,3 +561,112 @@ def test_a_binding_fixes_the_counts_only_where_every_call_site_writes_them_out(t
     assert done.returncode == 0, done.stderr
     assert "+                       xla_legacy_call::CpuHandler<fixed>," in done.stdout
     assert "xla_legacy_call::CpuFixedHandler<fixed>" not in done.stdout
+
+
+VOID_KERNEL = r"""
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <cstring>
+
+// A GPU kernel whose stream is a void* (sphericart-jax's form): it runs on
+// the platform it is registered for.  As host code here, it records the
+// stream it was given and copies its operand to its result.
+static std::uint64_t seen_stream;
+extern "C" std::uint64_t vext_seen_stream() { return seen_stream; }
+
+void Echo(void* stream, void** buffers, const char* opaque, std::size_t opaque_len) {
+  seen_stream = reinterpret_cast<std::uintptr_t>(stream);
+  std::memcpy(buffers[1], buffers[0], opaque_len);
+}
+
+template <typename T>
+pybind11::capsule EncapsulateFunction(T* fn) {
+  return pybind11::capsule(reinterpret_cast<void*>(fn), "xla._CUSTOM_CALL_TARGET");
+}
+
+pybind11::dict Registrations() {
+  pybind11::dict dict;
+  dict["vext_echo"] = EncapsulateFunction(Echo);
+  return dict;
+}
+
+PYBIND11_MODULE(vops, m) { m.def("registrations", &Registrations); }
+"""
+
+VOID_PYTHON = """\
+from jax.interpreters import mlir
+from jax.lib import xla_client
+
+from vext import vops
+
+for _name, _value in vops.registrations().items():
+    xla_client.register_custom_call_target(_name, _value, platform="{platform}")
+
+
+def _lowering(ctx, x):
+    return mlir.custom_call("vext_echo", operands=[x], result_types=[x.type],
+                            backend_config=b"\\\\x00" * 16, api_version=2).results
+"""
+
+
+def _void_tree(tmp_path: pathlib.Path, platform: str) -> pathlib.Path:
+    tree = tmp_path / f"vext-{platform}"
+    (tree / "src" / "vext").mkdir(parents=True)
+    (tree / "src" / "vext" / "vops.cc").write_text(VOID_KERNEL)
+    (tree / "src" / "vext" / "__init__.py").write_text(VOID_PYTHON.format(platform=platform))
+    (tree / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.15)\nproject(vext LANGUAGES CXX)\n"
+        "find_package(pybind11 CONFIG REQUIRED)\n"
+        'pybind11_add_module(vops "src/vext/vops.cc")\n')
+    return tree
+
+
+@pytest.mark.once("newest")
+def test_a_void_stream_kernel_runs_on_the_platform_it_is_registered_for(tmp_path):
+    """sphericart-jax's CUDA kernels take their stream as a void*: ported
+    where the Python registers their module for "gpu" (CUDA), bound to the
+    platform's stream as a void* (PlatformStream<void*>), and run by ccshim's
+    embedded runtime in a "cuda" context with the stream Stream_Get gives;
+    where it registers them for another platform (SYCL), refused, saying
+    so."""
+    sycl = _port(_void_tree(tmp_path, "SYCL"))
+    assert sycl.returncode == 0 and "PlatformStream" not in sycl.stdout
+    assert "'vext_echo': Echo (src/vext/vops.cc:13) is a GPU kernel whose stream is a void*, " \
+        "and its module vops is registered for sycl (its Python's loop over it), not CUDA or " \
+        "ROCm alone: not ported" in sycl.stderr, sycl.stderr
+    tree = _void_tree(tmp_path, "gpu")
+    done = _port(tree, "--apply")
+    assert done.returncode == 0 and "not ported" not in done.stderr, done.stderr
+    src = tree / "src" / "vext"
+    source = (src / "vops.cc").read_text()
+    assert ".Ctx<xla::ffi::PlatformStream<void*>>()" in source, source
+    assert 'platform="gpu")' in (src / "__init__.py").read_text()
+    assert _port(tree).stdout == ""
+    pybind11 = pytest.importorskip("pybind11", reason="the dict is pybind11's")
+    import sysconfig
+    from ccshim import runtime
+    module = tmp_path / "mod" / f"vops{sysconfig.get_config_var('EXT_SUFFIX')}"
+    module.parent.mkdir()
+    built = subprocess.run(["g++", "-std=c++17", "-shared", "-fPIC", "-w", f"-I{src}",
+                            f"-I{jax.ffi.include_dir()}", f"-I{pybind11.get_include()}",
+                            f"-I{sysconfig.get_paths()['include']}", str(src / "vops.cc"),
+                            "-o", str(module)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    sys.path.insert(0, str(module.parent))
+    try:
+        import vops
+    finally:
+        sys.path.remove(str(module.parent))
+    handler = _capsule_address(vops.registrations()["vext_echo"])
+    seen = ctypes.CDLL(str(module)).vext_seen_stream
+    seen.restype = ctypes.c_uint64
+    stream_of = ctypes.CDLL(runtime.lib._name).ccshim_context_stream
+    stream_of.restype, stream_of.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    context = runtime.Context(platform="cuda")
+    x = np.arange(4, dtype=np.float32)
+    (out,) = runtime.call(handler, [x], [jax.ShapeDtypeStruct((4,), np.float32)],
+                          {"opaque": np.zeros(16, np.uint8)}, context=context)
+    np.testing.assert_array_equal(out, x)
+    assert seen() == stream_of(context._ptr) != 0
+    context.close()

@@ -76,9 +76,11 @@ def _port(trees: list[Path], held: set[tuple[str, str]], fixed: dict[str, _bindi
     base = Path(os.path.commonpath(roots)) if len(roots) > 1 else roots[0]
     exts = []
     listed = {root: _files(root) for root in roots}     # each tree walked once
+    from ._hints import registered_platforms
+    registered = registered_platforms([p for files in listed.values() for p in files])
     for root in roots:
         files = listed[root]
-        found = _native.scan(root, files, problems, held, fixed) + \
+        found = _native.scan(root, files, problems, held, fixed, registered) + \
             _makers.scan(root, files, problems)
         exts += found
         done = [e for e in found if e.text is not None]

@@ -54,6 +54,23 @@ def kind(params: list[str]) -> str:
     return "gpu"
 
 
+def untyped_kind(params: list[str]) -> str | None:
+    """'gpu' or 'gpu-status' for the legacy GPU signature with a `void*`
+    stream (whose platform is its registration's); None for any other."""
+    if not params or not re.match(r"void\s*\*", params[0].strip()):
+        return None
+    found = kind(["cudaStream_t stream"] + params[1:])
+    return found if found != "other" else None
+
+
+def registered_platform(platforms: set[str] | None) -> str | None:
+    """The platform of a `void*`-stream kernel whose module is registered
+    for platforms: cuda (JAX's "gpu" and "cuda") or rocm; None where that
+    is not one of them alone."""
+    named = {{"gpu": "cuda", "cuda": "cuda", "rocm": "rocm"}.get(p) for p in platforms or ()}
+    return named.pop() if len(named) == 1 and None not in named else None
+
+
 def platform_of(params: list[str]) -> str:
     """The platform of a kernel of these parameters: cpu, cuda or rocm."""
     m = _STREAM.search(" ".join(params))
@@ -65,6 +82,8 @@ def held(target: str) -> str:
 
 
 def stream_of(params: list[str]) -> str:
+    if untyped_kind(params):
+        return "void*"
     return _STREAM.search(params[0]).group(1)
 
 
@@ -120,7 +139,8 @@ def handler(target: str, function: str, name: str, stream: str, status: bool,
     """The typed handler of one GPU kernel, as C++ beside its dict; counts:
     the (operands, results) every call site passes, where fixed."""
     indent = " " * len("XLA_FFI_DEFINE_HANDLER(")
-    platform = PLATFORM[stream].upper()
+    # (a void* stream: the stream of the platform it is registered for)
+    platform = PLATFORM[stream].upper() if stream in PLATFORM else "GPU"
     if counts:
         head = _bind.comment(f"{target}, as a typed XLA FFI handler ({_bind.said(counts)}; "
                              f"{platform}: the stream, the buffers, the opaque bytes as the "

@@ -40,15 +40,18 @@ _DICT_FN = re.compile(r"^[ \t]*(?:pybind11::|py::|nb::|nanobind::)?dict\s+\w+\s*
 _STATUS_INCLUDE = re.compile(
     r'^#include\s*([<"])((?:tensorflow/compiler/)?xla/service/custom_call_status\.h)[>"]', re.M)
 _TYPED = re.compile(r"XLA_FFI_DEFINE_HANDLER(?:_SYMBOL)?\s*\(\s*(\w+)\s*,")
-_PLATFORM_STREAM = re.compile(r"PlatformStream<\s*(\w+)\s*>")
+_PLATFORM_STREAM = re.compile(r"PlatformStream<\s*(\w+(?:\s*\*)?)\s*>")
 
 
-def _typed_platform(text: str, handler: str) -> str:
+def _typed_platform(text: str, handler: str, registered: set[str] | None) -> str:
     """The platform of a typed handler defined in text: the one of the
-    stream it binds (Ctx<PlatformStream<cudaStream_t>>: cuda), else cpu."""
+    stream it binds (Ctx<PlatformStream<cudaStream_t>>: cuda; a void*: the
+    platform its module is registered for), else cpu."""
     m = re.search(r"XLA_FFI_DEFINE_HANDLER(?:_SYMBOL)?\s*\(\s*" + re.escape(handler) +
                   r"\s*,(.*?)\);", text, re.S)
     stream = _PLATFORM_STREAM.search(m.group(1)) if m else None
+    if stream and re.fullmatch(r"void\s*\*", stream.group(1)):
+        return _gpu.registered_platform(registered) or "other"
     return _gpu.PLATFORM.get(stream.group(1), "other") if stream else "cpu"
 
 
@@ -242,12 +245,15 @@ def _module_of(text: str, sources: dict[Path, str]) -> str | None:
 
 def scan(root: Path, files: list[Path], problems: list[Problem],
          held: set[tuple[str, str]] = frozenset(),
-         fixed: dict[str, _binding.Counts] | None = None) -> list[Extension]:
+         fixed: dict[str, _binding.Counts] | None = None,
+         registered: dict[str, set[str]] | None = None) -> list[Extension]:
     """Every registrations dict under root, its CPU and GPU kernels ported
     but those held (target, platform): their lowering stays legacy.  fixed:
     the (operands, results) of the targets whose call sites all fix them
-    (_binding), bound so."""
+    (_binding), bound so; registered: the platforms each module's Python
+    registers it for (_hints), which a void*-stream kernel's platform is."""
     fixed = fixed or {}
+    registered = registered or {}
     _not_yet(root, files, problems)
     sources = {p: p.read_text(errors="replace") for p in files if p.name.endswith(SOURCES)}
     found = []
@@ -264,7 +270,8 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
             where = f"{rel}:{_line(text, m.start())}"
             if base_name(function) in typed:
                 ext.typed.append(target)
-                ext.platforms[target] = _typed_platform(text, base_name(function))
+                ext.platforms[target] = _typed_platform(text, base_name(function),
+                                                        registered.get(ext.module))
                 continue
             kernel = _find_kernel(function, path, text, sources, root)
             if kernel is None:
@@ -275,6 +282,19 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
             kind = _kind(params)
             here = Path(defined.split(":")[0]) == rel
             ext.platforms[target] = _gpu.platform_of(params)
+            if _gpu.untyped_kind(params):
+                platform = _gpu.registered_platform(registered.get(ext.module))
+                if platform is None:
+                    said = ", ".join(sorted(registered.get(ext.module, ()))) or "no platform"
+                    problems.append(Problem(where, f"'{target}': {function} ({defined}) is a "
+                                            "GPU kernel whose stream is a void*, and its module "
+                                            f"{ext.module} is registered for {said} (its "
+                                            "Python's loop over it), not CUDA or ROCm alone: "
+                                            "not ported"))
+                    ext.platforms[target] = "other"
+                    ext.legacy.append(target)
+                    continue
+                kind, ext.platforms[target] = _gpu.untyped_kind(params), platform
             if (target, ext.platforms[target]) in held:
                 problems.append(Problem(where, _gpu.held(target)))
                 ext.legacy.append(target)
