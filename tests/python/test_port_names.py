@@ -1,4 +1,4 @@
-"""How `ccshim port` follows a target's name (python/ccshim/port/_names.py):
+"""How `ccshim port` follows a target's name (python/ccshim/_names.py):
 each name expression read as the templates of literals and symbolic parts
 it can take, in the forms the census's projects use (celerite2's parameter
 bound by its callers, tfc's closure over a local, PyBaMM's f-string over a
@@ -11,7 +11,7 @@ cst = pytest.importorskip("libcst", reason="ccshim port needs libcst (dev/setup.
                                            "installs it)")
 from libcst.metadata import MetadataWrapper  # noqa: E402
 
-from ccshim.port._names import Keys, Names, Part, expand, literal  # noqa: E402
+from ccshim._names import Keys, Names, Part, expand, literal  # noqa: E402
 from ccshim.port._python import _test  # noqa: E402
 
 

@@ -139,7 +139,7 @@ def test_the_fuzzer_s_corpus_reads_as_its_harness_requires():
 
 
 def test_a_call_site_s_computed_name_is_read_as_port_reads_it(tmp_path):
-    """One reader of names for both commands (port/_names.py): sphericart-jax's
+    """One reader of names for both commands (ccshim/_names.py): sphericart-jax's
     op_name, a prefix extended with += in if/elif/else branches, is a call
     site per name it takes there (a branch that raises gives none), each
     marked by via; a name neither can follow stays one computed site."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .._names import if_value as _test  # noqa: F401  (port's passes take it here)
 from .._pyread import arg as _arg, dotted as _dotted, string as _string
 
 _XLA_CLIENT = {"jax.lib.xla_client", "jaxlib.xla_client", "jax._src.lib.xla_client"}
@@ -95,30 +96,3 @@ class _Facts(cst.CSTVisitor):
         """The module's name for what it imports as full (a dotted module or
         object), if it imports it."""
         return next((k for k, v in self.aliases.items() if v == full), None)
-
-
-def _test(test: cst.BaseExpression, param: str, name: str) -> bool | None:
-    """The value of an `if` test on the rule's name parameter, for name;
-    None when it cannot tell."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _test(test.expression, param, name)
-        return None if inner is None else not inner
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        left, comp = test.left, test.comparisons[0]
-        right = comp.comparator
-        if isinstance(comp.operator, (cst.In, cst.NotIn)) and _dotted(right) == param:
-            lit = _string(left)
-            if lit is None:
-                return None
-            return (lit in name) == isinstance(comp.operator, cst.In)
-        if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
-            lit = _string(right) if _dotted(left) == param else (
-                _string(left) if _dotted(right) == param else None)
-            if lit is None:
-                return None
-            return (lit == name) == isinstance(comp.operator, cst.Equal)
-    if (isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and
-            _dotted(test.func.value) == param and test.func.attr.value == "startswith" and
-            len(test.args) == 1 and _string(test.args[0].value) is not None):
-        return name.startswith(_string(test.args[0].value))
-    return None

@@ -18,7 +18,7 @@ from pathlib import Path
 import libcst as cst
 import libcst.matchers as m
 
-from ._names import registrations_module
+from .._names import registrations_module
 
 
 def _loop_module(loop: cst.For) -> str | None:

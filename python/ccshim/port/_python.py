@@ -40,7 +40,7 @@ from .._pyread import starred as _starred
 from ._ffi_lowering import ffi_lowering
 from ._facts import _XLA_CLIENT, _Facts, _arg, _dotted, _literals, _string, _test
 from ._layouts import RowMajor
-from ._names import Names, Part, _reads, _walk, expand, literal, registrations_module
+from .._names import Names, Part, _reads, _walk, expand, literal, registrations_module
 from ._plumbing import _Plumbing, _import_jax, _uses, ir_constant, zero_tangents
 from ._report import Problem
 from ._typed_call import CUSTOM_CALL, FFI_CALL

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
+from .._names import Names, if_value, literal
 from .._pyread import arg, arg_keyword, arg_positional, attr_value, dotted
 from . import _text
 
@@ -228,14 +229,11 @@ class Source:
 
     def names_at(self, node: cst.BaseExpression) -> list[str] | None:
         """Every name a call site's target expression can take there, read
-        as `ccshim port` reads it (port/_names.py: locals, `+=`, parameters
+        as `ccshim port` reads it (ccshim/_names.py: locals, `+=`, parameters
         through the calls of their function, the `if` tests around the
         site); None where one of them is not a literal."""
         if self._names is None:
-            from ..port._facts import _test
-            from ..port._names import Names
-            self._names = Names(self.wrapper, _test)
-        from ..port._names import literal
+            self._names = Names(self.wrapper, if_value)
         templates = self._names.reaching(node)
         said = [literal(t) for t in templates] if templates else None
         return None if not said or None in said else sorted(set(said))

@@ -1,5 +1,6 @@
-"""Target names as the port follows them: a registration's or a call site's
-name expression read as the strings it can take.
+"""Target names as `ccshim port` and `ccshim scan` follow them: a
+registration's or a call site's name expression read as the strings it can
+take.
 
 A name is a *template*: a tuple of literal strings and symbolic parts.  A
 literal is a literal; a symbolic part stands for a value the port cannot
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
-from ._facts import _dotted, _string
+from ._pyread import dotted as _dotted, string as _string
 
 _LIMIT = 64      # templates per expression, past which it gives up
 _RAISED = object()  # what a branch that raises leaves a name (none of its values)
@@ -465,3 +466,31 @@ def _walk(node: cst.CSTNode, kind):
 
     node.visit(Visit())
     return found
+
+
+def if_value(test: cst.BaseExpression, param: str, name: str) -> bool | None:
+    """The value of an `if` test on a parameter (`param`) where it is
+    `name`: `==`/`!=` a literal, `in`/`not in`, `.startswith(...)`, `not`;
+    None when it cannot tell."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = if_value(test.expression, param, name)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        left, comp = test.left, test.comparisons[0]
+        right = comp.comparator
+        if isinstance(comp.operator, (cst.In, cst.NotIn)) and _dotted(right) == param:
+            lit = _string(left)
+            if lit is None:
+                return None
+            return (lit in name) == isinstance(comp.operator, cst.In)
+        if isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
+            lit = _string(right) if _dotted(left) == param else (
+                _string(left) if _dotted(right) == param else None)
+            if lit is None:
+                return None
+            return (lit == name) == isinstance(comp.operator, cst.Equal)
+    if (isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and
+            _dotted(test.func.value) == param and test.func.attr.value == "startswith" and
+            len(test.args) == 1 and _string(test.args[0].value) is not None):
+        return name.startswith(_string(test.args[0].value))
+    return None
