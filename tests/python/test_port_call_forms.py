@@ -235,7 +235,8 @@ def test_sphericart_jax_s_module_forms_are_ported_as_it_wrote_them():
     out = _python.port("m.py", registers, {"k"}, set(), {"cpu_ops": ({"k"}, set())}, said)
     assert said == [] and out is not None
     assert "    jax.ffi.register_ffi_target(_name, _value, platform=\"cpu\")\n" in out, out
-    lowers = ("from jax.interpreters import mlir\n"
+    lowers = ("import math\n\n"
+              "from jax.interpreters import mlir\n"
               "from jax.interpreters.mlir import custom_call, ir\n\n\n"
               "def rule_cpu(ctx, x, *, n):\n"
               "    return custom_call(\"k\", result_types=[x.type], "
@@ -244,7 +245,9 @@ def test_sphericart_jax_s_module_forms_are_ported_as_it_wrote_them():
               "    return custom_call(\"k_gpu\", result_types=[x.type], operands=[x]).results\n")
     out = _python.port("m.py", lowers, {"k"}, {"k_gpu"}, {}, said,
                        kernels={"k": {"cpu": True}, "k_gpu": {"cuda": False}})
-    assert out.startswith("import numpy\n"), out
+    # numpy among the imports of modules not Python's own, after math's
+    assert out.startswith("import math\n\nimport numpy\nimport jax\n"
+                          "from jax.interpreters import mlir\n"), out
     assert "mlir.ir_constant(numpy.asarray(n))" in out, out
     assert "from jax.interpreters.mlir import ir\n" \
            "# jax.interpreters.mlir.custom_call left JAX's public API; the legacy calls kept use it\n" \

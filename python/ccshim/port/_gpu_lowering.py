@@ -19,6 +19,8 @@ are *held*, and the port is made again without them (``__init__``).
 
 from __future__ import annotations
 
+import sys
+
 import libcst as cst
 
 CPU, GPU = "cpu", ("cuda", "rocm", "other")
@@ -169,13 +171,38 @@ def opaque(config: cst.BaseExpression | None, numpy: str) -> cst.Arg:
                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
 
 
+def _imported(stmt: cst.CSTNode) -> list[str]:
+    """The top-level modules a statement imports (none for __future__, a
+    relative import's: "."), [] for a statement that imports nothing."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return []
+    found = []
+    for x in stmt.body:
+        if isinstance(x, cst.Import):
+            found += [cst.Module([]).code_for_node(a.name).split(".")[0] for a in x.names]
+        elif isinstance(x, cst.ImportFrom):
+            top = cst.Module([]).code_for_node(x.module).split(".")[0] if x.module else ""
+            if top != "__future__":
+                found.append("." if x.relative else top)
+    return found
+
+
 def import_name(module: cst.Module, name: str) -> cst.Module:
-    """module with `import NAME` before its first import (after its
+    """module with `import NAME`: a module of Python's own (os, sys) before
+    its first import, another (numpy) before its first import of a module
+    that is not Python's own, as a maintainer sorts them (after its
     docstring and __future__ imports)."""
     body = list(module.body)
-    at = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine) and
-               any(isinstance(x, cst.Import) or (isinstance(x, cst.ImportFrom) and not (
-                   isinstance(x.module, cst.Name) and x.module.value == "__future__"))
-                   for x in s.body)), 0)
-    body.insert(at, cst.parse_statement(f"import {name}\n"))
+    first = next((i for i, s in enumerate(body) if _imported(s)), 0)
+    at = first
+    if name not in sys.stdlib_module_names:
+        at = next((i for i, s in enumerate(body)
+                   if any(m not in sys.stdlib_module_names for m in _imported(s))),
+                  max((i + 1 for i, s in enumerate(body) if _imported(s)), default=first))
+    line = cst.parse_statement(f"import {name}\n")
+    if at < len(body) and at != first:
+        # the blank lines that open the third-party block stay above it
+        line = line.with_changes(leading_lines=body[at].leading_lines)
+        body[at] = body[at].with_changes(leading_lines=())
+    body.insert(at, line)
     return module.with_changes(body=body)
