@@ -102,6 +102,35 @@ def _capsule_address(capsule) -> int:
     return get(capsule, b"xla._CUSTOM_CALL_TARGET")
 
 
+def _pybind11_module(tmp_path: pathlib.Path, name: str, sources: list, *includes):
+    """The ported dict's file (and sources beside it) built with g++ into the
+    Python module `name`, imported; (the module, its library's path)."""
+    pybind11 = pytest.importorskip("pybind11", reason="the dict is pybind11's")
+    import importlib
+    import sysconfig
+    path = tmp_path / "mod" / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+    path.parent.mkdir()
+    built = subprocess.run(["g++", "-std=c++17", "-shared", "-fPIC", "-w",
+                            *(f"-I{i}" for i in includes), f"-I{jax.ffi.include_dir()}",
+                            f"-I{pybind11.get_include()}",
+                            f"-I{sysconfig.get_paths()['include']}", *map(str, sources),
+                            "-o", str(path)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    sys.path.insert(0, str(path.parent))
+    try:
+        return importlib.import_module(name), path
+    finally:
+        sys.path.remove(str(path.parent))
+
+
+def _context_stream():
+    """ccshim_context_stream: the stream the embedded runtime's context gives."""
+    from ccshim import runtime
+    stream_of = ctypes.CDLL(runtime.lib._name).ccshim_context_stream
+    stream_of.restype, stream_of.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    return stream_of
+
+
 class _Seen(ctypes.Structure):
     _fields_ = [("stream", ctypes.c_uint64), ("opaque_len", ctypes.c_uint64),
                 ("buffers", ctypes.c_uint64 * 4), ("opaque", ctypes.c_ubyte * 64)]
@@ -117,32 +146,19 @@ def test_generated_gpu_handlers_run_with_their_stream_in_the_embedded_runtime(tm
     runtime reported it (through a handler bound with fixed counts)."""
     if not (CUDA_INCLUDE / "cuda_runtime_api.h").exists():
         pytest.skip(f"no cuda_runtime_api.h in {CUDA_INCLUDE} (the CUDA toolkit's headers)")
-    pybind11 = pytest.importorskip("pybind11", reason="gpu_ext's dict is pybind11's")
-    import sysconfig
     from ccshim import runtime
     src = _ported_fixture(tmp_path) / "src" / "gpu_ext"
     # gpu_ext_fail's only call site writes its counts out: bound with them
     source = (src / "gpu_ops.cc").read_text()
     assert "xla_legacy_call::GpuHandler<Scale>," in source
     assert "xla_legacy_call::GpuStatusFixedHandler<Fail>," in source
-    module = tmp_path / "mod" / f"gpu_ops{sysconfig.get_config_var('EXT_SUFFIX')}"
-    module.parent.mkdir()
-    built = subprocess.run(["g++", "-std=c++17", "-shared", "-fPIC", "-w", f"-I{src}",
-                            f"-I{jax.ffi.include_dir()}", f"-I{CUDA_INCLUDE}",
-                            f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}",
-                            str(src / "gpu_ops.cc"), str(HERE / "host_kernels.cc"), "-o",
-                            str(module)], capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr[-3000:]
-    sys.path.insert(0, str(module.parent))
-    try:
-        import gpu_ops
-    finally:
-        sys.path.remove(str(module.parent))
+    gpu_ops, module = _pybind11_module(tmp_path, "gpu_ops",
+                                       [src / "gpu_ops.cc", HERE / "host_kernels.cc"],
+                                       src, CUDA_INCLUDE)
     handlers = {k: _capsule_address(v) for k, v in gpu_ops.registrations().items()}
     seen_of = ctypes.CDLL(str(module)).gpu_ext_seen     # the same library, its globals
     seen_of.restype = ctypes.POINTER(_Seen)
-    stream_of = ctypes.CDLL(runtime.lib._name).ccshim_context_stream
-    stream_of.restype, stream_of.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    stream_of = _context_stream()
 
     context = runtime.Context(platform="cuda")
     x = np.array([1.0, 2.0, 3.5, -4.0], np.float32)
@@ -643,26 +659,12 @@ def test_a_void_stream_kernel_runs_on_the_platform_it_is_registered_for(tmp_path
     assert ".Ctx<xla::ffi::PlatformStream<void*>>()" in source, source
     assert 'platform="gpu")' in (src / "__init__.py").read_text()
     assert _port(tree).stdout == ""
-    pybind11 = pytest.importorskip("pybind11", reason="the dict is pybind11's")
-    import sysconfig
     from ccshim import runtime
-    module = tmp_path / "mod" / f"vops{sysconfig.get_config_var('EXT_SUFFIX')}"
-    module.parent.mkdir()
-    built = subprocess.run(["g++", "-std=c++17", "-shared", "-fPIC", "-w", f"-I{src}",
-                            f"-I{jax.ffi.include_dir()}", f"-I{pybind11.get_include()}",
-                            f"-I{sysconfig.get_paths()['include']}", str(src / "vops.cc"),
-                            "-o", str(module)], capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr[-3000:]
-    sys.path.insert(0, str(module.parent))
-    try:
-        import vops
-    finally:
-        sys.path.remove(str(module.parent))
+    vops, module = _pybind11_module(tmp_path, "vops", [src / "vops.cc"], src)
     handler = _capsule_address(vops.registrations()["vext_echo"])
     seen = ctypes.CDLL(str(module)).vext_seen_stream
     seen.restype = ctypes.c_uint64
-    stream_of = ctypes.CDLL(runtime.lib._name).ccshim_context_stream
-    stream_of.restype, stream_of.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    stream_of = _context_stream()
     context = runtime.Context(platform="cuda")
     x = np.arange(4, dtype=np.float32)
     (out,) = runtime.call(handler, [x], [jax.ShapeDtypeStruct((4,), np.float32)],
