@@ -109,6 +109,7 @@ class Names:
         self._calls: dict[str, list[cst.Call]] | None = None
         self._uses: dict[str, int] | None = None
         self._fixed: dict[int, list[Template]] = {}   # a parameter's values, pinned
+        self._augmented: dict[int, set[str]] = {}      # _extended's, by owner
 
     # What a name is bound to ------------------------------------------------
     def _assignments(self, node: cst.Name):
@@ -196,8 +197,7 @@ class Names:
             return None
         for owner in {id(o): o for o in (self._owner(getattr(a, "node", None))
                                           for a in assignments) if o is not None}.values():
-            if any(_extends(a, node.value) for a in _walk(owner, cst.AugAssign)
-                   if self._owner(a) is owner):
+            if node.value in self._extended(owner):
                 # extended with +=: its value where node reads it, in owner only
                 return self._flowed(node, owner, depth) \
                     if self._owner(node) is owner else None
@@ -214,6 +214,15 @@ class Names:
                 return None
             found += got
         return found if len(found) <= _LIMIT else None
+
+    def _extended(self, owner: cst.CSTNode) -> set[str]:
+        """The names owner's own statements (not a nested function's)
+        extend with an augmented assignment, read once per owner."""
+        if id(owner) not in self._augmented:
+            self._augmented[id(owner)] = {
+                a.target.value for a in _walk(owner, cst.AugAssign)
+                if isinstance(a.target, cst.Name) and self._owner(a) is owner}
+        return self._augmented[id(owner)]
 
     def _owner(self, node: cst.CSTNode | None) -> cst.CSTNode | None:
         """The function whose body node is in, else the module."""
@@ -430,6 +439,18 @@ def registrations_module(node: cst.BaseExpression) -> str | None:
         return None
     parts = dotted.split(".")
     return parts[-2] if len(parts) > 1 else None
+
+
+def loop_module(node: cst.BaseExpression) -> str | None:
+    """M for a loop over an extension's targets: registrations_module's
+    forms, or `M.custom_call_targets.items()` (mpi4jax's dict)."""
+    module = registrations_module(node)
+    if module is None and isinstance(node, cst.Call) and \
+            isinstance(node.func, cst.Attribute) and node.func.attr.value == "items":
+        dotted = _dotted(node.func.value) or ""
+        if dotted.endswith(".custom_call_targets"):
+            module = dotted.split(".")[-2]
+    return module
 
 
 def _extends(node: cst.AugAssign, name: str) -> bool:

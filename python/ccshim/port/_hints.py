@@ -18,21 +18,7 @@ from pathlib import Path
 import libcst as cst
 import libcst.matchers as m
 
-from .._names import registrations_module
-
-
-def _loop_module(loop: cst.For) -> str | None:
-    module = registrations_module(loop.iter)
-    if module is not None:
-        return module
-    # M.custom_call_targets.items() (mpi4jax's name for its dict)
-    it = loop.iter
-    if m.matches(it, m.Call(func=m.Attribute(value=m.Attribute(attr=m.Name(
-            "custom_call_targets")), attr=m.Name("items")))):
-        inner = it.func.value.value
-        return inner.attr.value if isinstance(inner, cst.Attribute) else (
-            inner.value if isinstance(inner, cst.Name) else None)
-    return None
+from .._names import loop_module
 
 
 def registered_platforms(files: list[Path]) -> dict[str, set[str]]:
@@ -50,7 +36,7 @@ def registered_platforms(files: list[Path]) -> dict[str, set[str]]:
         except cst.ParserSyntaxError:
             continue        # said where the Python is ported
         for loop in m.findall(module, m.For()):
-            name = _loop_module(loop)
+            name = loop_module(loop.iter)
             if name is None:
                 continue
             for call in m.findall(loop.body, m.Call()):

@@ -282,7 +282,8 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
             kind = _kind(params)
             here = Path(defined.split(":")[0]) == rel
             ext.platforms[target] = _gpu.platform_of(params)
-            if _gpu.untyped_kind(params):
+            untyped = _gpu.untyped_kind(params)
+            if untyped:
                 platform = _gpu.registered_platform(registered.get(ext.module))
                 if platform is None:
                     said = ", ".join(sorted(registered.get(ext.module, ()))) or "no platform"
@@ -294,7 +295,7 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
                     ext.platforms[target] = "other"
                     ext.legacy.append(target)
                     continue
-                kind, ext.platforms[target] = _gpu.untyped_kind(params), platform
+                kind, ext.platforms[target] = untyped, platform
             if (target, ext.platforms[target]) in held:
                 problems.append(Problem(where, _gpu.held(target)))
                 ext.legacy.append(target)

@@ -17,13 +17,14 @@ _REMOVED = _XLA_CLIENT | {"jax.core", "jaxlib.hlo_helpers", "jaxlib.hlo_helpers.
 # (zero-change mode's table, python/ccshim/legacy/_restored.py): a
 # `from M import NAME` of one becomes an import of today's, under the name
 # the module uses (mpi4jax's sendrecv: `from jax import typeof as get_aval`).
-# A call JAX took out of its public API is imported from where it still is
-# for the calls the port keeps legacy (sphericart-jax's CUDA lowerings, its
-# kernels not ported: `from jax.interpreters.mlir import custom_call`, gone
-# from JAX 0.8.0); once nothing uses it, its import is dropped.
+# A call JAX took out of its public API (`from jax.interpreters.mlir import
+# custom_call`, gone from JAX 0.8.0) is imported from where it still is, in
+# jax._src, for the calls the port keeps legacy (a module with kernels it
+# refuses); once nothing uses it, its import is dropped.
 _MOVED = {"jax.core.get_aval": ("jax", "typeof"),
           "jax.interpreters.mlir.custom_call": ("jax._src.interpreters.mlir", "custom_call")}
-_REMOVED_TOO = frozenset(_MOVED) - {"jax.core.get_aval"}   # dropped where unused
+_PRIVATE = frozenset(old for old, (module, _name) in _MOVED.items()
+                     if module.startswith("jax._src."))
 
 
 class _Plumbing(cst.CSTTransformer):
@@ -37,7 +38,7 @@ class _Plumbing(cst.CSTTransformer):
     def _unused_client(self, alias: cst.ImportAlias, base: str) -> bool:
         local = alias.asname.name.value if alias.asname else _dotted(alias.name).split(".")[-1]
         full = f"{base}.{_dotted(alias.name)}" if base else _dotted(alias.name)
-        return full in _REMOVED | _REMOVED_TOO and self.uses.get(local, 0) == 0
+        return full in _REMOVED | _PRIVATE and self.uses.get(local, 0) == 0
 
     def leave_SimpleStatementLine(self, original, updated):
         body, moved = [], []
@@ -46,7 +47,8 @@ class _Plumbing(cst.CSTTransformer):
                 base = _dotted(stmt.module) if stmt.module else ""
                 names = []
                 for a in stmt.names:
-                    today = _MOVED.get(f"{base}.{_dotted(a.name)}")
+                    full = f"{base}.{_dotted(a.name)}"
+                    today = _MOVED.get(full)
                     if self._unused_client(a, base):
                         continue
                     if today is not None:
@@ -54,9 +56,9 @@ class _Plumbing(cst.CSTTransformer):
                         line = cst.parse_statement(
                             f"from {today[0]} import {today[1]}" +
                             (f" as {local}" if local != today[1] else "") + "\n")
-                        if "._src." in f"{today[0]}.":
+                        if full in _PRIVATE:
                             line = line.with_changes(leading_lines=[cst.EmptyLine(
-                                comment=cst.Comment(f"# {base}.{_dotted(a.name)} left JAX's "
+                                comment=cst.Comment(f"# {full} left JAX's "
                                                     "public API; the legacy calls kept use it"))])
                         moved.append(line)
                     else:

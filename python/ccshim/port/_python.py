@@ -40,7 +40,8 @@ from .._pyread import starred as _starred
 from ._ffi_lowering import ffi_lowering
 from ._facts import _XLA_CLIENT, _Facts, _arg, _dotted, _literals, _string, _test
 from ._layouts import RowMajor
-from .._names import Names, Part, _reads, _walk, expand, literal, registrations_module
+from .._names import (Names, Part, _reads, _walk, expand, literal, loop_module,
+                      registrations_module)
 from ._plumbing import _Plumbing, _import_jax, _uses, ir_constant, zero_tangents
 from ._report import Problem
 from ._typed_call import CUSTOM_CALL, FFI_CALL
@@ -233,17 +234,7 @@ class _Port(cst.CSTTransformer):
     def _registration(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         name = _arg(node, 0, "name")
         loop = next((p for p, _ in self.parents(node) if isinstance(p, cst.For)), None)
-        module = None
-        if loop is not None and isinstance(loop.iter, cst.Call):
-            it = _dotted(loop.iter.func) or ""
-            if it.endswith(".registrations.items") or it.endswith(".registrations().items") \
-                    or it.endswith(".custom_call_targets.items"):
-                module = it.split(".")[-3]
-            elif isinstance(loop.iter.func, cst.Attribute) and isinstance(
-                    loop.iter.func.value, cst.Call):
-                inner = _dotted(loop.iter.func.value.func) or ""
-                if inner.endswith(".registrations") and loop.iter.func.attr.value == "items":
-                    module = inner.split(".")[-2]
+        module = loop_module(loop.iter) if loop is not None else None
         literal = _string(name.value) if name else None
         where = self.where(node)
         version = None       # the api_version to register with: None for typed (4)
