@@ -71,6 +71,20 @@ def registered_platform(platforms: set[str] | None) -> str | None:
     return named.pop() if len(named) == 1 and None not in named else None
 
 
+def void_stream_platform(what: str, module: str | None,
+                         platforms: set[str] | None) -> tuple[str, str | None]:
+    """(its platform, why it is not ported or None) of a void*-stream
+    kernel (what: how it is named) whose module is registered for
+    platforms."""
+    platform = registered_platform(platforms)
+    if platform is not None:
+        return platform, None
+    said = ", ".join(sorted(platforms or ())) or "no platform"
+    return "other", (f"{what} is a GPU kernel whose stream is a void*, and its module {module} "
+                     f"is registered for {said} (its Python's loop over it), not CUDA or ROCm "
+                     "alone: not ported")
+
+
 def platform_of(params: list[str]) -> str:
     """The platform of a kernel of these parameters: cpu, cuda or rocm."""
     m = _STREAM.search(" ".join(params))

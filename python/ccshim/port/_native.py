@@ -284,18 +284,13 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
             ext.platforms[target] = _gpu.platform_of(params)
             untyped = _gpu.untyped_kind(params)
             if untyped:
-                platform = _gpu.registered_platform(registered.get(ext.module))
-                if platform is None:
-                    said = ", ".join(sorted(registered.get(ext.module, ()))) or "no platform"
-                    problems.append(Problem(where, f"'{target}': {function} ({defined}) is a "
-                                            "GPU kernel whose stream is a void*, and its module "
-                                            f"{ext.module} is registered for {said} (its "
-                                            "Python's loop over it), not CUDA or ROCm alone: "
-                                            "not ported"))
-                    ext.platforms[target] = "other"
+                kind = untyped
+                ext.platforms[target], why = _gpu.void_stream_platform(
+                    f"'{target}': {function} ({defined})", ext.module, registered.get(ext.module))
+                if why:
+                    problems.append(Problem(where, why))
                     ext.legacy.append(target)
                     continue
-                kind, ext.platforms[target] = untyped, platform
             if (target, ext.platforms[target]) in held:
                 problems.append(Problem(where, _gpu.held(target)))
                 ext.legacy.append(target)
