@@ -359,15 +359,14 @@ class Scan:
         f.opaque = _text.text(attr_value(opaque)) if opaque is not None else ""
         if f.version == 4:
             f.kind = "typed"
-        for i, said in enumerate(named or ()):
-            # (via: one of the names its expression takes, which the command
-            # leaves out where another of them is a target and this one none)
-            one = dataclasses.replace(f, name=said, name_expr="",
-                                      via=f"{_text.text(target)}, one of the names it takes here")
-            if i == 0:
-                self.found[self._at][-1] = one
-            else:
-                self._add(one)
+        if named:
+            # this site for its first name, a copy for each other (via: one of
+            # the names its expression takes, which the command leaves out
+            # where another of them is a target and this one none)
+            f.name, f.name_expr = named[0], ""
+            f.via = f"{_text.text(target)}, one of the names it takes here"
+            for said in named[1:]:
+                self._add(dataclasses.replace(f, name=said))
 
     def _resolve(self, src: Source, call: cst.Call, target: cst.BaseExpression, f: Finding,
                  platform_expr: str) -> int:
