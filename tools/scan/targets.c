@@ -454,11 +454,9 @@ static int sibling_joined(const scan* s, size_t i, const unsigned char* joined) 
  * (celerite2's _rev names for the ops it registers no reverse of) is no
  * target where another of its names is one. */
 static void join_call_sites(const scan* s, inventory* inv) {
-  unsigned char* joined = calloc(s->n ? s->n : 1, 1);
-  if (joined == NULL) {
-    fprintf(stderr, "ccshim scan: out of memory\n");
-    exit(1);
-  }
+  size_t cap = 0; /* scan_grow: the scan's one way out of no memory */
+  unsigned char* joined = scan_grow(NULL, &cap, 1, s->n ? s->n : 1);
+  memset(joined, 0, cap);
   for (size_t i = 0; i < s->n; i++) {
     const finding* f = &s->f[i];
     if (f->kind != CALL_SITE) continue;
