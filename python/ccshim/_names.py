@@ -269,7 +269,7 @@ class Names:
                         return None
                     more = self.templates(small.value, depth)
                     state = None if more is None else _product([state, more])
-                elif any(n.value == name for n in _targets(small)):
+                elif any(n.value == name for n in bound_names(small)):
                     return None
                 if state is None:
                     return None
@@ -288,7 +288,7 @@ class Names:
                 return None
             out += [] if got is _RAISED else got
             return out if len(out) <= _LIMIT else None
-        if any(n.value == name for n in _targets(stmt)):
+        if any(n.value == name for n in bound_names(stmt)):
             return None             # bound in a loop, a with, a try, a def
         return state
 
@@ -316,11 +316,8 @@ class Names:
         if module is not None and isinstance(loop.target, cst.Tuple) and \
                 loop.target.elements[0].value is target:
             return [(Keys(module),)]
-        if loop.target is target and isinstance(loop.iter, (cst.Tuple, cst.List)):
-            values = [_string(e.value) for e in loop.iter.elements]
-            if values and None not in values:
-                return [(v,) for v in values]
-        return None
+        values = loop_literals(loop) if loop.target is target else None
+        return [(v,) for v in values] if values else None
 
     # Expressions ------------------------------------------------------------
     def reaching(self, node: cst.BaseExpression) -> list[Template] | None:
@@ -441,6 +438,15 @@ def registrations_module(node: cst.BaseExpression) -> str | None:
     return parts[-2] if len(parts) > 1 else None
 
 
+def loop_literals(loop: cst.For) -> list[str] | None:
+    """The strings `for NAME in ("a", "b"):` binds NAME to, in order; None
+    where the loop is over anything else."""
+    if not (isinstance(loop.target, cst.Name) and isinstance(loop.iter, (cst.Tuple, cst.List))):
+        return None
+    values = [_string(e.value) for e in loop.iter.elements]
+    return values if values and None not in values else None
+
+
 def loop_module(node: cst.BaseExpression) -> str | None:
     """M for a loop over an extension's targets: registrations_module's
     forms, or `M.custom_call_targets.items()` (mpi4jax's dict)."""
@@ -457,7 +463,7 @@ def _extends(node: cst.AugAssign, name: str) -> bool:
     return isinstance(node.target, cst.Name) and node.target.value == name
 
 
-def _targets(node: cst.CSTNode) -> list[cst.Name]:
+def bound_names(node: cst.CSTNode) -> list[cst.Name]:
     """The plain names a statement (or any statement in it) binds."""
     found = []
     for kind, attr in ((cst.AssignTarget, "target"), (cst.AugAssign, "target"),
