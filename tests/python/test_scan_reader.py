@@ -164,3 +164,36 @@ def other(ctx, x, *, name):
     sites = [(f["name"], f["name_expr"], f["via"] != "", f["line"]) for f in found]
     assert sites == [("cpu_solid_f32", "", True, 14), ("cpu_spherical_f32", "", True, 14),
                      ("", "name", False, 17)], sites
+
+
+def test_a_loop_over_literal_names_is_a_registration_per_name(tmp_path):
+    """veros's loop: each name the loop takes, the kernel that name's entry
+    of the module's dict; a loop whose body binds its name again, or over
+    anything but literals, stays one computed name (not guessed)."""
+    found, _ = read(tmp_path, tdma='''
+for kernel_name in ("tdma_cuda_double", "tdma_cuda_float"):
+    fn = tdma_cuda_.gpu_custom_call_targets[kernel_name]
+    jax.ffi.register_ffi_target(kernel_name, fn, platform="CUDA", api_version=0)
+
+for kernel_name in ("a", "b"):
+    register_custom_call_target(kernel_name, capsules[kernel_name])
+
+for name in ("c",):
+    name = name + "_v2"
+    register_custom_call_target(name, fn)
+
+for name in names:
+    register_custom_call_target(name, fn)
+''')
+    assert [(f["name"], f["expr"], f["module"], f["mapping"], f["platform"], f["name_expr"])
+            for f in found] == [
+        ("tdma_cuda_double", 'tdma_cuda_.gpu_custom_call_targets["tdma_cuda_double"]',
+         "tdma_cuda_", "gpu_custom_call_targets", "cuda", ""),
+        ("tdma_cuda_float", 'tdma_cuda_.gpu_custom_call_targets["tdma_cuda_float"]',
+         "tdma_cuda_", "gpu_custom_call_targets", "cuda", ""),
+        ("a", 'capsules["a"]', "", "", "cpu", ""),
+        ("b", 'capsules["b"]', "", "", "cpu", ""),
+        ("", "fn", "", "", "cpu", "name"),
+        ("", "fn", "", "", "cpu", "name")]
+    assert found[0]["via"] == ('the loop `for kernel_name in ("tdma_cuda_double", '
+                               '"tdma_cuda_float")` at tdma.py:2')

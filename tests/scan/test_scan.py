@@ -77,6 +77,13 @@ expected = {
                 "cython/collective_cpu.pyx:22"),
     "allreduce@sycl": ("sycl", 2, "the default of custom_call at python/collective.py:16",
                        "cython/collective_xpu.pyx:17"),
+    # veros's shape: a cdef helper named like xla_client's registration that
+    # only fills the module's dict, and a Python loop over literal names
+    # registering each entry for CUDA.
+    "tridiag_f32": ("cuda", 2, "the default of custom_call at python/tridiag.py:19",
+                    "cython/tridiag_gpu.pyx:19"),
+    "tridiag_f64": ("cuda", 2, "the default of custom_call at python/tridiag.py:19",
+                    "cython/tridiag_gpu.pyx:20"),
     # celerite2's shape: auto (and -> void) definitions, pybind11 module
     # functions returning capsules, names passed into a builder function.
     "gp_factor": ("cpu", 2, "the default of custom_call at python/gp_ops.py:10",
@@ -101,7 +108,7 @@ for name, (platform, version, how, where) in expected.items():
 
 computed = [t for t in report["targets"] if "(" not in t["name"] and t["name"] not in targets
             or t["name"] in ("_name", "fn_name", "target", "name")]
-check({t["name"] for t in computed} == {"_name", "fn_name", "target", "name"},
+check({t["name"] for t in computed} == {"_name", "fn_name", "target", "name"},  # no kernel_name
       f"computed names: {[t['name'] for t in computed]}")
 check(targets["kname"]["wrap"] == 'ccshim.jax.register_legacy(collective_cpu.custom_call_targets, '
       'platform="cpu", api_version=<1, 2 or 3>)', targets["kname"]["wrap"])
@@ -143,6 +150,17 @@ for name, kernel, fn, form in [
     check(t["definition"]["function"] == fn and t["form"] == form, f"{name}: {t['definition']}")
     check("XLA calls by the call's version" in t["api_version_from"], t["api_version_from"])
     check("wrap it with api_version=2, as the call says" in t["note"], t["note"])
+for name, fn, line in [("tridiag_f32", "TridiagF32", 11), ("tridiag_f64", "TridiagF64", 16)]:
+    t = targets[name]
+    check(t["wrap"] == f'ccshim.jax.register_legacy("{name}", '
+          f'tridiag_gpu.gpu_custom_call_targets["{name}"], platform="cuda", api_version=2)',
+          t["wrap"])
+    check(t["definition"]["function"] == fn and t["definition"]["line"] == line and
+          t["form"] == "GPU v1", f"{name}: {t['definition']}")
+    check('named by the loop `for kernel_name in ("tridiag_f32", "tridiag_f64")` at '
+          "python/tridiag.py:9" in t["note"] and "registered for" not in t["note"], t["note"])
+    check(sorted(r["via"] for r in t["registrations"]) ==
+          ["register_custom_call_target", "register_ffi_target"], t["registrations"])
 t = targets["allreduce@sycl"]
 check(t["definition"]["function"] == "allreduce_xpu" and t["form"] == "GPU v1", t)
 check(t["wrap"].startswith("# not wrapped") and "SYCL (Intel XPU) kernel" in t["note"], t)
@@ -235,14 +253,14 @@ check(targets["legacy_zero"]["registrations"][0]["via"] == "register_ffi_target"
 check("_ext.old_cpu()" in targets["old_cpu"]["wrap"], targets["old_cpu"]["wrap"])
 
 s = report["summary"]
-check(s == {"files": 19, "lines": s["lines"], "legacy_targets": 31, "candidates": 2, "typed": 5,
+check(s == {"files": 22, "lines": s["lines"], "legacy_targets": 33, "candidates": 2, "typed": 5,
             "unscanned_files": 0, "artifacts": 0, "artifact_legacy_calls": 0}, f"summary: {s}")
 check(report["artifacts"] == [], "no exported programs in the fixture")
 
 # --- The table: one block per target, then the summary; the same every run ------
 rc, text, err = scan(FIXTURE)
 check(rc == 0, f"scan: rc={rc}")
-check("31 legacy targets in 19 files" in text and "13 legacy call sites" in text
+check("33 legacy targets in 22 files" in text and "15 legacy call sites" in text
       and "5 typed-FFI handlers or calls already" in text, text.splitlines()[-1])
 for name in expected:
     head = name.replace("@", "  ") + " " if "@" in name else name + "  "
@@ -263,7 +281,7 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = err.strip().splitlines()
     check(rc == 1 and len(lines) == 1 and "csrc/blob.cc" in lines[0] and "binary" in lines[0],
           f"binary file: rc={rc} stderr={err!r}")
-    check("31 legacy targets in 19 files" in out, "the rest is still reported")
+    check("33 legacy targets in 22 files" in out, "the rest is still reported")
     rc, out, err = scan(tree, "--json")
     check(rc == 1 and json.loads(out)["summary"]["unscanned_files"] == 1, "binary file, JSON")
 

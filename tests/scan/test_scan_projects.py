@@ -11,7 +11,12 @@ counted against the ground truth of the project's own built extension:
   with Python's own parser from the `_build_op` calls and the package's
   definitions.json: a `_rev` target only where `has_rev` is true); the wheel
   is stripped, so each definition is checked against the function its
-  `m.def` line encapsulates.
+  `m.def` line encapsulates;
+* veros 1.7.0: the 2 CPU targets in the `cpu_custom_call_targets` dict of
+  its built Cython module, each joined to the function its capsule holds;
+  and the 2 names its `tdma_.py` registers for CUDA in a loop over literal
+  names (its CUDA module is not built here), each with the kernel its .pyx
+  declares, defined in its .cu.
 
 Every target found with the right name, platform, form and definition, none
 extra, and each wrap line run: executed with the module bound, it registers
@@ -35,7 +40,8 @@ import sys
 
 CCSHIM = pathlib.Path(sys.argv[1]).resolve()
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
-from project_modules import CACHE, MPI4JAX_BUILD, load_package_module  # noqa: E402
+from project_modules import (CACHE, MPI4JAX_BUILD, load_package_module,  # noqa: E402
+                             veros_build)
 failures, ran = [], []
 
 
@@ -246,8 +252,66 @@ def test_celerite2():
     print(f"celerite2 0.3.2: {len(found.get('cpu', {}))}/{len(truth)} CPU targets")
 
 
+# --- veros 1.7.0 ----------------------------------------------------------------------
+def veros_gpu_truth(src):
+    """The names tdma_.py registers for CUDA: its loop over a tuple of
+    literals, read with Python's own parser."""
+    tdma = src / "veros" / "core" / "special" / "tdma_.py"
+    for node in ast.walk(ast.parse(tdma.read_text())):
+        if isinstance(node, ast.For) and "gpu_custom_call_targets" in ast.unparse(node.body[0]):
+            return {e.value for e in node.iter.elts}
+    return set()
+
+
+def test_veros():
+    src = CACHE / "veros-1.7.0-src" / "veros-1.7.0"
+    build = veros_build(f"cp{sys.version_info[0]}{sys.version_info[1]}")
+    if not src.is_dir() or not build.is_dir():
+        missing("veros 1.7.0 was not fetched or not built")
+        return
+    ran.append("veros")
+    cpu = load_package_module(build, "veros.core.special.tdma_cython_")
+    truth = dict(cpu.cpu_custom_call_targets)
+    check(len(truth) == 2, f"veros: {len(truth)} capsules in the CPU module, expected 2")
+    found = by_platform(scan(src))
+    check(set(found.get("cpu", {})) == set(truth),
+          f"veros CPU: scan found {sorted(found.get('cpu', {}))}, truth {sorted(truth)}")
+    for name, capsule in truth.items():
+        t = found.get("cpu", {}).get(name)
+        if t is None:
+            continue
+        symbol = symbol_of(capsule_address(capsule)) or ""
+        d = t["definition"] or {}
+        check(symbol.endswith("_" + d.get("function", "?")) and t["form"] == "CPU v1",
+              f"veros {name}: definition {d.get('function')} {t.get('form')}, the capsule "
+              f"holds {symbol}")
+        check(t["api_version"] == 2, f"veros {name}: api_version {t['api_version']}")
+        got = run_wrap(t["wrap"], {"tdma_cython_": cpu})
+        check(got is not None and got[0] == name and got[1] is capsule and
+              got[2] == {"platform": "cpu", "api_version": 2},
+              f"veros {name}: the wrap line {t['wrap']!r} registered {got}")
+    # Its CUDA module is not built here: the names its tdma_.py registers
+    # for CUDA, each the kernel its .pyx puts in the dict under that name.
+    gpu_truth = veros_gpu_truth(src)
+    check(len(gpu_truth) == 2 and set(found.get("cuda", {})) == gpu_truth,
+          f"veros CUDA: scan found {sorted(found.get('cuda', {}))}, truth {sorted(gpu_truth)}")
+    for name, t in found.get("cuda", {}).items():
+        d = t["definition"] or {}
+        check(d.get("file", "").endswith("cuda_tdma_kernels.cu") and t["form"] == "GPU v1" and
+              d.get("function") == {"tdma_cuda_float": "CudaTridiagFloat",
+                                    "tdma_cuda_double": "CudaTridiagDouble"}.get(name),
+              f"veros CUDA {name}: {d} {t.get('form')}")
+        check(f'tdma_cuda_.gpu_custom_call_targets["{name}"], platform="cuda", api_version=2)'
+              in t["wrap"], f"veros CUDA {name}: {t['wrap']}")
+    extra = set(found) - {"cpu", "cuda"}
+    check(not extra, f"veros: targets of other platforms {extra}")
+    print(f"veros 1.7.0: {len(found.get('cpu', {}))}/{len(truth)} CPU, "
+          f"{len(found.get('cuda', {}))}/{len(gpu_truth)} CUDA targets")
+
+
 test_mpi4jax()
 test_celerite2()
+test_veros()
 if not ran and not failures:
     print("skipped: no project was fetched or built (dev/setup.sh)")
     sys.exit(77)

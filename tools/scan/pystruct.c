@@ -96,9 +96,13 @@ int scan_py_makers(const source* src, maker* out, int max) {
       capsule = p;
     if (capsule == NULL) continue;
     /* A helper that registers by itself (early jaxlib's
-     * register_cpu_custom_call_target) is matched by that call. */
+     * register_cpu_custom_call_target) is matched by that call.  Only its
+     * body says so: veros's helper that fills its dict is itself named
+     * register_custom_call_target. */
+    size_t params_end = scan_closing(src, open);
+    if (params_end >= end) continue;
     char block[TEXT_CAP];
-    scan_text_of(src, text, end, block, sizeof block);
+    scan_text_of(src, params_end, end, block, sizeof block);
     if (strstr(block, "register_")) continue;
     maker* m = &out[n++];
     memset(m, 0, sizeof *m);

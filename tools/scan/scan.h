@@ -61,7 +61,7 @@ typedef struct finding {
    * or a module function that returns it ("factor()"); for a Python loop,
    * the mapping it registers.  "" otherwise. */
   char mapping[NAME_CAP];
-  char via[TEXT_CAP];    /* a name resolved through a call: where it comes from */
+  char via[TEXT_CAP];    /* a name resolved through a call or a loop: where it comes from */
   char passed[NAME_CAP]; /* and the literal that call passes (the name less a suffix) */
   /* A capsule a module offers (in its dict, or returned by a module
    * function), registered by whatever registers that module's capsules. */

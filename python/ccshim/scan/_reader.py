@@ -6,6 +6,9 @@ The shapes it follows, beyond one call with a literal name:
 
 - a loop that registers a module's mapping (`for name, fn in
   ext.registrations().items():`), the platform given in the loop;
+- a loop over literal names (`for kernel_name in ("a", "b"):`): a
+  registration per name, the kernel that name's entry where the loop takes
+  it from a module's mapping (veros);
 - a name built at run time: per object from id() (its pattern,
   "instance_filter_<id>"), or from strings and values (its shape,
   "BasisFunc<...>"), through the local or attribute it was assigned to;
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from .._names import Names, if_value, literal
+from .._names import Names, bound_names, if_value, literal, loop_literals
 from .._pyread import arg, arg_keyword, arg_positional, attr_value, dotted
 from . import _text
 
@@ -238,6 +241,37 @@ class Source:
         said = [literal(t) for t in templates] if templates else None
         return None if not said or None in said else sorted(set(said))
 
+    def loop_names(self, node: cst.BaseExpression) -> tuple[cst.For, list[str]] | None:
+        """The loop `for NAME in ("a", "b"):` around a registration whose
+        name is that loop's variable, and the names it takes there; None for
+        any other name, or one the loop's body binds again."""
+        if not isinstance(node, cst.Name):
+            return None
+        for up in self.ancestors(node):
+            if isinstance(up, cst.For) and isinstance(up.target, cst.Name) and \
+                    up.target.value == node.value:
+                names = loop_literals(up)
+                rebound = any(t.value == node.value for t in bound_names(up.body))
+                return (up, names) if names and not rebound else None
+            if isinstance(up, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return None
+        return None
+
+    def loop_kernel(self, kernel: cst.BaseExpression, at: cst.CSTNode,
+                    var: str) -> cst.BaseExpression | None:
+        """The mapping the kernel is an entry of, indexed by the loop's
+        variable (`fn = ext.targets[name]`, or the subscript itself); None
+        for any other kernel."""
+        if isinstance(kernel, cst.Name):
+            kernel = self.assigned(kernel.value, at)
+        if not (isinstance(kernel, cst.Subscript) and len(kernel.slice) == 1):
+            return None
+        index = kernel.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.Name) and \
+                index.value.value == var:
+            return kernel.value
+        return None
+
     def computed_name(self, node: cst.BaseExpression, at: cst.CSTNode) -> tuple[str, str]:
         """(pattern, shape) of a name computed at run time, from the
         expression itself or what the name it is was assigned."""
@@ -302,10 +336,6 @@ class Scan:
         f = self._add(Finding("registration" if api == 0 else "typed", src.line(name), word))
         target = argument(call, 0, "name")
         self._name(f, target)
-        if not f.name and target is not None:
-            f.pattern, f.name_shape = src.computed_name(target, call)
-        if not f.name and not f.pattern:
-            f.module, f.mapping = src.mapping_loop(call)
         kernel = positional(call, 1)
         kernel = kernel if kernel is not None else keyword(call, "fn")
         if kernel is not None:
@@ -313,6 +343,14 @@ class Scan:
         where = keyword(call, "platform")
         where = where if where is not None or cpu_only else positional(call, 2)
         f.platform = "cpu" if cpu_only else platform(where, "cpu")
+        looped = src.loop_names(target) if not f.name else None
+        if looped is not None:
+            self._looped(src, call, f, kernel, looped)
+            return
+        if not f.name and target is not None:
+            f.pattern, f.name_shape = src.computed_name(target, call)
+        if not f.name and not f.pattern:
+            f.module, f.mapping = src.mapping_loop(call)
         if not f.module and kernel is not None:
             f.module = _text.getattr_module(kernel)
             f.mapping = "getattr" if f.module else ""
@@ -322,6 +360,28 @@ class Scan:
             platform_expr = _text.text(where) if where is not None else ""
             if self._resolve(src, call, target, f, platform_expr) > 0:
                 self.found[self._at] = [x for x in self.found[self._at] if x is not f]
+
+    def _looped(self, src: Source, call: cst.Call, f: Finding,
+                kernel: cst.BaseExpression | None, looped: tuple[cst.For, list[str]]) -> None:
+        """A registration in a loop over literal names (veros's `for
+        kernel_name in ("tdma_cuda_double", "tdma_cuda_float"):`): one per
+        name, the kernel as that name's entry where the loop takes it from
+        a module's mapping (`fn = tdma_cuda_.gpu_custom_call_targets[
+        kernel_name]`), so that the command joins it to the capsules the
+        module puts there, for this platform."""
+        loop, names = looped
+        var = loop.target.value
+        f.name_expr = ""
+        f.via = f"the loop `for {var} in {_text.text(loop.iter)}` at {src.shown}:{src.line(loop)}"
+        mapping = src.loop_kernel(kernel, call, var) if kernel is not None else None
+        held = dotted(mapping) if mapping is not None else None
+        if held is not None and held.count(".") == 1:
+            f.module, f.mapping = held.split(".")
+        for i, said in enumerate(names):
+            one = f if i == 0 else self._add(dataclasses.replace(f))
+            one.name = said
+            if mapping is not None:     # the function: what the mapping's maker put there
+                one.expr, one.function = f'{_text.text(mapping)}["{said}"]', ""
 
     def _ffi_call(self, src: Source, call: cst.Call, name: cst.Name) -> None:
         api = 4
