@@ -197,3 +197,21 @@ for name in names:
         ("", "fn", "", "", "cpu", "name")]
     assert found[0]["via"] == ('the loop `for kernel_name in ("tdma_cuda_double", '
                                '"tdma_cuda_float")` at tdma.py:2')
+
+
+def test_a_helper_named_as_the_registration_it_wraps_is_its_calls(tmp_path):
+    """jax-chacha-prng's helper, in both its branches: each call of it is a
+    registration, found as one; its body is not a target named `name`."""
+    found, _ = read(tmp_path, ops='''
+if hasattr(xla_client, "register_cpu_custom_call_target"):
+    def register_custom_call_target(name, fn, platform):
+        name = name.encode("utf-8")
+        xla_client.register_cpu_custom_call_target(name, fn, "cpu")
+else:
+    def register_custom_call_target(name, fn, platform):
+        xla_client.register_custom_call_target(name, fn, platform.value)
+
+register_custom_call_target("cpu_block", native.cpu_factory(), platform=Platform.CPU)
+''')
+    assert [(f["name"], f["name_expr"], f["expr"], f["line"]) for f in found] == [
+        ("cpu_block", "", "native.cpu_factory()", 10)]

@@ -445,7 +445,7 @@ static void match_py(scan* s, const source* src, const char* word, size_t at, si
         scan_text_of(src, vb, ve, platform_expr, sizeof platform_expr);
       else if (pi >= 0 && !cpu_only)
         scan_text_of(src, a.begin[pi], a.end[pi], platform_expr, sizeof platform_expr);
-      if (scan_py_resolve_name(s, src, at, &copy, platform_expr) > 0) {
+      if (scan_py_resolve_name(s, src, at, &copy, platform_expr) != 0) {
         memmove(&s->f[index], &s->f[index + 1], (s->n - index - 1) * sizeof *s->f);
         s->n--;
       }

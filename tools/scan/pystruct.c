@@ -252,18 +252,16 @@ size_t scan_py_next_call(const source* src, const char* fn, size_t from, int dot
   return src->len;
 }
 
+/* A registration whose name is a parameter of the function around it: a
+ * registration per call of that function in the file passing a literal
+ * (the function kept as a wrapper where others may call it).  Returns how
+ * many were made, or -1 where the function is a helper named as the
+ * registration it wraps (its body, not a registration of its own). */
 int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed,
                          const char* platform_expr) {
   char fn[NAME_CAP];
   size_t open = 0, header;
   int found = enclosing_def(src, at, fn, sizeof fn, &open, &header);
-  /* A helper named as the registration it wraps (early jaxlib's Cython
-   * register_cpu_custom_call_target): its calls are matched as that. */
-  static const char* const registering[] = {"register_custom_call_target",
-                                            "register_cpu_custom_call_target",
-                                            "register_ffi_target", NULL};
-  for (int r = 0; found && registering[r]; r++)
-    if (!strcmp(fn, registering[r])) return 0;
   if (!found) return 0;
   char names[32][NAME_CAP];
   int n = scan_py_params(src, open, names, 32), index = -1;
@@ -271,6 +269,14 @@ int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* c
   for (int p = 0; p < n && index < 0; p++)
     if (names[p][0] && param_name(computed->name_expr, names[p], suffix, sizeof suffix)) index = p;
   if (index < 0) return 0;
+  /* A helper named as the registration it wraps (early jaxlib's Cython
+   * register_cpu_custom_call_target): its calls are matched as that, each
+   * a registration of its own, and this one is its body. */
+  static const char* const registering[] = {"register_custom_call_target",
+                                            "register_cpu_custom_call_target",
+                                            "register_ffi_target", NULL};
+  for (int r = 0; registering[r]; r++)
+    if (!strcmp(fn, registering[r])) return -1;
   /* Every call of fn in the file with a literal in that place. */
   finding copy = *computed;
   int made = 0, computed_calls = 0;

@@ -358,7 +358,7 @@ class Scan:
         if f.kind == "registration" and not f.name and f.name_expr and not loop and \
                 not f.pattern:
             platform_expr = _text.text(where) if where is not None else ""
-            if self._resolve(src, call, target, f, platform_expr) > 0:
+            if self._resolve(src, call, target, f, platform_expr) != 0:
                 self.found[self._at] = [x for x in self.found[self._at] if x is not f]
 
     def _looped(self, src: Source, call: cst.Call, f: Finding,
@@ -433,15 +433,20 @@ class Scan:
         """A name passed in through the enclosing function's parameter: a
         registration per call of the function in this file that passes a
         literal; the function kept as a wrapper where others may call it.
-        How many were made here."""
+        How many were made here; -1 where the function is a helper named as
+        the registration it wraps (jax-chacha-prng's register_custom_call_
+        target(name, fn, platform)): each call of it is a registration found
+        as such, and this one is its body."""
         fn = src.enclosing_def(call)
-        if fn is None or fn.name.value in _REGISTER:
-            return 0     # a helper named as the registration it wraps
+        if fn is None:
+            return 0
         names = _params(fn)
         index, suffix = next(((i, s) for i, p in enumerate(names)
                               if (s := _param_name(target, p)) is not None), (-1, None))
         if index < 0:
             return 0
+        if fn.name.value in _REGISTER:
+            return -1
         made = computed = 0
         for line, _, other, name in src.calls:
             if not isinstance(other.func, cst.Name) or other.func.value != fn.name.value:
