@@ -215,3 +215,30 @@ register_custom_call_target("cpu_block", native.cpu_factory(), platform=Platform
 ''')
     assert [(f["name"], f["name_expr"], f["expr"], f["line"]) for f in found] == [
         ("cpu_block", "", "native.cpu_factory()", 10)]
+
+
+def test_a_mapping_loop_through_an_if_and_a_name_built_from_a_parameter(tmp_path):
+    """jaxbind's shapes: the loop's registration inside a test of JAX's
+    version is still the loop's; a call site's name built from a parameter
+    (`_platform + "_pycall"`) under `if _platform == "cpu":` is the name it
+    takes there."""
+    found, _ = read(tmp_path, jb='''
+for _name, _value in _jaxbind.registrations().items():
+    if new_jax:
+        jax.ffi.register_ffi_target(_name, _value, platform="cpu", api_version=0)
+    else:
+        xla_client.register_custom_call_target(_name, _value, platform="cpu")
+
+
+def _lowering(ctx, *args, _platform="cpu"):
+    if _platform == "cpu":
+        return custom_call(_platform + "_pycall", result_types=[], operands=args)
+    raise ValueError(_platform)
+
+
+for platform in ("cpu", "gpu"):
+    mlir.register_lowering(_prim, partial(_lowering, _platform=platform), platform=platform)
+''')
+    assert [(f["tag"], f["name"], f["module"], f["mapping"]) for f in found] == [
+        ("R", "", "_jaxbind", "registrations()"), ("R", "", "_jaxbind", "registrations()"),
+        ("R", "cpu_pycall", "", "")]

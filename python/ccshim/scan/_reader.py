@@ -195,9 +195,10 @@ class Source:
 
     def mapping_loop(self, node: cst.CSTNode) -> tuple[str, str]:
         """(module, mapping) of the `for ... in M.MAPPING.items():` loop
-        whose body the statement at node is directly in; ("", "") else."""
+        whose body the statement at node is in, directly or through `if`s
+        (jaxbind's test of JAX's version in the loop); ("", "") else."""
         for up in self.ancestors(node):
-            if isinstance(up, cst.BaseCompoundStatement):
+            if isinstance(up, cst.BaseCompoundStatement) and not isinstance(up, cst.If):
                 break
         else:
             return "", ""
@@ -409,7 +410,7 @@ class Scan:
         self._name(f, target)
         # a name the site computes from literals (sphericart-jax's op_name,
         # kepler_jax's platform + "_kepler_f32"): a call site per name
-        named = src.names_at(target) if not f.name and isinstance(target, cst.Name) else None
+        named = src.names_at(target) if not f.name and target is not None else None
         f.version, f.version_default = (2 if mlir else 1), 1
         given = keyword(call, "api_version")
         if given is not None:
