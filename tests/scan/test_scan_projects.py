@@ -131,6 +131,31 @@ def run_wrap(line, namespace):
     return got[0] if got else None
 
 
+def check_cython_cpu(project, found, truth, module_name, module):
+    """Every CPU capsule of a built Cython module (truth: its dict) a CPU
+    target of the scan's, none extra: the definition the function inside the
+    capsule, in the module's .pyx, CPU v1 called as v2 (mlir.custom_call's
+    default, as the project's lowerings call it), and its wrap line, run,
+    registering that very capsule."""
+    check(set(found.get("cpu", {})) == set(truth),
+          f"{project} CPU: scan found {sorted(found.get('cpu', {}))}, truth {sorted(truth)}")
+    for name, capsule in truth.items():
+        t = found.get("cpu", {}).get(name)
+        if t is None:
+            continue
+        symbol = symbol_of(capsule_address(capsule)) or ""
+        d = t["definition"] or {}
+        check(symbol.endswith("_" + d.get("function", "?")),
+              f"{project} {name}: definition {d.get('function')}, the capsule holds {symbol}")
+        check(d.get("file", "").endswith(f"{module_name}.pyx") and t["form"] == "CPU v1",
+              f"{project} {name}: {d} {t.get('form')}")
+        check(t["api_version"] == 2, f"{project} {name}: api_version {t['api_version']}")
+        got = run_wrap(t["wrap"], {module_name: module})
+        check(got is not None and got[0] == name and got[1] is capsule and
+              got[2] == {"platform": "cpu", "api_version": 2},
+              f"{project} {name}: the wrap line {t['wrap']!r} registered {got}")
+
+
 # --- mpi4jax 0.8.1.post2 ------------------------------------------------------------
 def test_mpi4jax():
     src = CACHE / "mpi4jax-0.8.1.post2-src" / "mpi4jax-0.8.1.post2"
@@ -144,24 +169,7 @@ def test_mpi4jax():
     check(len(truth) == 12, f"mpi4jax: {len(truth)} capsules in the CPU module, expected 12")
     report = scan(src)
     found = by_platform(report)
-    check(set(found.get("cpu", {})) == set(truth),
-          f"mpi4jax CPU: scan found {sorted(found.get('cpu', {}))}, truth {sorted(truth)}")
-    for name, capsule in truth.items():
-        t = found.get("cpu", {}).get(name)
-        if t is None:
-            continue
-        symbol = symbol_of(capsule_address(capsule)) or ""
-        d = t["definition"] or {}
-        check(symbol.endswith("_" + d.get("function", "?")),
-              f"mpi4jax {name}: definition {d.get('function')}, the capsule holds {symbol}")
-        check(d.get("file", "").endswith("mpi_xla_bridge_cpu.pyx") and t["form"] == "CPU v1",
-              f"mpi4jax {name}: {d} {t.get('form')}")
-        # mlir.custom_call's default, as mpi4jax's lowerings call them.
-        check(t["api_version"] == 2, f"mpi4jax {name}: api_version {t['api_version']}")
-        got = run_wrap(t["wrap"], {"mpi_xla_bridge_cpu": cpu})
-        check(got is not None and got[0] == name and got[1] is capsule and
-              got[2] == {"platform": "cpu", "api_version": 2},
-              f"mpi4jax {name}: the wrap line {t['wrap']!r} registered {got}")
+    check_cython_cpu("mpi4jax", found, truth, "mpi_xla_bridge_cpu", cpu)
     try:
         gpu = load_package_module(build, "mpi4jax._src.xla_bridge.mpi_xla_bridge_cuda")
         cuda_truth = set(gpu.custom_call_targets)
@@ -274,22 +282,7 @@ def test_veros():
     truth = dict(cpu.cpu_custom_call_targets)
     check(len(truth) == 2, f"veros: {len(truth)} capsules in the CPU module, expected 2")
     found = by_platform(scan(src))
-    check(set(found.get("cpu", {})) == set(truth),
-          f"veros CPU: scan found {sorted(found.get('cpu', {}))}, truth {sorted(truth)}")
-    for name, capsule in truth.items():
-        t = found.get("cpu", {}).get(name)
-        if t is None:
-            continue
-        symbol = symbol_of(capsule_address(capsule)) or ""
-        d = t["definition"] or {}
-        check(symbol.endswith("_" + d.get("function", "?")) and t["form"] == "CPU v1",
-              f"veros {name}: definition {d.get('function')} {t.get('form')}, the capsule "
-              f"holds {symbol}")
-        check(t["api_version"] == 2, f"veros {name}: api_version {t['api_version']}")
-        got = run_wrap(t["wrap"], {"tdma_cython_": cpu})
-        check(got is not None and got[0] == name and got[1] is capsule and
-              got[2] == {"platform": "cpu", "api_version": 2},
-              f"veros {name}: the wrap line {t['wrap']!r} registered {got}")
+    check_cython_cpu("veros", found, truth, "tdma_cython_", cpu)
     # Its CUDA module is not built here: the names its tdma_.py registers
     # for CUDA, each the kernel its .pyx puts in the dict under that name.
     gpu_truth = veros_gpu_truth(src)
