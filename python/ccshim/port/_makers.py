@@ -85,8 +85,9 @@ def scan(root: Path, files: list[Path], problems: list[Problem]) -> list[Extensi
                 edits.append((head, local, kernel, new))
                 continue
             why = ("has no source in the tree" if params is None else
-                   "is a GPU kernel (CUDA/HIP stream first): typed GPU handlers are not "
-                   "generated yet" if kind == "gpu" else
+                   "is a GPU kernel (CUDA/HIP stream first): a capsule made by hand of a GPU "
+                   "kernel is not ported yet (one in a registrations() dict or a Cython "
+                   "module is)" if kind == "gpu" else
                    f"is defined in another file ({params[1]}): not ported yet"
                    if kind == "cpu" else f"is a signature it does not know ({', '.join(params[0])})")
             problems.append(Problem(where, f"the capsule {head.group(1)} makes of {kernel}: "
