@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import _gpu, _pyx
+from .. import _pyx
+from . import _gpu
 from ._report import Problem
 
 # Cython pointer-table parameters: void** / const void** / void*.
