@@ -87,8 +87,10 @@ for h in "${harnesses[@]}"; do
   fi
   rm -rf "$work/$h" && mkdir -p "$work/$h/corpus" "$work/$h/findings"
   cp "$root/tests/fuzz/corpus/$h/"* "$work/$h/corpus/"
-  # ccshim.scan's seeds: the scan fixture's .py files besides its own.
-  [ $h = fuzz_scan_reader ] && cp "$root/tests/scan/fixture/python/"*.py "$work/$h/corpus/"
+  # ccshim.scan's seeds: the scan fixture's .py and .pyx files besides its own
+  # (a seed whose first byte is odd is read as Cython, as every .pyx's "#" is).
+  [ $h = fuzz_scan_reader ] && cp "$root/tests/scan/fixture/python/"*.py \
+    "$root/tests/scan/fixture/cython/"*.pyx "$work/$h/corpus/"
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
   if [ -n "$needs" ]; then run_atheris $h & else run_libfuzzer $h & fi
   ran+=("$h")

@@ -79,7 +79,7 @@ wheel_debs=(qemu-user libffi-dev:arm64)
 # What the wheels' tests install beside ccshim, in each Python, from a
 # wheelhouse in the per-user cache (pip --no-index): tests/wheel/.  The
 # 3.11 one also builds ccshim from this tree (scikit-build-core).
-wheel_test_common=(pytest==9.2.0 flatbuffers==25.12.19 libcst==1.9.0)
+wheel_test_common=(pytest==9.2.0 flatbuffers==25.12.19 libcst==1.9.0 cython==3.3.1)
 wheel_test_311=(jax==0.10.2 jaxlib==0.10.2 numpy==2.4.6 scikit-build-core==1.1.2
                 "${wheel_test_common[@]}")
 wheel_test_newest=(jax==0.12.0.1 jaxlib==0.12.0.1 numpy==2.4.6 "${wheel_test_common[@]}")

@@ -70,20 +70,21 @@ with tempfile.TemporaryDirectory() as tmp:
     else:
         check(False, f"two programs expected in scan's report, got {arts}")
 
-# --- 4. the records of a tree's .py files ------------------------------------------
+# --- 4. the records of a tree's Python and Cython files ----------------------------
 py_records = [line.split("\t") for line in
               re.search(r"```records\n(.*?)```", DOC, re.S).group(1).splitlines() if line]
 with tempfile.TemporaryDirectory() as tmp:
     tree = pathlib.Path(tmp, "tree")
     tree.mkdir()
-    for name in ("a.py", "b.py", "c.py"):  # indexes 0, 1, 2: the walk's name order
+    for name in ("a.py", "b.py", "c.py", "d.pyx"):  # indexes 0 to 3: the walk's name order
         (tree / name).write_text("# read by the stand-in\n")
     fake = pathlib.Path(tmp, "python")
     fake.write_text("#!" + sys.executable + "\nimport sys\n"
                     "assert sys.argv[3:7] == ['scan', 'ccshim.scan', '--paths-file', sys.argv[6]]\n"
                     "names = open(sys.argv[6], 'rb').read().split(b'\\0')[:-1]\n"
                     "assert [n.rsplit(b'/', 1)[-1] for n in names] == "
-                    "[b'a.py', b'a.py', b'b.py', b'b.py', b'c.py', b'c.py'], names\n"
+                    "[b'a.py', b'a.py', b'b.py', b'b.py', b'c.py', b'c.py', b'd.pyx', b'd.pyx'], "
+                    "names\n"
                     f"sys.stdout.write({chr(10).join(map(chr(9).join, py_records))!r} + '\\n')\n")
     fake.chmod(0o755)
     p = subprocess.run([CCSHIM, "scan", str(tree), "--json"], capture_output=True, text=True,
@@ -94,7 +95,8 @@ with tempfile.TemporaryDirectory() as tmp:
         report = {}
         check(False, f"scan --json did not give a report: {p.stdout!r} {p.stderr!r}")
     by_name = {t["name"]: t for t in report.get("targets", [])}
-    r, c = [x for x in py_records if x[0] == "R"]
+    r, c = [x for x in py_records if x[0] == "R" and x[1] == "0"]
+    d, o = [x for x in py_records if x[0] == "R" and x[1] == "3"]
     w = next(x for x in py_records if x[0] == "W")
     e = next(x for x in py_records if x[0] == "E")
     k = by_name.get(r[5], {})
@@ -104,11 +106,21 @@ with tempfile.TemporaryDirectory() as tmp:
                                    "api_version": int(c[18]), "api_version_is_default": c[19] == "1"}],
           f"R records read field for field, in file 0: {k}")
     check(f"{r[12]}, platform=\"{r[17]}\"" in k.get("wrap", ""), f"R's expr and platform: {k}")
+    # d.pyx's: a Cython definition, its parameters (expr) told a legacy form
+    # here, and the capsule its helper puts in the module's mapping.
+    kd = by_name.get(o[5], {})
+    check(d[5] == o[5] and kd.get("definition", {}) == {"file": "d.pyx", "line": int(d[3]),
+                                                       "via": "definition",
+                                                       "function": d[7]} and
+          kd.get("form") == "CPU v1" and kd.get("registrations") ==
+          [{"file": "d.pyx", "line": int(o[3]), "via": o[4], "function": o[7]}] and
+          f'{o[8]}.{o[9]}["{o[5]}"]' in kd.get("wrap", ""),
+          f"definition and offered records read in file 3: {kd}")
     kw = by_name.get(w[5], {})
     check(kw.get("registrations") == [{"file": "b.py", "line": int(w[3]), "via": w[4],
                                        "function": w[7]}] and w[10] in kw.get("note", ""),
           f"W record read in file 1, its via said: {kw}")
-    check(report.get("summary", {}).get("files") == 2 and
+    check(report.get("summary", {}).get("files") == 3 and
           report["summary"].get("lines") == sum(int(x[2]) for x in py_records if x[0] == "P")
           and report["summary"].get("unscanned_files") == 1,
           f"P records counted, the E file not: {report.get('summary')}")
@@ -118,7 +130,8 @@ with tempfile.TemporaryDirectory() as tmp:
     fake.write_text("#!" + sys.executable + "\nimport sys\nsys.exit(2)\n")
     p = subprocess.run([CCSHIM, "scan", str(tree)], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, CCSHIM_PYTHON=str(fake)))
-    check(p.returncode == 1 and p.stderr.count("a Python file, not read") == 3,
+    check(p.returncode == 1 and p.stderr.count("a Python file, not read") == 3 and
+          p.stderr.count("a Cython file, not read") == 1,
           f"a Python that reads nothing: each file said not read: {p.stderr!r}")
 
 # --- 3. the control record of a side run in Python --------------------------------

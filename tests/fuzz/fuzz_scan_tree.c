@@ -138,7 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         int fd = openat(here, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, 0600);
         if (fd >= 0) {
           /* Python: a registration through a function of its own, which
-           * the second walk resolves at each call (tools/scan/wrappers.c). */
+           * ccshim.scan resolves at each call once every file is read. */
           static const char c_text[] =
               "void k(void* out, const void** in) {}\nXLA_CPU_REGISTER_CUSTOM_CALL_TARGET(k);\n";
           static const char py_text[] =

@@ -104,11 +104,20 @@ def lower(ctx, x):
 a.register("k_w", a.ext.k_w())
 ''',
     "c.py": 'x = "custom_call\n',
+    "d.pyx": '''from cpython.pycapsule cimport PyCapsule_New
+targets = {}
+cdef put(name, void* fn):
+    targets[name] = PyCapsule_New(fn, "xla._CUSTOM_CALL_TARGET", NULL)
+cdef void k_pyx(void* out, const void** ins) nogil:
+    pass
+put("k_pyx", <void*>(k_pyx))
+''',
 }
 
 
 def test_scan_writes_the_documented_py_records(tmp_path):
     pytest.importorskip("libcst")
+    pytest.importorskip("Cython")
     from ccshim import scan
     from ccshim.scan import _reader
 

@@ -1,4 +1,4 @@
-"""The .pyx reader of `ccshim port` (python/ccshim/port/_pyx.py), Cython's own
+"""The .pyx reader of `ccshim port` and `ccshim scan` (python/ccshim/_pyx.py), Cython's own
 parser: what reads like code in a comment, a string or a docstring is not
 read as code; a signature across lines, with a comment in it, and an export
 without parentheses around its kernel are; a file Cython's parser does not

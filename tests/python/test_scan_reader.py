@@ -12,11 +12,11 @@ from ccshim import scan  # noqa: E402
 from ccshim.scan._reader import FIELDS  # noqa: E402
 
 
-def read(tmp_path, **files):
-    """The records of the files (name=text), as dicts by tag."""
+def read(tmp_path, ext=".py", **files):
+    """The records of the files (name=text, each name + ext), as dicts by tag."""
     for name, text in files.items():
-        (tmp_path / f"{name}.py").write_text(text)
-    out = scan.records([(str(tmp_path / f"{n}.py"), f"{n}.py") for n in files])
+        (tmp_path / f"{name}{ext}").write_text(text)
+    out = scan.records([(str(tmp_path / f"{n}{ext}"), f"{n}{ext}") for n in files])
     found = [dict(zip(["tag", "file"] + FIELDS, r)) for r in out if r[0] in "RW"]
     said = {r[1]: r[2] for r in out if r[0] in "PE"}
     return found, said
@@ -242,3 +242,43 @@ for platform in ("cpu", "gpu"):
     assert [(f["tag"], f["name"], f["module"], f["mapping"]) for f in found] == [
         ("R", "", "_jaxbind", "registrations()"), ("R", "", "_jaxbind", "registrations()"),
         ("R", "cpu_pycall", "", "")]
+
+
+def test_cython_is_read_with_cython_s_parser(tmp_path):
+    """A .pyx's cdef functions (with their parameters as written, over lines
+    and with a comment), its helper's exports and registrations by literal
+    name; what only reads like code (a comment, a docstring, a string) is
+    not; a helper named as the registration it wraps is its calls."""
+    pytest.importorskip("Cython")
+    found, said = read(tmp_path, ".pyx", k='''"""cdef void fake(void* out, const void** ins): a docstring."""
+from cpython.pycapsule cimport PyCapsule_New
+# put("commented", <void*>(k)) is a comment
+NOTE = 'put("quoted", <void*>(k))'
+targets = {}
+
+cdef put(name, void* fn):
+    targets[name] = PyCapsule_New(fn, "xla._CUSTOM_CALL_TARGET", NULL)
+
+cdef register_cpu_custom_call_target(fn_name, void* fn):
+    xla_client.register_cpu_custom_call_target(fn_name, PyCapsule_New(fn, b"x", NULL))
+
+cdef inline void k(void* out,     # the result
+                   const void** ins) nogil:
+    pass
+
+put("k", <void*>(k))
+put("k_addr", <void*>&k)
+register_cpu_custom_call_target(b"k_old", <void*>(k))
+custom_call(b"k", result_types=[t], operands=[x], api_version=1)
+''', broken='cdef void (:\n')
+    assert [(f["kind"], f["line"], f["what"], f["name"], f["function"], f["expr"], f["module"],
+             f["mapping"], f["platform"]) for f in found] == [
+        ("definition", 13, "definition", "k", "k", "void* out, const void** ins", "", "",
+         "unknown"),
+        ("offered", 17, "put", "k", "k", "<void*>(k)", "k", "targets", "unknown"),
+        ("offered", 18, "put", "k_addr", "k", "<void*>&k", "k", "targets", "unknown"),
+        ("registration", 19, "register_cpu_custom_call_target", "k_old", "k", "<void*>(k)",
+         "", "", "cpu"),
+        ("call_site", 20, "custom_call", "k", "", "", "", "", "unknown")]
+    assert found[-1]["version"] == 1 and found[-1]["version_default"] == 0
+    assert said[0] == 21 and said[1].startswith("not read: Cython's parser does not take it")

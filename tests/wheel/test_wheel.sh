@@ -21,7 +21,7 @@ trap 'rm -rf "$work"' EXIT
 pip=("$work/venv/bin/python" -m pip --disable-pip-version-check)
 version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 wheelhouse=$(python3 "$root/tests/fixtures/fetch.py" --where)/wheelhouse-$version
-deps=(numpy scikit-build-core libcst)
+deps=(numpy scikit-build-core libcst cython)
 [ -f "$wheelhouse/requirements.txt" ] &&
   deps=(--isolated --no-index --find-links "$wheelhouse" "${deps[@]}")
 if ! "${pip[@]}" install -q "${deps[@]}" >"$work/pip-deps.log" 2>&1; then

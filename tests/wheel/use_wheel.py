@@ -128,23 +128,34 @@ def step_command():
     out = run([script, "version"])
     assert out.stdout.strip() == f"ccshim {ccshim.version()}", out.stdout
     run([script, "scan", "--help"])
-    # scan reads a .py file with libcst in this Python (a dependency of ccshim).
+    # scan reads a .py file with libcst, and a .pyx with Cython's parser, in
+    # this Python (both dependencies of ccshim).
     tree = pathlib.Path(os.getcwd(), "scan-tree")
     tree.mkdir(exist_ok=True)
     (tree / "ops.py").write_text(
         "from jax.lib import xla_client\n"
         "xla_client.register_custom_call_target('my_add', ext.add(), platform='cpu')\n")
+    (tree / "k.pyx").write_text(
+        "from cpython.pycapsule cimport PyCapsule_New\n"
+        "targets = {}\n"
+        "cdef put(name, void* fn):\n"
+        "    targets[name] = PyCapsule_New(fn, 'xla._CUSTOM_CALL_TARGET', NULL)\n"
+        "cdef void my_kernel(void* out, const void** ins) nogil:\n"
+        "    pass\n"
+        "put('my_pyx', <void*>(my_kernel))\n")
     out = run([script, "scan", str(tree)])
-    assert out.stdout.startswith("my_add  cpu") and "ops.py:2" in out.stdout, out.stdout
+    assert "\nmy_add  cpu" in out.stdout and "ops.py:2" in out.stdout, out.stdout
+    assert out.stdout.startswith("my_pyx  cpu v1  ") and "defined    " in out.stdout and \
+        "k.pyx:5 (CPU v1 parameters)" in out.stdout, out.stdout
     # rewrite runs in this Python, without the C command.
     out = run([script, "rewrite", "--help"])
     assert "ccshim rewrite IN OUT" in out.stdout, out.stdout
     out = run([script, "conform", kernels_so(), "add_v2", "--api", "2",
                "--signature", SIGNATURE, "--runs", "2"])
     assert "1 of 1 targets equal" in out.stdout, out.stdout
-    return (f"the console script: ccshim {ccshim.version()}; scan reads a .py file and rewrite "
-            "runs in this Python; the C command's conform runs add_v2 through its legacy "
-            "invoker and an adapter")
+    return (f"the console script: ccshim {ccshim.version()}; scan reads a .py and a .pyx file "
+            "and rewrite runs in this Python; the C command's conform runs add_v2 through its "
+            "legacy invoker and an adapter")
 
 
 def step_xla():

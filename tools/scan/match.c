@@ -1,7 +1,9 @@
 /*
- * What a source file holds: legacy forms told by parameter lists, and the
- * registrations, call sites and typed handlers that the C and Python
- * matchers recognise.
+ * What a C, C++, CUDA or HIP file holds: legacy forms told by parameter
+ * lists, and the registrations, call sites and typed handlers its matchers
+ * recognise.  Python and Cython are read by ccshim.scan (pyfiles.c); the
+ * forms of the Cython functions it finds are told here too
+ * (scan_legacy_form).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -115,6 +117,27 @@ static void extension_module(const source* src, char* out, size_t cap) {
   }
 }
 
+int scan_legacy_form(finding* d, char params[][TEXT_CAP], int n, const char* path) {
+  param p[8];
+  int np = n > 8 ? 8 : n;
+  for (int q = 0; q < np; q++) p[q] = param_kind(params[q]);
+  form f = n <= 8 ? form_of(p, np) : CCSHIM_FORM_NONE;
+  if (f == CCSHIM_FORM_NONE) return 0;
+  d->form = f;
+  d->platform = PLAT_CPU;
+  if (f >= CCSHIM_FORM_GPU_V1) {
+    const char* stream = params[0];
+    d->platform = strstr(stream, "hip") || strstr(path, ".hip")    ? PLAT_ROCM
+                  : strstr(stream, "cuda") || strstr(stream, "CU") ? PLAT_CUDA
+                                                                   : PLAT_GPU;
+  }
+  d->version = f == CCSHIM_FORM_CPU_V1 || f == CCSHIM_FORM_GPU_V1 ? 1
+               : f == CCSHIM_FORM_CPU_V2                          ? 2
+               : f == CCSHIM_FORM_CPU_V3                          ? 3
+                                                                  : 0;
+  return 1;
+}
+
 static void definition(scan* s, const source* src, size_t i) {
   const char* k = src->skel;
   size_t n = src->len;
@@ -144,8 +167,7 @@ static void definition(scan* s, const source* src, size_t i) {
   /* After the parameters: qualifiers, then the body. */
   size_t after = scan_skip_space(k, close + 1, n);
   for (;;) {
-    static const char* const quals[] = {"noexcept", "nogil",         "except", "*",    "with",
-                                        "gil",      "__attribute__", "->",     "void", NULL};
+    static const char* const quals[] = {"noexcept", "__attribute__", "->", "void", NULL};
     int moved = 0;
     for (int q = 0; quals[q]; q++) {
       size_t ql = strlen(quals[q]);
@@ -158,40 +180,25 @@ static void definition(scan* s, const source* src, size_t i) {
     }
     if (!moved) break;
   }
-  int body = src->lang == LANG_C ? after < n && k[after] == '{'
-                                 : src->cython && after < n && k[after] == ':';
-  if (!body) return;
+  if (after >= n || k[after] != '{') return;
   args a;
   scan_split_args(src, j, close, &a);
-  param p[8];
-  int np = a.n > 8 ? 8 : a.n;
-  for (int q = 0; q < np; q++) {
-    char t[TEXT_CAP];
-    scan_text_of(src, a.begin[q], a.end[q], t, sizeof t);
-    p[q] = param_kind(t);
-  }
-  form f = a.n <= 8 ? form_of(p, np) : CCSHIM_FORM_NONE;
-  if (f == CCSHIM_FORM_NONE) return;
-  finding* d = scan_add(s, DEFINITION, src, scan_line_of(src, i), "definition");
+  char params[8][TEXT_CAP];
+  for (int q = 0; q < a.n && q < 8; q++)
+    scan_text_of(src, a.begin[q], a.end[q], params[q], sizeof params[q]);
+  finding d;
+  memset(&d, 0, sizeof d);
+  if (!scan_legacy_form(&d, params, a.n, src->path)) return;
+  finding* f = scan_add(s, DEFINITION, src, scan_line_of(src, i), "definition");
   char qualified[NAME_CAP];
   scan_text_of(src, name_b, name_e, qualified, sizeof qualified);
   const char* last = strrchr(qualified, ':');
-  snprintf(d->function, sizeof d->function, "%s", last ? last + 1 : qualified);
-  scan_scope_of(qualified, d->scope, sizeof d->scope);
-  snprintf(d->name, sizeof d->name, "%s", d->function);
-  d->form = f;
-  d->platform = PLAT_CPU;
-  if (f >= CCSHIM_FORM_GPU_V1) {
-    char stream[TEXT_CAP];
-    scan_text_of(src, a.begin[0], a.end[0], stream, sizeof stream);
-    d->platform = strstr(stream, "hip") || strstr(src->path, ".hip") ? PLAT_ROCM
-                  : strstr(stream, "cuda") || strstr(stream, "CU")   ? PLAT_CUDA
-                                                                     : PLAT_GPU;
-  }
-  d->version = f == CCSHIM_FORM_CPU_V1 || f == CCSHIM_FORM_GPU_V1 ? 1
-               : f == CCSHIM_FORM_CPU_V2                          ? 2
-               : f == CCSHIM_FORM_CPU_V3                          ? 3
-                                                                  : 0;
+  snprintf(f->function, sizeof f->function, "%s", last ? last + 1 : qualified);
+  scan_scope_of(qualified, f->scope, sizeof f->scope);
+  snprintf(f->name, sizeof f->name, "%s", f->function);
+  f->form = d.form;
+  f->platform = d.platform;
+  f->version = d.version;
   /* C++ mangles names unless extern "C" says otherwise (on the line, or a
    * block earlier in the file: an approximation that errs towards C). */
   const char* ext = strstr(src->path, ".c");
@@ -206,7 +213,7 @@ static void definition(scan* s, const source* src, size_t i) {
       c_linkage =
           m >= line_b || (brace < n && src->code[brace] == '{' && i < scan_closing(src, brace));
     }
-    d->cxx_linkage = !c_linkage;
+    f->cxx_linkage = !c_linkage;
   }
 }
 
@@ -391,103 +398,6 @@ static void match_c(scan* s, const source* src, const char* word, size_t at, siz
   }
 }
 
-/* Python's and Cython's registrations and call sites. */
-static void match_py(scan* s, const source* src, const char* word, size_t at, size_t open,
-                     size_t close) {
-  /* `def custom_call(` defines, not calls. */
-  size_t b = at;
-  while (b > 0 && (src->skel[b - 1] == ' ' || src->skel[b - 1] == '\t')) b--;
-  if (b >= 3 && !strncmp(src->skel + b - 3, "def", 3)) return;
-  args a;
-  scan_split_args(src, open, close, &a);
-  int line = scan_line_of(src, at);
-  size_t vb, ve;
-  if (!strcmp(word, "register_custom_call_target") ||
-      !strcmp(word, "register_cpu_custom_call_target") || !strcmp(word, "register_ffi_target")) {
-    int cpu_only = !strcmp(word, "register_cpu_custom_call_target");
-    /* xla_client's register_custom_call_target defaults to api_version=0;
-     * jax.ffi.register_ffi_target to 1, the typed FFI. */
-    int api = !strcmp(word, "register_ffi_target") ? 1 : 0;
-    if (scan_keyword(src, &a, "api_version", &vb, &ve)) api = scan_version_of(src, vb, ve);
-    if (api < 0) return; /* a wrapper passing its caller's choice on */
-    finding* f = scan_add(s, api == 0 ? REGISTRATION : TYPED, src, line, word);
-    name_arg(src, &a, 0, "name", f);
-    /* A name built from id(): a target per object, all with one kernel. */
-    if (f->name[0] == '\0' && f->name_expr[0])
-      scan_py_instance_name(src, at, f->name_expr, f->pattern, f->name_shape, sizeof f->pattern);
-    if (f->name[0] == '\0' && !f->pattern[0])
-      scan_py_mapping_loop(src, at, f->module, sizeof f->module, f->mapping, sizeof f->mapping);
-    int i = scan_positional(src, &a, 1);
-    if (i >= 0) {
-      scan_text_of(src, a.begin[i], a.end[i], f->expr, sizeof f->expr);
-      scan_function_of(src, a.begin[i], a.end[i], f->function, sizeof f->function);
-    } else if (scan_keyword(src, &a, "fn", &vb, &ve)) {
-      scan_text_of(src, vb, ve, f->expr, sizeof f->expr);
-      scan_function_of(src, vb, ve, f->function, sizeof f->function);
-    }
-    f->platform = cpu_only ? PLAT_CPU : platform_arg(src, &a, 2, "platform", PLAT_CPU);
-    if (!f->module[0]) {
-      /* getattr(xla_ops, spec["name"])(): a module's kernel by a computed
-       * attribute, joined in targets.c. */
-      scan_py_getattr_module(f->expr, f->module, sizeof f->module);
-      if (f->module[0]) snprintf(f->mapping, sizeof f->mapping, "getattr");
-    }
-    int loop = f->mapping[0] && strcmp(f->mapping, "getattr") != 0;
-    if (f->kind == REGISTRATION && f->name[0] == '\0' && f->name_expr[0] && !loop &&
-        !f->pattern[0]) {
-      /* A name passed in through the enclosing function's parameter: a
-       * registration per call of that function, in place of this one. */
-      size_t index = (size_t)(f - s->f);
-      finding copy = *f;
-      char platform_expr[TEXT_CAP] = "";
-      int pi = scan_positional(src, &a, 2);
-      if (scan_keyword(src, &a, "platform", &vb, &ve))
-        scan_text_of(src, vb, ve, platform_expr, sizeof platform_expr);
-      else if (pi >= 0 && !cpu_only)
-        scan_text_of(src, a.begin[pi], a.end[pi], platform_expr, sizeof platform_expr);
-      if (scan_py_resolve_name(s, src, at, &copy, platform_expr) != 0) {
-        memmove(&s->f[index], &s->f[index + 1], (s->n - index - 1) * sizeof *s->f);
-        s->n--;
-      }
-    }
-    return;
-  }
-  if (!strcmp(word, "ffi_call")) {
-    int api = 4;
-    if (scan_keyword(src, &a, "custom_call_api_version", &vb, &ve))
-      api = scan_version_of(src, vb, ve);
-    finding* f = scan_add(s, api == 4 ? TYPED : CALL_SITE, src, line, word);
-    f->version = api < 0 ? 0 : api;
-    name_arg(src, &a, 0, "target_name", f);
-    int i = scan_positional(src, &a, 1);
-    if (i >= 0)
-      scan_text_of(src, a.begin[i], a.end[i], f->shapes, sizeof f->shapes);
-    else if (scan_keyword(src, &a, "result_shape_dtypes", &vb, &ve))
-      scan_text_of(src, vb, ve, f->shapes, sizeof f->shapes);
-    if (scan_keyword(src, &a, "legacy_backend_config", &vb, &ve))
-      scan_text_of(src, vb, ve, f->opaque, sizeof f->opaque);
-    return;
-  }
-  /* custom_call(name, ..., backend_config=, api_version=): mlir.custom_call
-   * and jaxlib's hlo_helpers default to api_version=2; xla_client's
-   * CustomCall ops and stablehlo's CustomCallOp to 1. */
-  int mlir = !strcmp(word, "custom_call");
-  finding* f = scan_add(s, CALL_SITE, src, line, word);
-  /* stablehlo.CustomCallOp(results, operands, call_target_name, ...) */
-  name_arg(src, &a, mlir ? 0 : !strcmp(word, "CustomCallOp") ? 2 : 1, "call_target_name", f);
-  f->version = mlir ? 2 : 1;
-  f->version_default = 1;
-  if (scan_keyword(src, &a, "api_version", &vb, &ve)) {
-    f->version = scan_version_of(src, vb, ve);
-    f->version_default = 0;
-    if (f->version < 0) f->version = 0; /* computed */
-  }
-  if (scan_keyword(src, &a, "backend_config", &vb, &ve) ||
-      scan_keyword(src, &a, "opaque", &vb, &ve))
-    scan_text_of(src, vb, ve, f->opaque, sizeof f->opaque);
-  if (f->version == 4) f->kind = TYPED;
-}
-
 static const char* const c_words[] = {"XLA_REGISTER_CUSTOM_CALL_TARGET",
                                       "XLA_REGISTER_CUSTOM_CALL_TARGET_WITH_SYM",
                                       "XLA_CPU_REGISTER_CUSTOM_CALL_TARGET",
@@ -502,17 +412,6 @@ static const char* const c_words[] = {"XLA_REGISTER_CUSTOM_CALL_TARGET",
                                       "XLA_FFI_DEFINE_HANDLER_AUTO",
                                       "XLA_FFI_REGISTER_HANDLER",
                                       NULL};
-static const char* const py_words[] = {"register_custom_call_target",
-                                       "register_cpu_custom_call_target",
-                                       "register_ffi_target",
-                                       "ffi_call",
-                                       "custom_call",
-                                       "CustomCall",
-                                       "CustomCallWithLayout",
-                                       "CustomCallWithAliasing",
-                                       "CustomCallOp",
-                                       NULL};
-
 /* Whether offset `at` lies in a preprocessor directive (a #define's body
  * is no registration), continuation lines included. */
 static int in_directive(const source* src, size_t at) {
@@ -526,25 +425,9 @@ static int in_directive(const source* src, size_t at) {
   return b < src->len && src->code[b] == '#';
 }
 
-/* A call of one of the file's capsule-making helpers (not its def line). */
-static const maker* maker_called(const source* src, const maker* makers, int num_makers,
-                                 const char* word, size_t at) {
-  for (int m = 0; m < num_makers; m++) {
-    if (strcmp(word, makers[m].name) != 0) continue;
-    size_t b = at;
-    while (b > 0 && (src->skel[b - 1] == ' ' || src->skel[b - 1] == '\t')) b--;
-    int def = (b >= 3 && !strncmp(src->skel + b - 3, "def", 3));
-    return def ? NULL : &makers[m];
-  }
-  return NULL;
-}
-
 void scan_source(scan* s, source* src) {
   const char* k = src->skel;
   size_t n = src->len;
-  const char* const* words = src->lang == LANG_C ? c_words : py_words;
-  maker makers[16];
-  int num_makers = scan_py_makers(src, makers, 16);
   for (size_t i = 0; i < n;) {
     if (!scan_ident_char((unsigned char)k[i]) ||
         (i > 0 && scan_ident_char((unsigned char)k[i - 1]))) {
@@ -558,27 +441,18 @@ void scan_source(scan* s, source* src) {
     if (len < sizeof word) {
       memcpy(word, k + i, len);
       word[len] = '\0';
-      if (src->lang == LANG_C && in_directive(src, i)) {
+      if (in_directive(src, i)) {
         /* macros define, not register */
-      } else if (!strcmp(word, "void") || (src->lang == LANG_C && !strcmp(word, "auto"))) {
+      } else if (!strcmp(word, "void") || !strcmp(word, "auto")) {
         definition(s, src, i); /* auto: C++'s deduced or trailing (-> void) return */
-      } else if (maker_called(src, makers, num_makers, word, i)) {
-        size_t open = scan_skip_space(k, j, n);
-        size_t close = open < n && k[open] == '(' ? scan_closing(src, open) : n;
-        if (close < n)
-          scan_py_maker_call(s, src, maker_called(src, makers, num_makers, word, i), i, open,
-                             close);
       } else {
-        for (int w = 0; words[w]; w++) {
-          if (strcmp(word, words[w]) != 0) continue;
+        for (int w = 0; c_words[w]; w++) {
+          if (strcmp(word, c_words[w]) != 0) continue;
           size_t open = scan_skip_space(k, j, n);
           if (open >= n || k[open] != '(') break;
           size_t close = scan_closing(src, open);
           if (close >= n) break;
-          if (src->lang == LANG_C)
-            match_c(s, src, word, i, open, close);
-          else
-            match_py(s, src, word, i, open, close);
+          match_c(s, src, word, i, open, close);
           break;
         }
       }

@@ -1,11 +1,13 @@
 /*
- * A tree's .py files, read by ccshim.scan with libcst (the reader `ccshim
- * port` edits them with), all at once when the walk is over: the walk
- * keeps each file's place among its findings, and the findings Python
- * gives for a file go there, so that the inventory is in the walk's order.
- * The findings of calls of a project's own registering function (which
- * need every file read first) come after them.  Cython stays with the C
- * reader (match.c, pystruct.c).  The records: docs/contracts.md, section 4.
+ * A tree's Python and Cython files, read by ccshim.scan (with libcst and
+ * with Cython's parser, the readers `ccshim port` edits them with), all at
+ * once when the walk is over: the walk keeps each file's place among its
+ * findings, and the findings Python gives for a file go there, so that the
+ * inventory is in the walk's order.  The findings of calls of a project's
+ * own registering function (which need every file read first) come after
+ * them.  A Cython function's parameters come as written; their legacy form
+ * is told here as a C function's is (match.c).  The records:
+ * docs/contracts.md, section 4.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,22 +32,49 @@ void scan_python_later(scan* s, const char* path, const char* shown) {
   p->at = s->n;
 }
 
-static kind kind_of(const char* text, int* ok) {
+static kind kind_of(const char* text, int* ok, int* offered) {
   *ok = 1;
-  if (!strcmp(text, "registration")) return REGISTRATION;
+  *offered = !strcmp(text, "offered");
+  if (!strcmp(text, "registration") || *offered) return REGISTRATION;
   if (!strcmp(text, "call_site")) return CALL_SITE;
   if (!strcmp(text, "typed")) return TYPED;
+  if (!strcmp(text, "definition")) return DEFINITION;
   *ok = 0;
   return REGISTRATION;
 }
 
+/* A Cython function's parameters (one text, as written) into its legacy
+ * form; 0 when they are none. */
+static int legacy_form(finding* f, const char* params) {
+  char parts[9][TEXT_CAP];
+  int n = 0, depth = 0;
+  size_t o = 0;
+  for (const char* p = params;; p++) {
+    if (*p == '\0' || (*p == ',' && depth == 0)) {
+      parts[n][o] = '\0';
+      while (o > 0 && parts[n][o - 1] == ' ') parts[n][--o] = '\0';
+      if (parts[n][0] == '\0' && *p == '\0' && n == 0) break; /* no parameters */
+      if (++n == 9 || *p == '\0') break;
+      o = 0;
+      continue;
+    }
+    depth += (*p == '(' || *p == '[') - (*p == ')' || *p == ']');
+    if (o == 0 && *p == ' ') continue;
+    if (o + 1 < TEXT_CAP) parts[n][o++] = *p;
+  }
+  return scan_legacy_form(f, parts, n, f->file);
+}
+
 /* One finding's fields into f; 0 when the record is not one. */
 static int take_finding(finding* f, const pyfile* p, char** fields) {
-  int ok;
+  int ok, offered;
+  lang l;
   memset(f, 0, sizeof *f);
-  f->kind = kind_of(fields[0], &ok);
+  f->kind = kind_of(fields[0], &ok, &offered);
+  f->offered = offered;
   f->file = p->shown;
   f->lang = LANG_PY;
+  scan_source_lang(p->path, &l, &f->cython);
   f->line = atoi(fields[1]);
   char* const text[] = {f->what,       f->name,   f->name_expr, f->function, f->module,
                         f->mapping,    f->via,    f->passed,    f->expr,     f->pattern,
@@ -61,6 +90,15 @@ static int take_finding(finding* f, const pyfile* p, char** fields) {
   f->version = atoi(fields[3 + TEXTS]);
   f->version_default = atoi(fields[4 + TEXTS]);
   return ok && f->line > 0;
+}
+
+/* Whether a finding stands: a definition only where its parameters are a
+ * legacy form. */
+static int stands(finding* f) {
+  if (f->kind != DEFINITION) return 1;
+  int legacy = legacy_form(f, f->expr);
+  f->expr[0] = '\0'; /* (the parameters: a definition has no kernel expression) */
+  return legacy;
 }
 
 /* The records into per-file lists (R), the late ones (W) and the files'
@@ -94,6 +132,7 @@ static size_t take_records(scan* s, char* text, findings* late, findings* per_fi
         bad++;
         continue;
       }
+      if (!stands(&f)) continue;
       into->f = scan_grow(into->f, &into->cap, sizeof *into->f, into->n + 1);
       into->f[into->n++] = f;
     } else {
@@ -161,7 +200,11 @@ void scan_read_python(scan* s) {
   merge(s, per_file, &late);
   for (size_t i = 0; i < s->num_py; i++) {
     if (!s->py[i].read) {
-      fprintf(stderr, "ccshim scan: %s: a Python file, not read: %s\n", s->py[i].shown, why);
+      lang l;
+      int cython = 0;
+      scan_source_lang(s->py[i].path, &l, &cython);
+      fprintf(stderr, "ccshim scan: %s: a %s file, not read: %s\n", s->py[i].shown,
+              cython ? "Cython" : "Python", why);
       s->errors++;
     }
     free(per_file[i].f);

@@ -2,17 +2,19 @@
  * `ccshim scan DIR [--json]`: the inventory of legacy custom calls in a
  * source tree of C, C++, CUDA, HIP, Python and Cython.
  *
- * It reads each source file twice over: once with comments blanked (to read
- * string literals such as target names) and once with string contents
- * blanked as well (to find code: a registration quoted in a docstring is not
- * a registration).  Offsets are the same in both, so a match in one reads in
- * the other.  What it finds:
+ * It reads each C, C++, CUDA and HIP file twice over: once with comments
+ * blanked (to read string literals such as target names) and once with
+ * string contents blanked as well (to find code: a registration quoted in a
+ * comment is not a registration).  Offsets are the same in both, so a match
+ * in one reads in the other.  Python and Cython files are read by
+ * ccshim.scan, with libcst and with Cython's parser (pyfiles.c).  What it
+ * finds:
  *
  *   registrations  XLA_REGISTER_CUSTOM_CALL_TARGET[_WITH_SYM], the XLA_CPU_
  *                  variants, CustomCallTargetRegistry::Global()->Register,
  *                  EncapsulateFunction in a registrations() dict, pybind11
  *                  m.def lambdas returning a capsule, Cython helpers that
- *                  make capsules into the module's dict (pystruct.c),
+ *                  make capsules into the module's dict,
  *                  register_custom_call_target, register_cpu_custom_call_target,
  *                  register_ffi_target(..., api_version=0), in loops over a
  *                  module's mapping, or named through a function's parameter
@@ -349,7 +351,6 @@ static int finish(scan* s) {
   for (size_t i = 0; i < inv.n; i++) free(inv.t[i].how);
   free(inv.t);
   free(s->f);
-  free(s->wraps);
   scan_free_artifacts(s);
   for (size_t i = 0; i < s->num_paths; i++) free(s->paths[i]);
   free(s->paths);
@@ -367,11 +368,12 @@ int ccshim_scan_main(int argc, char** argv) {
           "Lists the legacy custom-call targets of a source tree (C, C++, CUDA, HIP,\n"
           "Python, Cython): registrations, call sites and kernel definitions joined\n"
           "per target, with platform, API version (and how it is known), file:line,\n"
-          "the line that wraps it with ccshim and the call-site change.  .py files\n"
-          "are read with libcst by ccshim.scan, and exported JAX programs in the tree\n"
-          "(jax.export artifacts, StableHLO bytecode, .mlir) through ccshim.export,\n"
-          "in $CCSHIM_PYTHON (when unset, the build's or python3); the programs' legacy\n"
-          "calls are listed with the `ccshim rewrite` line for each.\n"
+          "the line that wraps it with ccshim and the call-site change.  Python and\n"
+          "Cython files are read by ccshim.scan (libcst, Cython's parser), and exported\n"
+          "JAX programs in the tree (jax.export artifacts, StableHLO bytecode, .mlir)\n"
+          "through ccshim.export, in $CCSHIM_PYTHON (when unset, the build's or\n"
+          "python3); the programs' legacy calls are listed with the `ccshim rewrite`\n"
+          "line for each.\n"
           "Exit status: 0; 1 when a file could not be scanned or an exported program\n"
           "not read (one line each on stderr, after the inventory); 2 when DIR is\n"
           "wrong.\n\n"
@@ -406,9 +408,8 @@ int ccshim_scan_main(int argc, char** argv) {
   if (S_ISDIR(st.st_mode)) {
     scan_walk(&s, dir);
     scan_read_python(&s);
-    scan_wrappers_resolve(&s, dir);
   } else if (scan_source_lang(dir, &l, &cython)) {
-    scan_file(&s, dir, dir, l, cython);
+    scan_file(&s, dir, dir, l);
     scan_read_python(&s);
   } else if (scan_maybe_artifact(&s, dir, dir), s.num_arts) {
     /* an exported program, read through ccshim.export */
@@ -430,14 +431,16 @@ int ccshim_scan_buffer(const char* name, const char* data, size_t len, int json)
   lang l = LANG_C;
   int cython = 0;
   scan_source_lang(name, &l, &cython);
-  if (l == LANG_PY && !cython) {
-    fprintf(stderr, "ccshim scan: %s: a .py file is read by ccshim.scan, not from a buffer\n",
+  if (l == LANG_PY) {
+    fprintf(stderr,
+            "ccshim scan: %s: a Python or Cython file is read by ccshim.scan, not from a "
+            "buffer\n",
             name);
     return 2;
   }
   char* code = malloc(len + 1);
   if (code == NULL) return 2;
   memcpy(code, data, len);
-  scan_text(&s, name, l, cython, code, len);
+  scan_text(&s, name, l, code, len);
   return finish(&s);
 }

@@ -4,19 +4,15 @@
  *
  *   source.c   a file read twice over; brackets, arguments, literals
  *   match.c    legacy forms from parameter lists; the registration, call
- *              site and typed-handler matchers for C and Python
+ *              site and typed-handler matchers for C, C++, CUDA and HIP
  *   walk.c     the directory walk and reading one file
  *   targets.c  findings joined per target name; the wrap line for each
  *   report.c   text and JSON output; the subcommand's entry points
- *   pystruct.c Python and Cython shapes of registration: capsule-making
- *              helpers, loops over a module's mapping, names passed in
  *   artifacts.c exported programs (jax.export, StableHLO) found by their
  *              bytes and read through ccshim.export
- *   wrappers.c registrations through a function of the project's own, whose
- *              calls are in other files: the second walk that finds them
- *              (Cython's; the .py files' are ccshim.scan's)
- *   pyfiles.c  the tree's .py files, read by ccshim.scan (libcst) after
- *              the walk, their findings put in the walk's order
+ *   pyfiles.c  the tree's Python and Cython files, read by ccshim.scan
+ *              (libcst, Cython's parser) after the walk, their findings put
+ *              in the walk's order
  *   pyrun.c    running a reader of the ccshim package, reading its records
  */
 #ifndef CCSHIM_TOOLS_SCAN_H
@@ -82,8 +78,8 @@ typedef struct finding {
   int version_default; /* the version came from the API's default */
   form form;           /* definition */
   lang lang;           /* of the file it is in */
-  int cython;
-  int cxx_linkage; /* definition: C++ name mangling likely */
+  int cython;          /* that file is Cython (.pyx, .pxd, .pxi) */
+  int cxx_linkage;     /* definition: C++ name mangling likely */
 } finding;
 
 /* An exported program's legacy call, as ccshim.export read it. */
@@ -109,32 +105,8 @@ typedef struct artifact {
   char* error; /* why it was not read (owned), or NULL */
 } artifact;
 
-/* A registration whose name is a parameter of the function around it
- * (`def register_custom_call(target_name, capsule, backend)`), with no call
- * in its own file passing that parameter a literal: each call of the
- * function anywhere in the tree is a registration of its own, found by a
- * second walk over the tree's Python files (wrappers.c). */
-typedef struct wrapper {
-  char fn[NAME_CAP];
-  char param[NAME_CAP];  /* the parameter that names the target */
-  int index;             /* its position */
-  char suffix[NAME_CAP]; /* what the registration adds to it */
-  /* The parameters the kernel and the platform come in by ("" when they
-   * do not), and their positions. */
-  char kernel_param[NAME_CAP], platform_param[NAME_CAP];
-  int kernel_index, platform_index;
-  finding reg; /* the registration, a template for each call's */
-  /* The registrations it stands for (one per branch of a version test),
-   * dropped when a call of the function is found. */
-  const char* files[4];
-  int lines[4];
-  int num, made;
-  /* The file whose calls passing a literal the first walk resolved, or NULL. */
-  const char* literals_in;
-} wrapper;
-
-/* A .py file the walk found, for ccshim.scan: its findings go at `at`
- * among the walk's (pyfiles.c). */
+/* A Python or Cython file the walk found, for ccshim.scan: its findings
+ * go at `at` among the walk's (pyfiles.c). */
 typedef struct pyfile {
   char* path;        /* as opened (owned) */
   const char* shown; /* as reported (scan.paths) */
@@ -151,10 +123,7 @@ typedef struct scan {
   size_t num_paths, paths_cap;
   size_t files, lines, errors;
   int json;
-  wrapper* wraps; /* registrations through functions of the project's own */
-  size_t num_wraps, wraps_cap;
-  int second_walk; /* the walk that finds their calls (wrappers.c) */
-  pyfile* py;      /* .py files, read after the walk (pyfiles.c) */
+  pyfile* py; /* Python and Cython files, read after the walk (pyfiles.c) */
   size_t num_py, py_cap;
 } scan;
 
@@ -167,7 +136,6 @@ static inline int scan_in_program(const finding* f) { return f->kind == CALL_SIT
 typedef struct source {
   const char* path;
   lang lang;
-  int cython;
   char* code; /* comments blanked */
   char* skel; /* comments and string contents blanked */
   size_t len;
@@ -247,40 +215,17 @@ int scan_match_brackets(source* src);
 
 /* match.c */
 void scan_source(scan* s, source* src);
-
-/* pystruct.c */
-typedef struct maker {
-  char name[NAME_CAP]; /* a Cython helper that makes a capsule */
-  char dict[NAME_CAP]; /* the module dict it puts it in, or "" */
-} maker;
-void scan_module_of_path(const char* path, char* out, size_t cap);
-int scan_py_makers(const source* src, maker* out, int max);
-void scan_py_maker_call(scan* s, const source* src, const maker* m, size_t at, size_t open,
-                        size_t close);
-void scan_py_mapping_loop(const source* src, size_t at, char* module, size_t mcap, char* mapping,
-                          size_t pcap);
-int scan_py_params(const source* src, size_t open, char names[][NAME_CAP], int max);
-size_t scan_py_next_call(const source* src, const char* fn, size_t from, int dotted, size_t* at);
-int scan_py_resolve_name(scan* s, const source* src, size_t at, const finding* computed,
-                         const char* platform_expr);
-void scan_py_getattr_module(const char* expr, char* module, size_t cap);
-void scan_py_instance_name(const source* src, size_t at, const char* expr, char* pattern,
-                           char* shape, size_t cap);
-int scan_py_method_called(const char* expr, char* method, size_t cap);
-
-/* wrappers.c */
-void scan_wrapper_pending(scan* s, const char* fn, char names[][NAME_CAP], int n, int index,
-                          const char* suffix, const finding* reg, const char* platform_expr,
-                          const char* literals_in);
-void scan_wrapper_calls(scan* s, const source* src);
-void scan_wrappers_resolve(scan* s, const char* dir);
+/* The legacy form of a function with these n parameters (each as written)
+ * into d's form, platform and version (the path tells HIP); 0 when its
+ * parameters are no legacy form. */
+int scan_legacy_form(finding* d, char params[][TEXT_CAP], int n, const char* path);
 
 /* walk.c */
 void scan_walk(scan* s, const char* dir);
 int scan_open_any(const char* path, int flags);
 int scan_source_lang(const char* name, lang* l, int* cython);
-void scan_file(scan* s, const char* path, const char* shown, lang l, int cython);
-void scan_text(scan* s, const char* shown, lang l, int cython, char* code, size_t len);
+void scan_file(scan* s, const char* path, const char* shown, lang l);
+void scan_text(scan* s, const char* shown, lang l, char* code, size_t len);
 
 /* pyrun.c: runs `MODULE ARGS... --paths-file /dev/fd/N` of the ccshim
  * package with `paths` as N; its standard output (owned, NULL when it did

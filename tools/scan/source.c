@@ -57,42 +57,38 @@ plat scan_plat_parse(const char* s) {
 
 /* --- A source file, twice over ------------------------------------------------ */
 
-/* Blanks comments in `code` and, in `skel`, string contents too.  Newlines
- * stay, so offsets and line numbers agree with the file. */
+/* Blanks C's comments in `code` and, in `skel`, string contents too.
+ * Newlines stay, so offsets and line numbers agree with the file. */
 void scan_blank(source* src) {
   char* c = src->code;
   char* k = src->skel;
   size_t n = src->len;
   for (size_t i = 0; i < n;) {
-    if (src->lang == LANG_C && c[i] == '/' && i + 1 < n && c[i + 1] == '/') {
+    if (c[i] == '/' && i + 1 < n && c[i + 1] == '/') {
       for (; i < n && c[i] != '\n'; i++) c[i] = k[i] = ' ';
-    } else if (src->lang == LANG_C && c[i] == '/' && i + 1 < n && c[i + 1] == '*') {
+    } else if (c[i] == '/' && i + 1 < n && c[i + 1] == '*') {
       size_t j = i + 2;
       while (j + 1 < n && !(c[j] == '*' && c[j + 1] == '/')) j++;
       j = j + 1 < n ? j + 2 : n;
       for (; i < j; i++)
         if (c[i] != '\n') c[i] = k[i] = ' ';
-    } else if (src->lang == LANG_PY && c[i] == '#') {
-      for (; i < n && c[i] != '\n'; i++) c[i] = k[i] = ' ';
     } else if (c[i] == '"' || c[i] == '\'') {
       char q = c[i];
-      int triple = src->lang == LANG_PY && i + 2 < n && c[i + 1] == q && c[i + 2] == q;
-      /* C's '...' is a character literal: keep it short, so that a digit
+      /* '...' is a character literal: keep it short, so that a digit
        * separator (1'000) cannot swallow the file. */
-      size_t j = i + (triple ? 3 : 1);
+      size_t j = i + 1;
       for (; j < n; j++) {
         if (c[j] == '\\') {
           j++;
           continue;
         }
-        if (!triple && c[j] == '\n') break; /* unterminated: stop at the line */
-        if (c[j] == q && (!triple || (j + 2 < n && c[j + 1] == q && c[j + 2] == q))) break;
-        if (src->lang == LANG_C && q == '\'' && j > i + 4) break;
+        if (c[j] == '\n') break; /* unterminated: stop at the line */
+        if (c[j] == q) break;
+        if (q == '\'' && j > i + 4) break;
       }
-      size_t open = i + (triple ? 3 : 1);
-      for (size_t m = open; m < j && m < n; m++)
+      for (size_t m = i + 1; m < j && m < n; m++)
         if (k[m] != '\n') k[m] = ' ';
-      i = j < n ? j + (triple ? 3 : 1) : n;
+      i = j < n ? j + 1 : n;
     } else {
       i++;
     }
@@ -129,7 +125,6 @@ finding* scan_add(scan* s, kind k, const source* src, int line, const char* what
   f->kind = k;
   f->file = src->path;
   f->lang = src->lang;
-  f->cython = src->cython;
   f->line = line;
   snprintf(f->what, sizeof f->what, "%s", what);
   return f;

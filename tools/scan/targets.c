@@ -346,6 +346,26 @@ static const finding* offered_by_getattr(const scan* s, const finding* reg) {
   return NULL;
 }
 
+/* The method a kernel expression ends by calling (self.compiled.capsule()
+ * gives "capsule"); 0 when it ends otherwise. */
+static int method_called(const char* expr, char* method, size_t cap) {
+  size_t n = strlen(expr);
+  if (n < 3 || expr[n - 1] != ')') return 0;
+  int depth = 0;
+  size_t open = n;
+  while (open-- > 0) {
+    if (expr[open] == ')') depth++;
+    if (expr[open] == '(' && --depth == 0) break;
+  }
+  if (open == (size_t)-1 || open == 0) return 0;
+  size_t b = open;
+  while (b > 0 && scan_ident_char((unsigned char)expr[b - 1])) b--;
+  if (b == open || b == 0 || expr[b - 1] != '.' || open - b >= cap) return 0;
+  memcpy(method, expr + b, open - b);
+  method[open - b] = '\0';
+  return 1;
+}
+
 /* The capsule a per-object registration takes from a method of its object
  * (self.compiled.capsule()): the one module function of that name that
  * offers a capsule (a pybind11 class's .def lambda), or NULL when none or
@@ -358,7 +378,7 @@ const char* scan_name_shape(const target* t) {
 
 static const finding* offered_by_method(const scan* s, const finding* reg) {
   char method[NAME_CAP], want[NAME_CAP + 2];
-  if (!scan_py_method_called(reg->expr, method, sizeof method)) return NULL;
+  if (!method_called(reg->expr, method, sizeof method)) return NULL;
   snprintf(want, sizeof want, "%s()", method);
   const finding* found = NULL;
   for (size_t i = 0; i < s->n; i++) {

@@ -39,7 +39,6 @@ int scan_source_lang(const char* name, lang* l, int* cython) {
 }
 
 static void file_error(scan* s, const char* path, const char* fmt, ...) {
-  if (s->second_walk) return; /* said by the first */
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "ccshim scan: %s: ", path);
@@ -50,12 +49,11 @@ static void file_error(scan* s, const char* path, const char* fmt, ...) {
 }
 
 /* Scans the text of one file; takes `code` (len + 1 bytes, from malloc). */
-void scan_text(scan* s, const char* shown, lang l, int cython, char* code, size_t len) {
+void scan_text(scan* s, const char* shown, lang l, char* code, size_t len) {
   source src;
   memset(&src, 0, sizeof src);
   src.path = scan_keep_path(s, shown);
   src.lang = l;
-  src.cython = cython;
   src.code = code;
   src.len = len;
   src.code[len] = '\0';
@@ -88,13 +86,9 @@ void scan_text(scan* s, const char* shown, lang l, int cython, char* code, size_
         scan_grow(src.externs, &src.externs_cap, sizeof *src.externs, src.num_externs + 1);
     src.externs[src.num_externs++] = (size_t)(m - src.code);
   }
-  if (s->second_walk) {
-    scan_wrapper_calls(s, &src);
-  } else {
-    scan_source(s, &src);
-    s->files++;
-    s->lines += lines;
-  }
+  scan_source(s, &src);
+  s->files++;
+  s->lines += lines;
 done:
   free(src.code);
   free(src.skel);
@@ -147,7 +141,7 @@ int scan_open_any(const char* path, int flags) {
 /* Reads one file.  Only a regular file is read: the open never blocks (a
  * FIFO or a device behind a name or a symbolic link is refused with a
  * line, not waited on). */
-void scan_file(scan* s, const char* path, const char* shown, lang l, int cython) {
+void scan_file(scan* s, const char* path, const char* shown, lang l) {
   int fd = scan_open_any(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     file_error(s, shown, "cannot read: %s", strerror(errno));
@@ -171,7 +165,7 @@ void scan_file(scan* s, const char* path, const char* shown, lang l, int cython)
     close(fd);
     return;
   }
-  if (l == LANG_PY && !cython) { /* read by ccshim.scan when the walk is over (pyfiles.c) */
+  if (l == LANG_PY) { /* read by ccshim.scan when the walk is over (pyfiles.c) */
     scan_python_later(s, path, shown);
     close(fd);
     return;
@@ -196,7 +190,7 @@ void scan_file(scan* s, const char* path, const char* shown, lang l, int cython)
     free(code);
     return;
   }
-  scan_text(s, shown, l, cython, code, len);
+  scan_text(s, shown, l, code, len);
 }
 
 /* One directory being walked: its entries in name order, and where the
@@ -313,10 +307,9 @@ void scan_walk(scan* s, const char* dir) {
         level_free(lv);
       continue;
     }
-    /* The second walk: Cython's calls of its wrappers (wrappers.c). */
-    if (en->is_file && scan_source_lang(en->name, &l, &cython) && (!s->second_walk || cython))
-      scan_file(s, path, rel, l, cython);
-    else if (en->is_file && !s->second_walk)
+    if (en->is_file && scan_source_lang(en->name, &l, &cython))
+      scan_file(s, path, rel, l);
+    else if (en->is_file)
       scan_maybe_artifact(s, path, rel);
     free(path);
     free(rel);

@@ -1,14 +1,15 @@
 """The Python side of `ccshim scan`: reads a tree's .py files with libcst
-and writes what it found as records the command reads (docs/contracts.md,
-section 4).  Cython (.pyx, .pxd, .pxi), which libcst does not parse, stays
-with the command's own reader.
+and its Cython files (.pyx, .pxd, .pxi) with Cython's own parser, the
+readers `ccshim port` edits them with, and writes what it found as records
+the command reads (docs/contracts.md, section 4).
 
     python -m ccshim.scan --paths-file FILE      (FILE: PATH NUL SHOWN NUL ...)
-    python -m ccshim.scan FILE.py...             (each shown as given)
+    python -m ccshim.scan FILE.py|FILE.pyx...    (each shown as given)
 
-Only a file that names a registration or a custom call is parsed (and,
-once every file is read, one that names a function of the project's own
-that registers); the others are counted as read.
+Only a file that names a registration or a custom call is parsed (a Cython
+file also where it makes a capsule or defines a void function; and, once
+every file is read, one that names a function of the project's own that
+registers); the others are counted as read.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ import threading
 
 # What a file must contain for any of its calls to be a finding.
 _WORDS = (b"custom_call", b"CustomCall", b"register_ffi_target", b"ffi_call")
+# Cython, read with Cython's parser (_cython); what else makes one worth
+# parsing: a capsule made, a registration, a function returning void.
+_CYTHON = (".pyx", ".pxd", ".pxi")
+_CYTHON_WORDS = (b"PyCapsule_New", b"register_", b"void")
 
 
 def _too_deep(data: bytes) -> str | None:
@@ -69,6 +74,22 @@ def _read(path: str) -> tuple[bytes | None, str | None]:
     return data, None
 
 
+def _read_cython(shown: str, data: bytes) -> tuple[list, str | None]:
+    """A Cython file's findings (_cython), where it names a registration, a
+    custom call, a capsule or a void function; and why it was not read, or
+    None."""
+    from .. import _pyx
+    from . import _cython
+    if not any(w in data for w in _WORDS + _CYTHON_WORDS):
+        return [], None
+    try:
+        return _cython.read(shown, data.decode("utf-8", errors="replace")), None
+    except _pyx.Unreadable as e:
+        return [], f"not read: {e}; not scanned"
+    except RecursionError:
+        return [], "nested too deeply for Cython's parser; not scanned"
+
+
 def records(pairs: list[tuple[str, str]]) -> list[tuple]:
     """The records for the files (path, shown), in the contract's order:
     each file's P or E, each file's findings (R), then the late ones (W)."""
@@ -77,9 +98,13 @@ def records(pairs: list[tuple[str, str]]) -> list[tuple]:
     scan = Scan()
     texts: dict[int, bytes] = {}
     errors: dict[int, str] = {}
+    cython: dict[int, list] = {}    # a Cython file's findings (its calls of the
+                                    # project's functions are not followed)
     for index, (path, shown) in enumerate(pairs):
         data, why = _read(path)
-        if why is None and any(w in data for w in _WORDS):
+        if why is None and path.endswith(_CYTHON):
+            cython[index], why = _read_cython(shown, data)
+        elif why is None and any(w in data for w in _WORDS):
             module, why = _parse(data)
             if module is not None:
                 scan.read(index, shown, module)
@@ -91,22 +116,24 @@ def records(pairs: list[tuple[str, str]]) -> list[tuple]:
     also: dict[int, Source] = {}
     wrapped = [fn.encode() for fn in scan.wrapped()]
     for index, data in texts.items():
-        if index not in scan.sources and any(fn in data for fn in wrapped):
+        if index not in scan.sources and index not in cython and \
+                any(fn in data for fn in wrapped):
             module, why = _parse(data)
             if module is None:
                 errors[index] = why
             else:
                 also[index] = Source(pairs[index][1], module)
-    scan.wrapper_calls(sorted(texts), also)
+    scan.wrapper_calls(sorted(set(texts) - set(cython)), also)
     out: list[tuple] = []
     for index in range(len(pairs)):
         if index in errors:
             out.append(("E", index, errors[index]))
         else:
             out.append(("P", index, texts[index].count(b"\n") + 1))
-    for index in sorted(scan.found):
+    found = {**scan.found, **cython}
+    for index in sorted(found):
         if index not in errors:
-            out += [("R", index, *(getattr(f, k) for k in FIELDS)) for f in scan.found[index]]
+            out += [("R", index, *(getattr(f, k) for k in FIELDS)) for f in found[index]]
     out += [("W", index, *(getattr(f, k) for k in FIELDS)) for index, f in scan.late
             if index not in errors]
     return out
