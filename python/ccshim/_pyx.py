@@ -239,7 +239,7 @@ def _string(node) -> str | None:
 
 
 class Pyx:
-    """One .pyx file, parsed."""
+    """One Cython file (.pyx, .pxd, .pxi), parsed."""
 
     def __init__(self, name: str, text: str, pxd: bool = False):
         """pxd: a .pxd file (declarations), which Cython parses as such."""
