@@ -113,7 +113,8 @@ with tempfile.TemporaryDirectory() as tmp:
                                                        "via": "definition",
                                                        "function": d[7]} and
           kd.get("form") == "CPU v1" and kd.get("registrations") ==
-          [{"file": "d.pyx", "line": int(o[3]), "via": o[4], "function": o[7]}] and
+          [{"file": "d.pyx", "line": int(o[3]), "via": o[4], "function": o[7],
+            "offered": True}] and
           f'{o[8]}.{o[9]}["{o[5]}"]' in kd.get("wrap", ""),
           f"definition and offered records read in file 3: {kd}")
     kw = by_name.get(w[5], {})

@@ -61,6 +61,9 @@ static void json_site(const finding* f) {
     printf(", \"function\": ");
     json_str(f->function);
   }
+  /* A capsule a module offers (its dict, its registrations(), a module
+   * function): via is how the module makes it, not how it is registered. */
+  if (f->kind == REGISTRATION && f->offered) printf(", \"offered\": true");
   putchar('}');
 }
 
