@@ -275,7 +275,9 @@ def scan(p: dict) -> list:
     return [{"name": t["name"], "pattern": t.get("name_pattern"), "platform": t["platform"],
              "api_version": t.get("api_version"),
              "defined": (t.get("definition") or {}).get("file"),
-             "via": sorted({r["via"] for r in t.get("registrations", [])})}
+             # how it is registered: not a capsule's maker (veros's own helper
+             # named register_custom_call_target, pybind11's m.def)
+             "via": sorted({r["via"] for r in t.get("registrations", []) if not r.get("offered")})}
             for t in found.get("targets", [])]
 
 
