@@ -231,6 +231,21 @@ try:
           rep.get("summary", {}).get("files") == 1,
           f"2 MB of unbalanced and deeply nested calls: rc {rc} in {secs:.1f}s, {err[-200:]!r}, "
           f"{rep and rep.get('summary')}")
+    # Cython: a registration whose kernel is 170000 nested calls, beside a
+    # good .py file.  Cython's parser takes it; the argument, which no
+    # Python parser takes, is kept as written, and nothing crashes (a crash
+    # of the reader would lose every Python and Cython file's findings).
+    deep = os.path.join(tmp, "deep_pyx")
+    os.mkdir(deep)
+    with open(os.path.join(deep, "k.pyx"), "w") as f:
+        f.write('register_custom_call_target(b"deep", ' + "f(" * 170000 + "k" +
+                ")" * 170000 + ")\n")
+    with open(os.path.join(deep, "ok.py"), "w") as f:
+        f.write('custom_call("k")\n')
+    rc, rep, err, secs = scan_json(deep, timeout=60)
+    names = sorted(t["name"] for t in (rep or {}).get("targets", []))
+    check(not reads_py or (rc == 0 and names == ["deep", "k"] and secs < 30),
+          f"a .pyx of 170000 nested calls: rc {rc} in {secs:.1f}s, {names}, {err[-200:]!r}")
 finally:
     remove_tree(tmp)
 

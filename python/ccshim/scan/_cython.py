@@ -27,6 +27,7 @@ address-of are taken off, so that `<void*>(kernel)` names `kernel`.
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
@@ -43,12 +44,16 @@ _ADDRESS = re.compile(r"(?<![\w)\]\s])\s*&|^&")
 
 def _python(arg: _pyx.Arg | None) -> cst.BaseExpression | None:
     """The argument as a Python expression, its casts taken off; None where
-    it is none (or not Python once they are)."""
+    it is none, or not Python once they are.  CPython's own parser judges
+    first: libcst's has no bound on nesting (an argument of 170000 nested
+    calls overflows its stack), CPython's refuses past 200 levels."""
     if arg is None:
         return None
+    text = _ADDRESS.sub("", _CAST.sub("", arg.text)).strip()
     try:
-        return cst.parse_expression(_ADDRESS.sub("", _CAST.sub("", arg.text)).strip())
-    except (cst.ParserSyntaxError, ValueError, RecursionError):
+        ast.parse(text, mode="eval")
+        return cst.parse_expression(text)
+    except (SyntaxError, cst.ParserSyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
