@@ -12,6 +12,7 @@ read as code.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import io
 import re
@@ -119,9 +120,9 @@ def _children(node):
 
 
 def _walk(node):
-    yield node
-    for c in _children(node):
-        yield from _walk(c)
+    """Every node under node, node first (_walk_within's, without the
+    function each is in)."""
+    return (n for n, _ in _walk_within(node))
 
 
 def _walk_within(tree):
@@ -158,15 +159,6 @@ def _called(call) -> str | None:
     return None
 
 
-def _declarator_of(node):
-    """A cdef function's CFuncDeclaratorNode (under any pointers)."""
-    from Cython.Compiler import Nodes
-    d = node.declarator
-    while isinstance(d, (Nodes.CPtrDeclaratorNode, Nodes.CReferenceDeclaratorNode)):
-        d = d.base
-    return d if isinstance(d, Nodes.CFuncDeclaratorNode) else None
-
-
 def _function_of(node) -> str | None:
     from Cython.Compiler import Nodes
     if isinstance(node, Nodes.DefNode):
@@ -180,10 +172,12 @@ def _params_of(node) -> list[str]:
     """A function's parameter names (an untyped cdef parameter, which the
     parser takes for a type, by that name)."""
     from Cython.Compiler import Nodes
+    declarator = _func_declarator(node.declarator) \
+        if isinstance(node, Nodes.CFuncDefNode) else None
     if isinstance(node, Nodes.DefNode):
         args = node.args
-    elif isinstance(node, Nodes.CFuncDefNode) and _declarator_of(node) is not None:
-        args = _declarator_of(node).args
+    elif declarator is not None:
+        args = declarator.args
     else:
         return []
     names = []
@@ -217,13 +211,20 @@ def _helper(node) -> Helper | None:
     return Helper(name, mapping, registers) if capsule else None
 
 
-def _function_name(declarator) -> str | None:
-    """The name a (possibly pointer-returning) function declarator declares."""
+def _func_declarator(declarator):
+    """The CFuncDeclaratorNode a declarator is, under any pointers or
+    references (a function returning one); None where it is none."""
     from Cython.Compiler import Nodes
     while isinstance(declarator, (Nodes.CPtrDeclaratorNode, Nodes.CReferenceDeclaratorNode)):
         declarator = declarator.base
-    if isinstance(declarator, Nodes.CFuncDeclaratorNode) and \
-            isinstance(declarator.base, Nodes.CNameDeclaratorNode):
+    return declarator if isinstance(declarator, Nodes.CFuncDeclaratorNode) else None
+
+
+def _function_name(declarator) -> str | None:
+    """The name a (possibly pointer-returning) function declarator declares."""
+    from Cython.Compiler import Nodes
+    declarator = _func_declarator(declarator)
+    if declarator is not None and isinstance(declarator.base, Nodes.CNameDeclaratorNode):
         return declarator.base.name
     return None
 
@@ -335,7 +336,6 @@ class Pyx:
         return "".join(pieces)
 
     def _line(self, at: int) -> int:
-        import bisect
         return bisect.bisect_right(self._starts, at)
 
     def _at(self, pos) -> int:
@@ -360,14 +360,11 @@ class Pyx:
         start = self._at(node.pos)
         params = self._params(start, name)
         head = _HEAD.match(self.text, start)
-        void = head is not None and isinstance(node.base_type, Nodes.CSimpleBaseTypeNode) and \
-            node.base_type.name == "void" and isinstance(node.declarator,
-                                                         Nodes.CFuncDeclaratorNode)
         returns_void = isinstance(node.base_type, Nodes.CSimpleBaseTypeNode) and \
             node.base_type.name == "void" and isinstance(node.declarator,
                                                         Nodes.CFuncDeclaratorNode)
-        return Function(name, node.pos[1], start, head.end() if head else start, params, void,
-                        returns_void)
+        return Function(name, node.pos[1], start, head.end() if head else start, params,
+                        head is not None and returns_void, returns_void)
 
     def _export(self, call) -> None:
         from Cython.Compiler import ExprNodes, Nodes
