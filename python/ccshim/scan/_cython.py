@@ -34,7 +34,8 @@ import libcst as cst
 
 from .. import _pyx
 from . import _text
-from ._reader import _CUSTOM_CALL, _PLATFORMS, _REGISTER, Finding
+from ._reader import (_CUSTOM_CALL, _PLATFORMS, _REGISTER, OPAQUE_KEYWORDS, Finding,
+                      registration_api, site_defaults)
 
 _WORDS = _REGISTER + _CUSTOM_CALL + ("ffi_call",)
 # A Cython cast (<void*>, <const char*>, <uintptr_t>) and an address-of.
@@ -86,9 +87,7 @@ def _by(call: _pyx.Call, index: int, key: str | None = None) -> _pyx.Arg | None:
 
 def _registration(call: _pyx.Call) -> Finding | None:
     cpu_only = call.word == "register_cpu_custom_call_target"
-    # xla_client's registration defaults to api_version=0 (legacy);
-    # jax.ffi.register_ffi_target to 1, the typed FFI.
-    api = 1 if call.word == "register_ffi_target" else 0
+    api = registration_api(call.word)
     if "api_version" in call.keywords:
         api = _version(call.keywords["api_version"])
     if api < 0:
@@ -107,16 +106,13 @@ def _registration(call: _pyx.Call) -> Finding | None:
 
 
 def _call_site(call: _pyx.Call) -> Finding:
-    # mlir.custom_call and jaxlib's hlo_helpers default to api_version=2;
-    # xla_client's CustomCall ops and stablehlo's CustomCallOp to 1.
-    mlir = call.word == "custom_call"
     f = Finding("call_site", call.line, call.word)
-    _name(f, _by(call, 0 if mlir else 2 if call.word == "CustomCallOp" else 1,
-                 "call_target_name"))
-    f.version, f.version_default = (2 if mlir else 1), 1
+    at, default = site_defaults(call.word)
+    _name(f, _by(call, at, "call_target_name"))
+    f.version, f.version_default = default, 1
     if "api_version" in call.keywords:
         f.version, f.version_default = max(_version(call.keywords["api_version"]), 0), 0
-    opaque = call.keywords.get("backend_config") or call.keywords.get("opaque")
+    opaque = next((call.keywords[k] for k in OPAQUE_KEYWORDS if k in call.keywords), None)
     f.opaque = opaque.text if opaque is not None else ""
     if f.version == 4:
         f.kind = "typed"

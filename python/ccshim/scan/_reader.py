@@ -68,6 +68,26 @@ class Finding:
 
 FIELDS = [f.name for f in dataclasses.fields(Finding)]
 
+# The keywords a legacy call site's opaque bytes come by, in this order.
+OPAQUE_KEYWORDS = ("backend_config", "opaque")
+
+
+def registration_api(word: str) -> int:
+    """The api_version a registration has when none is written:
+    xla_client's 0 (legacy), jax.ffi.register_ffi_target's 1 (the typed
+    FFI)."""
+    return 1 if word == "register_ffi_target" else 0
+
+
+def site_defaults(word: str) -> tuple[int, int]:
+    """(where its target name is, its API version when none is written) of
+    a legacy call site: mlir.custom_call and jaxlib's hlo_helpers name it
+    first and default to 2; stablehlo's CustomCallOp third and xla_client's
+    CustomCall ops second, both defaulting to 1."""
+    if word == "custom_call":
+        return 0, 2
+    return (2 if word == "CustomCallOp" else 1), 1
+
 
 def platform(node: cst.BaseExpression | None, default: str = "unknown") -> str:
     said = _text.literal(node) if node is not None else None
@@ -326,9 +346,7 @@ class Scan:
     def _registration(self, src: Source, call: cst.Call, name: cst.Name) -> None:
         word = name.value
         cpu_only = word == "register_cpu_custom_call_target"
-        # xla_client's registration defaults to api_version=0 (legacy);
-        # jax.ffi.register_ffi_target to 1, the typed FFI.
-        api = 1 if word == "register_ffi_target" else 0
+        api = registration_api(word)
         given = keyword(call, "api_version")
         if given is not None:
             api = _text.version(given)
@@ -398,12 +416,9 @@ class Scan:
         f.opaque = _text.text(opaque) if opaque is not None else ""
 
     def _custom_call(self, src: Source, call: cst.Call, name: cst.Name) -> None:
-        # mlir.custom_call and jaxlib's hlo_helpers default to api_version=2;
-        # xla_client's CustomCall ops and stablehlo's CustomCallOp to 1.
         word = name.value
-        mlir = word == "custom_call"
         f = self._add(Finding("call_site", src.line(name), word))
-        at = 0 if mlir else 2 if word == "CustomCallOp" else 1
+        at, default = site_defaults(word)
         target = argument(call, at, "call_target_name")
         # (a CustomCallOp's ir.StringAttr.get(NAME) read as NAME, as port reads it)
         target = attr_value(target) if target is not None else None
@@ -411,12 +426,12 @@ class Scan:
         # a name the site computes from literals (sphericart-jax's op_name,
         # kepler_jax's platform + "_kepler_f32"): a call site per name
         named = src.names_at(target) if not f.name and target is not None else None
-        f.version, f.version_default = (2 if mlir else 1), 1
+        f.version, f.version_default = default, 1
         given = keyword(call, "api_version")
         if given is not None:
             f.version, f.version_default = max(_text.version(given), 0), 0
-        opaque = keyword(call, "backend_config")
-        opaque = opaque if opaque is not None else keyword(call, "opaque")
+        opaque = next((o for o in (keyword(call, k) for k in OPAQUE_KEYWORDS) if o is not None),
+                      None)
         f.opaque = _text.text(attr_value(opaque)) if opaque is not None else ""
         if f.version == 4:
             f.kind = "typed"
