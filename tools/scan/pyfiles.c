@@ -30,6 +30,8 @@ void scan_python_later(scan* s, const char* path, const char* shown) {
   p->path = scan_strdup(path);
   p->shown = scan_keep_path(s, shown);
   p->at = s->n;
+  lang l;
+  scan_source_lang(path, &l, &p->cython);
 }
 
 static kind kind_of(const char* text, int* ok, int* offered) {
@@ -68,13 +70,12 @@ static int legacy_form(finding* f, const char* params) {
 /* One finding's fields into f; 0 when the record is not one. */
 static int take_finding(finding* f, const pyfile* p, char** fields) {
   int ok, offered;
-  lang l;
   memset(f, 0, sizeof *f);
   f->kind = kind_of(fields[0], &ok, &offered);
   f->offered = offered;
   f->file = p->shown;
   f->lang = LANG_PY;
-  scan_source_lang(p->path, &l, &f->cython);
+  f->cython = p->cython;
   f->line = atoi(fields[1]);
   char* const text[] = {f->what,       f->name,   f->name_expr, f->function, f->module,
                         f->mapping,    f->via,    f->passed,    f->expr,     f->pattern,
@@ -200,11 +201,8 @@ void scan_read_python(scan* s) {
   merge(s, per_file, &late);
   for (size_t i = 0; i < s->num_py; i++) {
     if (!s->py[i].read) {
-      lang l;
-      int cython = 0;
-      scan_source_lang(s->py[i].path, &l, &cython);
       fprintf(stderr, "ccshim scan: %s: a %s file, not read: %s\n", s->py[i].shown,
-              cython ? "Cython" : "Python", why);
+              s->py[i].cython ? "Cython" : "Python", why);
       s->errors++;
     }
     free(per_file[i].f);

@@ -111,7 +111,8 @@ typedef struct pyfile {
   char* path;        /* as opened (owned) */
   const char* shown; /* as reported (scan.paths) */
   size_t at;
-  int read; /* a P or E record came */
+  int cython; /* .pyx, .pxd or .pxi */
+  int read;   /* a P or E record came */
 } pyfile;
 
 typedef struct scan {
