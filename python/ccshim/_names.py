@@ -14,7 +14,8 @@ name and a call site's name denote the same target when their templates
 are equal once adjacent literals are joined.
 
 Followed: literals (``str``, ``bytes``, implicit concatenation), ``+``,
-f-strings without conversions or format specs, locals (every assignment;
+f-strings without conversions or format specs, ``A if C else B`` (both),
+``S.encode()`` in ASCII or UTF-8 (as S), locals (every assignment;
 an ``if``/``else`` pair gives both; a local a function extends with ``+=``,
 sphericart-jax's ``op_name``, statement by statement to the use, each branch
 of an ``if``/``elif``/``else`` that does not raise a value), names of enclosing functions
@@ -127,7 +128,10 @@ class Names:
         assignments = self._assignments(node)
         if not assignments or len(assignments) != 1:
             return None
-        target = getattr(assignments[0], "node", None)
+        return self.value_of(getattr(assignments[0], "node", None))
+
+    def value_of(self, target: cst.CSTNode | None) -> cst.BaseExpression | None:
+        """The expression an assignment's target (a Name) is given by `=`."""
         parent = self.parents.get(target) if isinstance(target, cst.Name) else None
         assign = self.parents.get(parent) if isinstance(parent, cst.AssignTarget) else None
         return assign.value if isinstance(assign, cst.Assign) else None
@@ -405,8 +409,14 @@ class Names:
                 else:
                     return None
             return _product(parts)
+        if isinstance(node, cst.IfExp):
+            parts = [self.templates(node.body, depth), self.templates(node.orelse, depth)]
+            return None if None in parts or len(parts[0]) + len(parts[1]) > _LIMIT \
+                else parts[0] + parts[1]
         if isinstance(node, cst.Name):
             return self._bound(node, depth)
+        if _encoded(node):
+            return self.templates(node.func.value, depth)
         if isinstance(node, (cst.Attribute, cst.Call, cst.Subscript)):
             return [(self._part(node),)]
         return None
@@ -421,6 +431,19 @@ class Names:
                                                       for a in assignments))
                              if assignments else None))
         return Part(("expr", cst.Module([]).code_for_node(node), tuple(bindings)))
+
+
+def _encoded(node: cst.BaseExpression) -> bool:
+    """Whether node is `S.encode()` in ASCII or UTF-8, whose bytes spell a
+    target name as S does (jax-finufft's `f"nufft{ndim}d1{suffix}".encode("ascii")`)."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and
+            node.func.attr.value == "encode") or len(node.args) > 1:
+        return False
+    if not node.args:
+        return True
+    a = node.args[0]
+    return not a.star and (a.keyword is None or a.keyword.value == "encoding") and \
+        (_string(a.value) or "").lower().replace("_", "-") in ("ascii", "utf-8", "utf8")
 
 
 def registrations_module(node: cst.BaseExpression) -> str | None:

@@ -105,6 +105,41 @@ def test_an_f_string_over_a_registrations_key_expands_per_key():
     assert sorted(expanded[t] for t in lowered) == ["cpu_idaklu_f32", "cpu_idaklu_f64"]
 
 
+def test_a_conditional_gives_both_and_an_encoded_name_is_its_string():
+    """jax-finufft 0.1.0: `f"nufft{ndim}d1{suffix}".encode("ascii")`, its
+    suffix `"f" if single else ""`, its ndim `len(points)` (a symbolic
+    part); fdtdz: `"kernel_f16" if flag else "kernel_f32"`."""
+    names, module = _names(
+        "def rule(ctx, source, *points):\n"
+        "    ndim = len(points)\n"
+        "    suffix = 'f' if single(source) else ''\n"
+        "    op_name = f'nufft{ndim}d1{suffix}'.encode('ascii')\n"
+        "    lower(op_name, source)\n"
+        "    lower('kernel_f16' if source.half else 'kernel_f32', source)\n"
+        "    lower(op_name.encode('utf-16'), source)\n")
+    made = names.templates(_call_arg(module, "lower"))
+    assert len(made) == 2 and all(t[0] == "nufft" and isinstance(t[1], Part) and
+                                  t[1].key[1] == "len(points)" for t in made), made
+    assert sorted(t[2] for t in made) == ["d1", "d1f"]
+    conditional = names.templates(_find_calls(module, "lower")[1].args[0].value)
+    assert sorted(literal(t) for t in conditional) == ["kernel_f16", "kernel_f32"]
+    # another encoding is not the same characters: a symbolic part of its own
+    (other,) = names.templates(_find_calls(module, "lower")[2].args[0].value)
+    assert len(other) == 1 and isinstance(other[0], Part), other
+
+
+def _find_calls(module, func: str) -> list:
+    found = []
+
+    class Visit(cst.CSTVisitor):
+        def visit_Call(self, node):
+            if isinstance(node.func, cst.Name) and node.func.value == func:
+                found.append(node)
+
+    module.visit(Visit())
+    return found
+
+
 def test_a_platform_parameter_is_pruned_by_the_if_around_the_call():
     names, module = _names(
         "from functools import partial\n"
