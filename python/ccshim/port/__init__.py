@@ -69,6 +69,7 @@ def _port(trees: list[Path], held: set[tuple[str, str]], fixed: dict[str, _bindi
     target's lowerings' counts (_binding); fixed: the counts the handlers are
     bound for, from the pass before."""
     from . import _python   # libcst: only where a port runs
+    from ._facts import bound_elsewhere, package_of
 
     problems: list[Problem] = []
     edits: dict[Path, tuple[str | None, str]] = {}
@@ -127,15 +128,16 @@ def _port(trees: list[Path], held: set[tuple[str, str]], fixed: dict[str, _bindi
     counts: dict[str, set[_binding.Counts | None]] = {}
     tree = _modules(listed)
     dotted = {path: name for name, path in tree.items()}
+    elsewhere = bound_elsewhere(tree)
     for root in roots:
         for path in listed[root]:
             if path.suffix != ".py":
                 continue
             text = path.read_text(errors="replace")
-            package = _python.package_of(dotted[path], path) if path in dotted else ""
+            package = package_of(dotted[path], path) if path in dotted else ""
             new = _python.port(str(path.relative_to(base)), text, ported, legacy, modules,
                                problems, kernels, more, held, capsules, tree, package,
-                               counts)
+                               counts, elsewhere.get(dotted.get(path), {}))
             if new is not None and new != text:
                 edits[path] = (text, new)
     edits = {p: _line_ends(p, old, new) for p, (old, new) in edits.items()}

@@ -5,6 +5,8 @@ literals and call arguments the other passes share."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 
 from .._names import if_value as _test  # noqa: F401  (port's passes take it here)
@@ -31,6 +33,7 @@ class _Facts(cst.CSTVisitor):
         self.package = package
         self.aliases: dict[str, str] = {}      # local name -> dotted module or object
         self.bound: dict[str, list[tuple[str, str | None]]] = {}  # rule -> [(name, platform)]
+        self.bound_full: dict[str, list[tuple[str, str | None]]] = {}  # (by its full name)
         self.jvps: set[str] = set()              # functions given as JVP rules
 
     def visit_Import(self, node: cst.Import) -> None:
@@ -82,6 +85,8 @@ class _Facts(cst.CSTVisitor):
         fn, name = _dotted(inner.args[0].value), _string(inner.args[1].value)
         if fn is not None and name is not None:
             self.bound.setdefault(fn, []).append((name, platform))
+            self.bound_full.setdefault(self.full(inner.args[0].value), []).append(
+                (name, platform))
 
     def full(self, node: cst.BaseExpression) -> str | None:
         """node's dotted name with its first part resolved through imports."""
@@ -96,3 +101,32 @@ class _Facts(cst.CSTVisitor):
         """The module's name for what it imports as full (a dotted module or
         object), if it imports it."""
         return next((k for k, v in self.aliases.items() if v == full), None)
+
+
+def package_of(dotted: str, path: Path) -> str:
+    """The package a module of that dotted name and file is in: its own
+    name for a package's __init__.py, its parent's otherwise."""
+    return dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
+
+
+def bound_elsewhere(tree: dict[str, Path]) -> dict[str, dict[str, list[tuple[str, str | None]]]]:
+    """The partial bindings of each module's rules made in another module of
+    the tree (jax-finufft's ops.py: `register_lowering(p, partial(
+    lowering.lowering, "cpu"), platform="cpu")`): {module: {rule: [(value,
+    platform)]}}."""
+    found: dict[str, dict[str, list[tuple[str, str | None]]]] = {}
+    for dotted, path in tree.items():
+        try:
+            text = path.read_text(errors="replace")
+            if "register_lowering" not in text or "partial" not in text:
+                continue
+            module = cst.parse_module(text)
+        except (OSError, cst.ParserSyntaxError):
+            continue
+        facts = _Facts(package_of(dotted, path))
+        module.visit(facts)
+        for full, bindings in facts.bound_full.items():
+            owner, _, rule = (full or "").rpartition(".")
+            if owner in tree and owner != dotted:
+                found.setdefault(owner, {}).setdefault(rule, []).extend(bindings)
+    return found

@@ -105,13 +105,17 @@ class Rules(cst.CSTVisitor):
 
 
 def pairs(names: set[str], rule: str | None, bound: list[tuple[str, str | None]],
-          rules: Rules, kernels: dict[str, dict[str, bool]]) -> set[tuple[str, str]]:
+          rules: Rules, kernels: dict[str, dict[str, bool]],
+          reached: set[str] | None = None) -> set[tuple[str, str]]:
     """The (name, platform) pairs a site lowers: from the partial bindings of
-    its rule, else from the rule's registrations, else every platform the
-    names have a kernel for."""
+    its rule (of its names, or reached: the platforms of the bindings under
+    which the site runs), else from the rule's registrations, else every
+    platform the names have a kernel for."""
     by_binding = {(n, platform(p)) for n, p in bound if n in names and p}
     if by_binding and {n for n, _ in by_binding} == names:
         return by_binding
+    if not by_binding and reached:
+        return {(n, platform(p)) for n in names for p in reached}
     registered = rules.of(rule) if rule else set()
     if registered:
         return {(n, p) for n in names for p in registered}

@@ -151,6 +151,62 @@ def _import_jax(module: cst.Module, extend: bool, mlir: bool = False) -> cst.Mod
     return module.with_changes(body=body)
 
 
+# Names JAX removed whose replacement is an expression of today's JAX
+# (zero-change mode's table, python/ccshim/legacy/_restored.py): each read
+# of one (ATTRIBUTES) or call of one with a single argument X (CALLS) is
+# written as today's; PREFIX is how the module wrote what came before the
+# name's last two parts (`ad` of `ad.Zero.from_value`).
+ATTRIBUTES = {"jax.interpreters.batching.moveaxis": "jax.numpy.moveaxis",
+              "jax.interpreters.batching.not_mapped": "None"}
+CALLS = {"jax.interpreters.ad.Zero.from_value": "PREFIX.Zero(jax.typeof(X).to_tangent_aval())",
+         "jax.lax.zeros_like_array": "jax.lax.full_like(X, 0)",
+         "jax.core.raise_to_shaped": "X"}
+
+
+def renamed(facts: _Facts, node: cst.Attribute) -> cst.BaseExpression | None:
+    """Today's expression for a removed name read (ATTRIBUTES); None for
+    any other."""
+    today = ATTRIBUTES.get(facts.full(node) or "")
+    return cst.parse_expression(today) if today is not None else None
+
+
+def replaced_call(facts: _Facts, call: cst.Call) -> cst.BaseExpression | None:
+    """Today's expression for a call of a removed function with one
+    argument (CALLS); None for any other."""
+    today = CALLS.get(facts.full(call.func) or "")
+    if today is None or len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
+        return None
+    prefix = call.func.value.value if isinstance(call.func, cst.Attribute) and \
+        isinstance(call.func.value, cst.Attribute) else None
+    if "PREFIX" in today and prefix is None:
+        return None
+    new = cst.parse_expression(today).visit(_Replace("X", call.args[0].value))
+    return new.visit(_Replace("PREFIX", prefix)) if prefix is not None else new
+
+
+def numpy_parameters(facts: _Facts, names, call: cst.Call) -> list[str]:
+    """The keyword parameters of `P.bind(...)` given a local the function
+    assigns a NumPy value (`np.atleast_1d(x).astype(np.int64)`: jax-finufft's
+    output_shape): unhashable, which a primitive refuses since JAX 0.7.0
+    (zero-change mode passes them frozen; the port cannot, and says so)."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "bind"):
+        return []
+    found = []
+    for a in call.args:
+        if a.keyword is None or not isinstance(a.value, cst.Name):
+            continue
+        for assignment in names._assignments(a.value) or []:
+            value = names.value_of(getattr(assignment, "node", None))
+            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+                    isinstance(value.func.value, cst.Call):
+                value = value.func.value         # np.f(...).astype(...): np.f(...)
+            if isinstance(value, cst.Call) and (facts.full(value.func) or "").startswith(
+                    "numpy."):
+                found.append(a.keyword.value)
+                break
+    return found
+
+
 def ir_constant(facts: _Facts, call: cst.Call, numpy) -> cst.Call:
     """mlir.ir_constant(x) without aval=: since JAX 0.7.2 a Python scalar x
     needs its aval, and had the constant of its Python type's dtype (int:

@@ -35,21 +35,19 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from . import _binding, _gpu_lowering, _split, _typed_call
+from . import _binding, _gpu_lowering, _split, _typed_call, _wrapper
 from .._pyread import starred as _starred
 from ._ffi_lowering import ffi_lowering
-from ._facts import _XLA_CLIENT, _Facts, _arg, _dotted, _literals, _string, _test
+from ._facts import _Facts, _arg, _dotted, _string, _test, package_of
 from ._layouts import RowMajor
-from .._names import (Names, Part, _reads, _walk, expand, literal, loop_module,
-                      registrations_module)
-from ._plumbing import _Plumbing, _import_jax, _uses, ir_constant, zero_tangents
+from .._names import Names, _reads
+from ._plumbing import (_Plumbing, _import_jax, _uses, ir_constant, numpy_parameters,
+                        renamed, replaced_call, zero_tangents)
+from ._registering import FFI_REGISTER, LEGACY_REGISTER, Registering
 from ._report import Problem
 from ._typed_call import CUSTOM_CALL, FFI_CALL
 from ._translation import Translations
 
-# The registrations, legacy and today's (whose api_version=0 is legacy).
-_LEGACY_REGISTER = frozenset(f"{mod}.register_custom_call_target" for mod in _XLA_CLIENT)
-_FFI_REGISTER = frozenset({"jax.ffi.register_ffi_target", "jax.extend.ffi.register_ffi_target"})
 
 
 def _count(node: cst.BaseExpression | None) -> int | None:
@@ -61,33 +59,7 @@ def _count(node: cst.BaseExpression | None) -> int | None:
     return len(node.elements)
 
 
-def _shown(part) -> str:
-    """How a symbolic part of a target name is written in a message."""
-    return part.key[1] if isinstance(part, Part) and part.key[0] == "expr" else "..."
-
-
-def _by_name(name: cst.BaseExpression, legacy: set[str]) -> str:
-    """The api_version of a registration, in a loop over a module's
-    targets, of each entry as it now is: the ported ones' capsules are typed
-    handlers (1), the rest legacy kernels (0)."""
-    names = ", ".join(f'"{t}"' for t in sorted(legacy)) + ("," if len(legacy) == 1 else "")
-    return f"0 if {_dotted(name)} in ({names}) else 1"
-
-
-def _partly(module: str, legacy: set[str]) -> str:
-    """Why a registration of a module's targets registers some legacy."""
-    return (f"registers the targets of {module}, {', '.join(sorted(legacy))} not ported (said "
-            "above): those kept legacy (api_version=0)")
-
-
-def _versioned(call: cst.Call, version: str) -> cst.Call:
-    """call with its api_version=... given that expression."""
-    return call.with_changes(args=[
-        a.with_changes(value=cst.parse_expression(version)) if a.keyword and
-        a.keyword.value == "api_version" else a for a in call.args])
-
-
-class _Port(cst.CSTTransformer):
+class _Port(Registering, cst.CSTTransformer):
     METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider)
 
     def __init__(self, path: str, facts: _Facts, ported: set[str], legacy: set[str],
@@ -115,6 +87,7 @@ class _Port(cst.CSTTransformer):
         self.split_sites: set[int] = set()
         self.split_vars: set[tuple[int, str]] = set()
         self.needs_numpy = self.needs_mlir = False
+        self.needs_jax = False      # an edit reads jax (today's name for removed plumbing)
         # A lowering whose targets it cannot tell may lower any target this
         # module registers: those are held (kept legacy) with it.
         self.registered: set[str] = set()
@@ -122,9 +95,17 @@ class _Port(cst.CSTTransformer):
         # target -> each of its lowerings' (operands, results), None where a
         # count is known only at run time (port() shares one across modules)
         self.counts: dict[str, set[_binding.Counts | None]] = {}
+        self.wrappers: set[str] = set()    # the module's wrappers of custom_call (_wrapper)
+        self.ctx_kept: dict[int, str] = {}  # rules whose ported sites use ctx: id -> its name
 
     def where(self, node: cst.CSTNode) -> str:
         return f"{self.path}:{self.get_metadata(PositionProvider, node).start.line}"
+
+    def _in_wrapper(self, node: cst.CSTNode) -> bool:
+        """Whether node is in one of the module's wrappers of custom_call."""
+        fn = next((p for p, _ in self.parents(node) if isinstance(p, cst.FunctionDef)), None)
+        return fn is not None and fn.name.value in self.wrappers and \
+            isinstance(self.get_metadata(ParentNodeProvider, fn), cst.Module)
 
     def parents(self, node: cst.CSTNode):
         child = node
@@ -136,222 +117,6 @@ class _Port(cst.CSTTransformer):
             yield parent, child
             child = parent
 
-
-    # What the module registers ---------------------------------------------
-    def collect(self, module: cst.Module) -> None:
-        """Every registration of the module, before any is edited: its name
-        templates, and whether each registers a ported handler."""
-        self.states: dict[int, list[bool | None]] = {}
-        self.taken = {f.name.value for f in _walk(module, cst.FunctionDef)}
-        for call in _walk(module, cst.Call):
-            full = self.facts.full(call.func) or ""
-            if full not in _LEGACY_REGISTER | _FFI_REGISTER:
-                continue
-            name, fn = _arg(call, 0, "name"), _arg(call, 1, "fn")
-            if name is None or fn is None:
-                continue
-            templates = self.names.templates(name.value)
-            if templates is None:
-                continue
-            module_name = self._loop_module(call)
-            keys = {}
-            if module_name in self.modules:
-                keys = {module_name: sorted(set().union(*self.modules[module_name]))}
-            states = []
-            for template in templates:
-                for t, key in expand(template, keys):
-                    if key is not None:
-                        state = key in self.modules[module_name][0]
-                    else:
-                        state = self._capsule(fn.value)
-                        lit = literal(t)
-                        if state is None and lit is not None:
-                            state = True if lit in self.ported else (
-                                False if lit in self.legacy else None)
-                    self.named.append((t, state))
-                    states.append(state)
-            self.states[id(call)] = states
-
-    def _loop_module(self, call: cst.Call) -> str | None:
-        """M, where call is in a loop over `M.registrations().items()`."""
-        loop = self.names.parents.get(call)
-        while loop is not None and not isinstance(loop, cst.For):
-            loop = self.names.parents.get(loop)
-        return registrations_module(loop.iter) if loop is not None else None
-
-    def _capsule(self, fn: cst.BaseExpression) -> bool | None:
-        """Whether a registration's capsule is a ported handler (True), a
-        legacy kernel (False), or it cannot tell (None): `M.f()` or
-        `getattr(M, name)()` of a native module whose functions return
-        capsules."""
-        if isinstance(fn, cst.Name):
-            # a local holding a capsule made by hand (tfc: obj = x.xlaCapsule)
-            value = self.names.value(fn)
-            if isinstance(value, cst.Attribute) and value.attr.value in self.capsules:
-                return self.capsules[value.attr.value]
-            return None
-        if isinstance(fn, cst.Attribute) and fn.attr.value in self.capsules:
-            return self.capsules[fn.attr.value]
-        if not isinstance(fn, cst.Call) or fn.args:
-            return None
-        module = attr = None
-        if isinstance(fn.func, cst.Attribute):
-            module, attr = self.facts.full(fn.func.value), fn.func.attr.value
-        elif isinstance(fn.func, cst.Call) and _dotted(fn.func.func) == "getattr" and \
-                len(fn.func.args) == 2:
-            module, attr = self.facts.full(fn.func.args[0].value), _string(fn.func.args[1].value)
-        key = (module or "").split(".")[-1]
-        if key not in self.modules:
-            return None
-        ported, legacy = self.modules[key]
-        if attr is not None:
-            return True if attr in ported else (False if attr in legacy else None)
-        return True if ported and not legacy else (False if legacy and not ported else None)
-
-    def _followed(self, name: cst.BaseExpression) -> tuple[set[str], set[str]] | None:
-        """The targets a call site's name can be, as (every one, the ported
-        ones), each written as a template (`{...}` for what is known only
-        symbolically), by following the name to the module's registrations;
-        None when some cannot be followed."""
-        templates = self.names.reaching(name)
-        if templates is None:
-            return None
-        every, ported = set(), set()
-        for t in templates:
-            lit = literal(t)
-            states = [st for rt, st in self.named if rt == t]
-            if not states and lit is not None and (lit in self.ported or lit in self.legacy):
-                states = [lit in self.ported]
-            if not states or None in states:
-                return None
-            shown = "".join(p if isinstance(p, str) else "{" + _shown(p) + "}" for p in t)
-            every.add(shown)
-            if all(states):
-                ported.add(shown)
-        return every, ported
-
-    # Registration ---------------------------------------------------------
-    def _registration(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        name = _arg(node, 0, "name")
-        loop = next((p for p, _ in self.parents(node) if isinstance(p, cst.For)), None)
-        module = loop_module(loop.iter) if loop is not None else None
-        literal = _string(name.value) if name else None
-        where = self.where(node)
-        version = None       # the api_version to register with: None for typed (4)
-        if module is not None and module in self.modules:
-            ported, legacy = self.modules[module]
-            self.registered |= ported
-            if legacy and ported:
-                version = _by_name(name.value, legacy)
-                self.problems.append(Problem(where, _partly(module, legacy)))
-            elif legacy:
-                version = "0"
-                self.problems.append(Problem(where, f"registers the legacy targets of {module}, "
-                                             "not ported (said above): kept as "
-                                             "jax.ffi.register_ffi_target(..., api_version=0)"))
-        elif literal is not None and (literal in self.ported or literal in self.legacy):
-            self.registered.add(literal)
-            if literal in self.legacy:
-                version = "0"
-                self.problems.append(Problem(where, f"registers '{literal}', not ported (said "
-                                             "above): kept as jax.ffi.register_ffi_target(..., "
-                                             "api_version=0)"))
-        elif any(v == "numba" or v.startswith("numba.") for v in self.facts.aliases.values()):
-            self.problems.append(Problem(where, "registers a kernel made at run time by numba "
-                                         "(no source in the tree to port): kept as it is"))
-            return updated
-        elif self.states.get(id(node)) and None not in self.states[id(node)] and \
-                len(set(self.states[id(node)])) == 1:
-            # a name followed to its capsule: a native module's function
-            if not self.states[id(node)][0]:
-                version = "0"
-                self.problems.append(Problem(where, "registers a legacy kernel, not ported "
-                                             "(said above): kept as "
-                                             "jax.ffi.register_ffi_target(..., api_version=0)"))
-        else:
-            what = f"the targets of {module}" if module else (
-                f"'{literal}'" if literal else "a name it cannot follow")
-            version = "0"
-            self.problems.append(Problem(where, f"registers {what}, whose kernels it found no "
-                                         "source for: kept as jax.ffi.register_ffi_target(..., "
-                                         "api_version=0)"))
-        args = [a for a in updated.args if not (a.keyword and a.keyword.value == "api_version")]
-        if version is not None:
-            args[-1] = args[-1].with_changes(comma=cst.Comma(
-                whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(cst.Arg(cst.parse_expression(version), keyword=cst.Name("api_version"),
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""),
-                                                      cst.SimpleWhitespace(""))))
-        self.changed = True
-        return updated.with_changes(func=cst.parse_expression("jax.ffi.register_ffi_target"),
-                                    args=args)
-
-    def _ffi_registration(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        """jax.ffi.register_ffi_target(name, fn, ..., api_version=0) of
-        targets that are ported now: registered as typed (the default)."""
-        name = _arg(node, 0, "name")
-        literal = _string(name.value) if name else None
-        names = {literal} if literal is not None else set()
-        if literal is None and name is not None and isinstance(name.value, cst.Name):
-            loop = next((p for p, _ in self.parents(node) if isinstance(p, cst.For)), None)
-            if loop is not None and m.matches(loop.target, m.Name(name.value.value)):
-                names = set(_literals(loop.iter) or ())
-        where = self.where(node)
-        states = self.states.get(id(node))
-        if not names and states and None not in states:
-            # followed: a loop over a native module's registrations(), or a
-            # name made at run time whose capsule is a ported kernel's
-            module = self._loop_module(node)
-            if any(states) and not all(states) and module in self.modules and name is not None:
-                legacy = self.modules[module][1]
-                self.problems.append(Problem(where, _partly(module, legacy)))
-                self.changed = True
-                return _versioned(updated, _by_name(name.value, legacy))
-            if not all(states):
-                self.problems.append(Problem(where, "registers legacy targets, not ported "
-                                             "(said above): kept legacy (api_version=0)"))
-                return updated
-        elif not names or not names & (self.ported | self.legacy):
-            return updated
-        elif not names <= self.ported:
-            left = ", ".join(sorted(names - self.ported))
-            self.problems.append(Problem(where, f"registers {left}, not ported (said above): "
-                                         "kept legacy (api_version=0)"))
-            return updated
-        args = [a for a in updated.args if not (a.keyword and a.keyword.value == "api_version")]
-        args[-1] = args[-1].with_changes(comma=updated.args[-1].comma,
-                                         whitespace_after_arg=updated.args[-1].whitespace_after_arg)
-        self.changed = True
-        return updated.with_changes(args=args)
-
-    def _wrapped_registration(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        """The project's own registration function called with api_version=0
-        in a loop over an extension's targets (mpi4jax's
-        `register_custom_call_target(name, fn, platform=P, api_version=0)`
-        over `M.custom_call_targets.items()`): api_version=1 where all of
-        M's targets are ported."""
-        loop = next((p for p, _ in self.parents(node) if isinstance(p, cst.For)), None)
-        it = _dotted(loop.iter.func) if loop is not None and isinstance(loop.iter, cst.Call) \
-            else None
-        module = it.split(".")[-3] if it and (it.endswith(".custom_call_targets.items") or
-                                              it.endswith(".registrations.items")) else None
-        if module not in self.modules:
-            return updated
-        ported, legacy = self.modules[module]
-        self.registered |= ported
-        if legacy and not ported:
-            self.problems.append(Problem(self.where(node), f"registers the legacy targets of "
-                                         f"{module} through one call: kept legacy "
-                                         "(api_version=0)"))
-            return updated
-        self.changed = True
-        if legacy:
-            self.problems.append(Problem(self.where(node), f"registers the targets of {module} "
-                                         f"through one call, {', '.join(sorted(legacy))} not "
-                                         "ported (said above): those kept legacy "
-                                         "(api_version=0)"))
-            return _versioned(updated, _by_name(_arg(node, 0, "name").value, legacy))
-        return _versioned(updated, "1")
 
     # Lowering -------------------------------------------------------------
     def _names(self, node: cst.Call, name: cst.BaseExpression) -> tuple[set[str], str | None]:
@@ -411,6 +176,7 @@ class _Port(cst.CSTTransformer):
             return None
         names, ctx = self._names(node, name)
         ported = names & self.ported
+        matched: set[str] = set()
         where = self.where(node)
         if not names:
             followed = self._followed(name)
@@ -420,7 +186,7 @@ class _Port(cst.CSTTransformer):
                                              "to a literal"))
                 self.unread = True
                 return None
-            names, ported = followed
+            names, ported, matched = followed
         # typed in place (_typed_call): a CustomCallOp, an ffi_call, or a
         # custom_call whose layouts are not row-major
         in_place = form is not CUSTOM_CALL
@@ -443,7 +209,7 @@ class _Port(cst.CSTTransformer):
                     self._hold(names)
             if in_place is None:
                 return None
-        shape = self._platforms(node, names)
+        shape = self._platforms(node, names, matched)
         if shape == "refused":
             return None
         if shape is None and names != ported:
@@ -474,6 +240,8 @@ class _Port(cst.CSTTransformer):
         if shape == "gpu":
             config = _arg(updated, 99, "backend_config")
             opaque = _gpu_lowering.opaque(config.value if config else None, self.numpy())
+        fn = next((p for p, _ in self.parents(node) if isinstance(p, cst.FunctionDef)), None)
+        self.ctx_kept[id(fn)] = ctx
         return ffi_lowering(updated, ctx, operands, opaque)
 
     def _counts(self, names: set[str], operands: cst.BaseExpression | None, call: cst.Call,
@@ -528,16 +296,21 @@ class _Port(cst.CSTTransformer):
         if not names <= set(self.kernels):
             self.unread = True       # (names followed to registrations: hold the module's)
 
-    def _platforms(self, node: cst.Call, names: set[str]) -> str | None:
+    def _platforms(self, node: cst.Call, names: set[str], matched: set[str]) -> str | None:
         """'cpu' or 'gpu': the form the site is ported in; 'refused' (said,
         and its ported targets held) where it stays legacy; None where the
-        native side said nothing of its targets' platforms."""
+        native side said nothing of its targets' platforms.  matched: names
+        a template with symbolic parts matched, which it lowers only on the
+        platforms they have a kernel for (on others no such target is
+        registered, and the call fails on either path)."""
         if not self.kernels or not names <= set(self.kernels):
             return None
         fn = next((p for p, _ in self.parents(node) if isinstance(p, cst.FunctionDef)), None)
         rule = fn.name.value if fn else None
-        lowered = _gpu_lowering.pairs(names, rule, self.facts.bound.get(rule, []), self.rules,
-                                      self.kernels)
+        bound = self.facts.bound.get(rule, [])
+        lowered = _gpu_lowering.pairs(names, rule, bound, self.rules, self.kernels,
+                                      self._reached(node, fn, bound))
+        lowered = {(n, p) for n, p in lowered if n not in matched or p in self.kernels[n]}
         # Targets held by an earlier pass count as ported here, so that the
         # site says why it holds them.
         view = {n: {p: ok or (n, p) in self.prior for p, ok in ps.items()}
@@ -559,6 +332,25 @@ class _Port(cst.CSTTransformer):
                                      _gpu_lowering.refusal(shape, lowered, hold)))
         self.held |= hold
         return "refused"
+
+    def _reached(self, node: cst.Call, fn: cst.FunctionDef | None,
+                 bound: list[tuple[str, str | None]]) -> set[str] | None:
+        """The platforms of the registrations of fn as `partial(fn, V)` under
+        which node runs, by the `if` tests on fn's first parameter around it
+        (jax-finufft's `if platform == "cpu":`, its rule registered from
+        another module); None where it cannot tell."""
+        if fn is None or not bound or not fn.params.params or \
+                any(p is None for _v, p in bound):
+            return None
+        param = fn.params.params[0].name.value
+        found = set()
+        for value, registered in bound:
+            runs = self.names._reaches(node, fn, param, value)
+            if runs is None:
+                return None
+            if runs:
+                found.add(registered)
+        return found
 
     def mlir(self) -> str:
         """The module's name for jax.interpreters.mlir, or for the private
@@ -598,6 +390,10 @@ class _Port(cst.CSTTransformer):
             # Removed in JAX 0.6.0; today's name.
             self.extend = self.changed = True
             return cst.parse_expression("jax.extend.core.Primitive")
+        today = renamed(self.facts, original)
+        if today is not None:
+            self.needs_jax = self.changed = True
+            return today
         # out.results, where `out = custom_call(...)` was ported
         if original.attr.value == "results" and isinstance(original.value, cst.Name):
             fn = next((p for p, _ in self.parents(original) if isinstance(p, cst.FunctionDef)),
@@ -606,7 +402,8 @@ class _Port(cst.CSTTransformer):
             if var in self.result_vars:
                 return self._swapped(var in self.split_vars, original, updated.value, updated)
         # mlir.custom_call(...).results
-        if original.attr.value == "results" and isinstance(original.value, cst.Call):
+        if original.attr.value == "results" and isinstance(original.value, cst.Call) and \
+                not self._in_wrapper(original):
             call = original.value
             if _typed_call.form_of(self.facts.full(call.func) or "", call) is CUSTOM_CALL:
                 new = self._lowering(call, updated.value, results=True)
@@ -631,13 +428,22 @@ class _Port(cst.CSTTransformer):
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         full = self.facts.full(original.func) or ""
+        for key in numpy_parameters(self.facts, self.names, original):
+            self.problems.append(Problem(self.where(original), (
+                f"binds a primitive with a NumPy array as its parameter {key}, which JAX "
+                "refuses as unhashable since 0.7.0: not ported (give it as a tuple; "
+                "zero-change mode passes it frozen)")))
+        today = replaced_call(self.facts, updated)
+        if today is not None:
+            self.needs_jax = self.changed = True
+            return today
         if full == "jax.interpreters.mlir.ir_constant":
             new = ir_constant(self.facts, updated, self.numpy)
             self.changed |= new is not updated
             return new
-        if full in _LEGACY_REGISTER:
+        if full in LEGACY_REGISTER:
             return self._registration(original, updated)
-        if full in _FFI_REGISTER and m.matches(
+        if full in FFI_REGISTER and m.matches(
                 _arg(original, 99, "api_version"), m.Arg(value=m.Integer("0"))):
             return self._ffi_registration(original, updated)
         if full != "jax.ffi.register_ffi_target" and m.matches(
@@ -655,7 +461,12 @@ class _Port(cst.CSTTransformer):
                 self.facts.full(original.func.func) or "", original.func) is FFI_CALL:
             return self._lowering(original.func, updated.func, results=True, form=FFI_CALL,
                                   made=updated) or updated
-        if form is CUSTOM_CALL:
+        if isinstance(original.func, cst.Name) and original.func.value in self.wrappers:
+            # a call of the module's wrapper: a site, whose .results it gives
+            new = self._lowering(original, updated, results=True)
+            return updated if new is None else \
+                self._swapped(id(original) in self.split_sites, original, new, updated)
+        if form is CUSTOM_CALL and not self._in_wrapper(original):
             parent = self.get_metadata(ParentNodeProvider, original)
             if isinstance(parent, cst.Attribute) and parent.attr.value == "results":
                 return updated
@@ -683,16 +494,15 @@ class _Port(cst.CSTTransformer):
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
         split = self.splits.get(original.name.value)
-        if split is None or not split.swaps or not isinstance(
+        if split is not None and split.swaps and isinstance(
                 self.get_metadata(ParentNodeProvider, original), cst.Module):
-            return updated
-        return _split.functions(split, original, updated)
-
-
-def package_of(dotted: str, path: Path) -> str:
-    """The package a module of that dotted name and file is in: its own
-    name for a package's __init__.py, its parent's otherwise."""
-    return dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
+            updated = _split.functions(split, original, updated)
+        ctx = self.ctx_kept.get(id(original))
+        if ctx is not None and _wrapper.deletes(original, ctx):
+            if isinstance(updated, cst.FlattenSentinel):   # (both sides keep it)
+                return cst.FlattenSentinel([_wrapper.keep_ctx(f, ctx) for f in updated.nodes])
+            return _wrapper.keep_ctx(updated, ctx)
+        return updated
 
 
 def _importer(facts: _Facts, tree: dict[str, Path], read: dict):
@@ -732,7 +542,8 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
          prior: set[tuple[str, str]] = frozenset(),
          capsules: dict[str, bool] | None = None,
          tree: dict[str, Path] | None = None, package: str = "",
-         counts: dict[str, set[_binding.Counts | None]] | None = None) -> str | None:
+         counts: dict[str, set[_binding.Counts | None]] | None = None,
+         bound: dict[str, list[tuple[str, str | None]]] | None = None) -> str | None:
     """text ported, or None when nothing in it is a legacy target's use.
     kernels: each target's platforms, ported or not (_gpu_lowering); the
     ported (target, platform) pairs of sites kept legacy are added to held;
@@ -741,9 +552,13 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     dotted name, whose functions the layouts' reader may read; package: the
     dotted package the module is in, for its relative imports; counts: each
     target's lowerings' (operands, results) are added to it, None for one
-    whose counts are known only at run time (a translation rule's included)."""
-    # (sphericart-jax registers in a module that names only register_ffi_target)
-    if not re.search(r"custom_?call|ffi_call|register_ffi_target", text, re.I):
+    whose counts are known only at run time (a translation rule's included);
+    bound: the partial bindings of the module's rules made in other modules
+    (_facts.bound_elsewhere)."""
+    # (sphericart-jax registers in a module that names only register_ffi_target;
+    # jax-finufft makes its primitives, with removed plumbing, in a module
+    # that only registers their lowerings)
+    if not re.search(r"custom_?call|ffi_call|register_ffi_target|register_lowering", text, re.I):
         return None
     try:
         module = cst.parse_module(text)
@@ -755,12 +570,17 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     wrapper = MetadataWrapper(module)
     facts = _Facts(package)
     wrapper.visit(facts)
+    for rule, bindings in (bound or {}).items():
+        facts.bound.setdefault(rule, []).extend(bindings)
     rules = Translations(path, module, facts, ported, legacy)   # XlaBuilder's
     start = len(problems)
     porter = _Port(path, facts, ported, legacy, modules, problems,
                    Names(wrapper, _test), _importer(facts, tree or {}, {}))
     porter.kernels, porter.prior = kernels or {}, set(prior)
     porter.capsules = capsules or {}
+    me = package if Path(path).name == "__init__.py" else \
+        ".".join(p for p in (package, Path(path).stem) if p)
+    porter.wrappers = _wrapper.of(module, facts.full, me, tree or {})
     porter.counts = counts if counts is not None else {}
     porter.collect(wrapper.module)
     wrapper.visit(porter.rules)
@@ -782,8 +602,11 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
                      for p, ported in (kernels or {}).get(t, {}).items() if ported}
     if not (porter.changed or translated):
         return None
+    if porter.wrappers:
+        new = _wrapper.drop(new, porter.wrappers)
     new = new.visit(_Plumbing(_uses(new)))
-    if porter.extend or porter.needs_mlir or re.search(r"\bjax\.ffi\b", new.code):
+    if porter.extend or porter.needs_mlir or porter.needs_jax or \
+            re.search(r"\bjax\.ffi\b", new.code):
         new = _import_jax(new, porter.extend, porter.needs_mlir)
     if porter.needs_numpy:
         new = _gpu_lowering.import_name(new, "numpy")
