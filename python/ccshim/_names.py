@@ -111,6 +111,7 @@ class Names:
         self._uses: dict[str, int] | None = None
         self._fixed: dict[int, list[Template]] = {}   # a parameter's values, pinned
         self._augmented: dict[int, set[str]] = {}      # _extended's, by owner
+        self._busy: set[int] = set()       # the assignments being followed (_bound)
 
     # What a name is bound to ------------------------------------------------
     def _assignments(self, node: cst.Name):
@@ -211,9 +212,13 @@ class Names:
             if isinstance(target, cst.Param):
                 found += self._param(target, depth)
                 continue
-            if not isinstance(target, cst.Name):
-                return None
-            got = self._assigned(target, depth)
+            if not isinstance(target, cst.Name) or id(target) in self._busy:
+                return None    # (a value made from itself: jax-chacha-prng's name = name.encode())
+            self._busy.add(id(target))
+            try:
+                got = self._assigned(target, depth)
+            finally:
+                self._busy.discard(id(target))
             if got is None:
                 return None
             found += got

@@ -128,6 +128,17 @@ def test_a_conditional_gives_both_and_an_encoded_name_is_its_string():
     assert len(other) == 1 and isinstance(other[0], Part), other
 
 
+def test_a_name_made_from_itself_is_none_not_a_loop():
+    """jax-chacha-prng 1.4.3: `name = name.encode("utf-8")` in a function
+    whose parameter is name reads name's own assignment; it is not followed."""
+    names, module = _names(
+        "def register_target(name, fn):\n"
+        "    name = name.encode('utf-8')\n"
+        "    register(name, fn)\n"
+        "register_target('a', f)\n")
+    assert names.templates(_call_arg(module, "register")) is None
+
+
 def _find_calls(module, func: str) -> list:
     found = []
 
