@@ -273,3 +273,19 @@ def test_a_numpy_array_bound_as_a_parameter_is_said(tmp_path):
         "its parameter shape, which JAX refuses as unhashable since 0.7.0: not ported (give "
         "it as a tuple; zero-change mode passes it frozen)\n"), done.stderr
     assert "XLA_FFI_DEFINE_HANDLER" in done.stdout
+
+
+@pytest.mark.parametrize("text, named", [
+    ("from .lowering import (\n    custom_call,\n    other,\n)\n", True),
+    ("from pkg import lowering\nlowering.custom_call(1)\n", True),
+    ("import pkg.lowering as low\nlow.custom_call(1)\n", True),
+    ("from pkg.lowering import default_layouts\nmlir.custom_call(1)\n", False),
+    ("def f(:\n", True),        # cannot parse it: cannot tell
+])
+def test_another_module_names_a_wrapper_as_python_reads_it(tmp_path, text, named):
+    from ccshim.port._wrapper import named_elsewhere
+    (tmp_path / "lowering.py").write_text("")
+    (tmp_path / "other.py").write_text(text)
+    tree = {"pkg.lowering": tmp_path / "lowering.py", "pkg.other": tmp_path / "other.py"}
+    assert named_elsewhere({"custom_call"}, "pkg.lowering", tree) == (
+        {"custom_call"} if named else set())

@@ -29,7 +29,7 @@ passes ctx to ffi_lowering keeps it: the `del` of ctx is dropped.
 
 from __future__ import annotations
 
-import re
+import ast
 from pathlib import Path
 from typing import Callable
 
@@ -92,21 +92,34 @@ def of(module: cst.Module, full: Callable[[cst.BaseExpression], str | None], dot
 
 def named_elsewhere(names: set[str], dotted: str, tree: dict[str, Path]) -> set[str]:
     """Those of names that another module of the tree imports from the
-    module of that dotted name, or reads as its attribute."""
-    found = set()
+    module of that dotted name (`from .lowering import custom_call`, in
+    parentheses or not) or reads as an attribute of a name bound to it
+    (`lowering.custom_call`), read with Python's ast.  A module it cannot
+    parse names all of them (it cannot tell)."""
+    found: set[str] = set()
     last = dotted.rpartition(".")[2]
     for other, path in tree.items():
-        if other == dotted:
+        if other == dotted or found == names:
             continue
         try:
-            text = path.read_text(errors="replace")
-        except OSError:
-            continue
-        for name in names - found:
-            if re.search(rf"\b{re.escape(last)}\.{re.escape(name)}\b", text) or re.search(
-                    rf"from\s+\.*(?:[\w.]*\.)?{re.escape(last)}\s+import\s[^\n]*"
-                    rf"\b{re.escape(name)}\b", text):
-                found.add(name)
+            module = ast.parse(path.read_text(errors="replace"))
+        except (OSError, SyntaxError, ValueError):
+            return set(names)
+        bound = {last}       # the names the module is read through here
+        for node in ast.walk(module):
+            if isinstance(node, ast.ImportFrom):
+                source = (node.module or "").rpartition(".")[2]
+                for alias in node.names:
+                    if source == last and alias.name in names:
+                        found.add(alias.name)
+                    if alias.name == last:
+                        bound.add(alias.asname or alias.name)
+            elif isinstance(node, ast.Import):
+                bound |= {a.asname for a in node.names
+                          if a.asname and a.name.rpartition(".")[2] == last}
+        found |= {node.attr for node in ast.walk(module)
+                  if isinstance(node, ast.Attribute) and node.attr in names and
+                  isinstance(node.value, ast.Name) and node.value.id in bound}
     return found
 
 
