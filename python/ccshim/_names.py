@@ -124,6 +124,12 @@ class Names:
             return None
         return found or None
 
+    def values(self, node: cst.Name) -> list[cst.BaseExpression]:
+        """The expressions a name is given by `=` in its scope (none for a
+        parameter, a loop's variable, an import)."""
+        found = [self.value_of(getattr(a, "node", None)) for a in self._assignments(node) or []]
+        return [v for v in found if v is not None]
+
     def value(self, node: cst.Name) -> cst.BaseExpression | None:
         """The expression a name is assigned, where it is assigned once."""
         assignments = self._assignments(node)

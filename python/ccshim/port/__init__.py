@@ -20,7 +20,8 @@ rules (``_translation``), and a ``setup.py`` pybind11 build gets the headers
 platform stream, their lowering passing the legacy opaque bytes as an
 attribute (``_gpu``, ``_gpu_lowering``).  Capsules returned by module
 functions or made by hand (``_makers``) are ported too, and target names are
-followed to their registrations (``_names``).  docs/port.md.
+followed to their registrations (``_names``, ``_registering``), through a
+project's own wrapper of custom_call (``_wrapper``).  docs/port.md.
 """
 
 from __future__ import annotations

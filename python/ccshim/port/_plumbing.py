@@ -195,8 +195,7 @@ def numpy_parameters(facts: _Facts, names, call: cst.Call) -> list[str]:
     for a in call.args:
         if a.keyword is None or not isinstance(a.value, cst.Name):
             continue
-        for assignment in names._assignments(a.value) or []:
-            value = names.value_of(getattr(assignment, "node", None))
+        for value in names.values(a.value):
             while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
                     isinstance(value.func.value, cst.Call):
                 value = value.func.value         # np.f(...).astype(...): np.f(...)
