@@ -289,3 +289,22 @@ def test_another_module_names_a_wrapper_as_python_reads_it(tmp_path, text, named
     tree = {"pkg.lowering": tmp_path / "lowering.py", "pkg.other": tmp_path / "other.py"}
     assert named_elsewhere({"custom_call"}, "pkg.lowering", tree) == (
         {"custom_call"} if named else set())
+
+
+def test_a_module_nested_past_python_s_recursion_limit_is_said_not_a_crash(tmp_path):
+    """A target name 500 conditionals deep: Python's reader cannot follow
+    it; the port says so for the module and goes on, rather than stop with
+    a traceback."""
+    name = '"k"'
+    for i in range(500):
+        name = f'("k{i}" if c else {name})'
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "ops.py").write_text(
+        "from jax.interpreters import mlir\n\n\ndef rule(ctx, x):\n"
+        f"    name = {name}\n"
+        "    return mlir.custom_call(name, operands=[x], result_types=[x.type]).results\n")
+    done = _port(tree)
+    assert done.returncode == 0 and done.stdout == "", done.stderr[-2000:]
+    assert done.stderr == "ccshim port: pkg/ops.py: not ported: nested too deeply to read " \
+        "(Python's recursion limit): not ported, and every target it may lower kept legacy\n"

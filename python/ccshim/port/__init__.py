@@ -136,9 +136,19 @@ def _port(trees: list[Path], held: set[tuple[str, str]], fixed: dict[str, _bindi
                 continue
             text = path.read_text(errors="replace")
             package = package_of(dotted[path], path) if path in dotted else ""
-            new = _python.port(str(path.relative_to(base)), text, ported, legacy, modules,
-                               problems, kernels, more, held, capsules, tree, package,
-                               counts, elsewhere.get(dotted.get(path), {}))
+            try:
+                new = _python.port(str(path.relative_to(base)), text, ported, legacy, modules,
+                                   problems, kernels, more, held, capsules, tree, package,
+                                   counts, elsewhere.get(dotted.get(path), {}))
+            except RecursionError:
+                # nested deeper than Python's reader goes: said, and the module's
+                # targets left as they are (any lowering of them may be in it)
+                problems.append(Problem(str(path.relative_to(base)), "nested too deeply to "
+                                        "read (Python's recursion limit): not ported, and "
+                                        "every target it may lower kept legacy"))
+                counts.setdefault(_binding.ANY, set()).add(None)
+                more |= {(t, p) for t, ps in kernels.items() for p, ok in ps.items() if ok}
+                continue
             if new is not None and new != text:
                 edits[path] = (text, new)
     edits = {p: _line_ends(p, old, new) for p, (old, new) in edits.items()}
