@@ -280,7 +280,7 @@ def test_a_numpy_array_bound_as_a_parameter_is_said(tmp_path):
     ("from pkg import lowering\nlowering.custom_call(1)\n", True),
     ("import pkg.lowering as low\nlow.custom_call(1)\n", True),
     ("from pkg.lowering import default_layouts\nmlir.custom_call(1)\n", False),
-    ("def f(:\n", True),        # cannot parse it: cannot tell
+    ("def f(:\n", False),       # not Python: not importable either
 ])
 def test_another_module_names_a_wrapper_as_python_reads_it(tmp_path, text, named):
     from ccshim.port._wrapper import named_elsewhere

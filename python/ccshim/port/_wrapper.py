@@ -94,8 +94,9 @@ def named_elsewhere(names: set[str], dotted: str, tree: dict[str, Path]) -> set[
     """Those of names that another module of the tree imports from the
     module of that dotted name (`from .lowering import custom_call`, in
     parentheses or not) or reads as an attribute of a name bound to it
-    (`lowering.custom_call`), read with Python's ast.  A module it cannot
-    parse names all of them (it cannot tell)."""
+    (`lowering.custom_call`), read with Python's ast.  A module Python
+    cannot parse names none: it cannot be imported either (jax-finufft's
+    vendored FINUFFT has a Python 2 script)."""
     found: set[str] = set()
     last = dotted.rpartition(".")[2]
     for other, path in tree.items():
@@ -104,7 +105,7 @@ def named_elsewhere(names: set[str], dotted: str, tree: dict[str, Path]) -> set[
         try:
             module = ast.parse(path.read_text(errors="replace"))
         except (OSError, SyntaxError, ValueError):
-            return set(names)
+            continue
         bound = {last}       # the names the module is read through here
         for node in ast.walk(module):
             if isinstance(node, ast.ImportFrom):
