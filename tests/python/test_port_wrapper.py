@@ -279,6 +279,7 @@ def test_a_numpy_array_bound_as_a_parameter_is_said(tmp_path):
     ("from .lowering import (\n    custom_call,\n    other,\n)\n", True),
     ("from pkg import lowering\nlowering.custom_call(1)\n", True),
     ("import pkg.lowering as low\nlow.custom_call(1)\n", True),
+    ("import pkg.lowering\npkg.lowering.custom_call(1)\n", True),
     ("from pkg.lowering import default_layouts\nmlir.custom_call(1)\n", False),
     ("def f(:\n", False),       # not Python: not importable either
 ])

@@ -93,10 +93,11 @@ def of(module: cst.Module, full: Callable[[cst.BaseExpression], str | None], dot
 def named_elsewhere(names: set[str], dotted: str, tree: dict[str, Path]) -> set[str]:
     """Those of names that another module of the tree imports from the
     module of that dotted name (`from .lowering import custom_call`, in
-    parentheses or not) or reads as an attribute of a name bound to it
-    (`lowering.custom_call`), read with Python's ast.  A module Python
-    cannot parse names none: it cannot be imported either (jax-finufft's
-    vendored FINUFFT has a Python 2 script)."""
+    parentheses or not) or reads as its attribute (`lowering.custom_call`,
+    `pkg.lowering.custom_call`, through any name bound to it), read with
+    Python's ast.  A module Python cannot parse names none: it cannot be
+    imported either (jax-finufft's vendored FINUFFT has a Python 2
+    script)."""
     found: set[str] = set()
     last = dotted.rpartition(".")[2]
     for other, path in tree.items():
@@ -119,8 +120,9 @@ def named_elsewhere(names: set[str], dotted: str, tree: dict[str, Path]) -> set[
                 bound |= {a.asname for a in node.names
                           if a.asname and a.name.rpartition(".")[2] == last}
         found |= {node.attr for node in ast.walk(module)
-                  if isinstance(node, ast.Attribute) and node.attr in names and
-                  isinstance(node.value, ast.Name) and node.value.id in bound}
+                  if isinstance(node, ast.Attribute) and node.attr in names and (
+                      isinstance(node.value, ast.Name) and node.value.id in bound or
+                      isinstance(node.value, ast.Attribute) and node.value.attr == last)}
     return found
 
 
