@@ -70,7 +70,7 @@ def _port(trees: list[Path], held: set[tuple[str, str]], fixed: dict[str, _bindi
     target's lowerings' counts (_binding); fixed: the counts the handlers are
     bound for, from the pass before."""
     from . import _python   # libcst: only where a port runs
-    from ._facts import bound_elsewhere, package_of
+    from ._facts import bound_elsewhere
 
     problems: list[Problem] = []
     edits: dict[Path, tuple[str | None, str]] = {}
@@ -135,11 +135,11 @@ def _port(trees: list[Path], held: set[tuple[str, str]], fixed: dict[str, _bindi
             if path.suffix != ".py":
                 continue
             text = path.read_text(errors="replace")
-            package = package_of(dotted[path], path) if path in dotted else ""
             try:
                 new = _python.port(str(path.relative_to(base)), text, ported, legacy, modules,
-                                   problems, kernels, more, held, capsules, tree, package,
-                                   counts, elsewhere.get(dotted.get(path), {}))
+                                   problems, kernels, more, held, capsules, tree,
+                                   dotted.get(path, ""), counts,
+                                   elsewhere.get(dotted.get(path), {}))
             except RecursionError:
                 # nested deeper than Python's reader goes: said, and the module's
                 # targets left as they are (any lowering of them may be in it)

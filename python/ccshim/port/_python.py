@@ -103,7 +103,7 @@ class _Port(Registering, cst.CSTTransformer):
 
     def _in_wrapper(self, node: cst.CSTNode) -> bool:
         """Whether node is in one of the module's wrappers of custom_call."""
-        fn = next((p for p, _ in self.parents(node) if isinstance(p, cst.FunctionDef)), None)
+        fn = self.enclosing(node)
         return fn is not None and fn.name.value in self.wrappers and \
             isinstance(self.get_metadata(ParentNodeProvider, fn), cst.Module)
 
@@ -117,6 +117,11 @@ class _Port(Registering, cst.CSTTransformer):
             yield parent, child
             child = parent
 
+    def enclosing(self, node: cst.CSTNode, kind=cst.FunctionDef):
+        """The nearest node of that kind around node (its rule: the
+        function it is in), or None."""
+        return next((p for p, _ in self.parents(node) if isinstance(p, kind)), None)
+
 
     # Lowering -------------------------------------------------------------
     def _names(self, node: cst.Call, name: cst.BaseExpression) -> tuple[set[str], str | None]:
@@ -124,7 +129,7 @@ class _Port(Registering, cst.CSTTransformer):
         lowering context (None when its rule has no ctx parameter); no names
         when it cannot follow them."""
         literal = _string(name)
-        fn = next((p for p, _ in self.parents(node) if isinstance(p, cst.FunctionDef)), None)
+        fn = self.enclosing(node)
         params = [p.name.value for p in fn.params.params] if fn else []
         ctx = next((p for p in params if p in ("ctx", "context")), None)
         if literal is not None:
@@ -240,7 +245,7 @@ class _Port(Registering, cst.CSTTransformer):
         if shape == "gpu":
             config = _arg(updated, 99, "backend_config")
             opaque = _gpu_lowering.opaque(config.value if config else None, self.numpy())
-        fn = next((p for p, _ in self.parents(node) if isinstance(p, cst.FunctionDef)), None)
+        fn = self.enclosing(node)
         self.ctx_kept[id(fn)] = ctx
         return ffi_lowering(updated, ctx, operands, opaque)
 
@@ -305,7 +310,7 @@ class _Port(Registering, cst.CSTTransformer):
         registered, and the call fails on either path)."""
         if not self.kernels or not names <= set(self.kernels):
             return None
-        fn = next((p for p, _ in self.parents(node) if isinstance(p, cst.FunctionDef)), None)
+        fn = self.enclosing(node)
         rule = fn.name.value if fn else None
         bound = self.facts.bound.get(rule, [])
         lowered = _gpu_lowering.pairs(names, rule, bound, self.rules, self.kernels,
@@ -373,7 +378,7 @@ class _Port(Registering, cst.CSTTransformer):
     def leave_Return(self, original: cst.Return, updated: cst.Return):
         """A JVP rule's None output tangent (an error since JAX 0.5.0) becomes
         the symbolic zero of that output (_plumbing.zero_tangents)."""
-        fn = next((p for p, _ in self.parents(original) if isinstance(p, cst.FunctionDef)), None)
+        fn = self.enclosing(original)
         if fn is None or fn.name.value not in self.facts.jvps or updated.value is None:
             return updated
         new = zero_tangents(updated.value, self.facts.local("jax.interpreters.ad"))
@@ -396,8 +401,7 @@ class _Port(Registering, cst.CSTTransformer):
             return today
         # out.results, where `out = custom_call(...)` was ported
         if original.attr.value == "results" and isinstance(original.value, cst.Name):
-            fn = next((p for p, _ in self.parents(original) if isinstance(p, cst.FunctionDef)),
-                      None)
+            fn = self.enclosing(original)
             var = (id(fn), original.value.value) if fn is not None else None
             if var in self.result_vars:
                 return self._swapped(var in self.split_vars, original, updated.value, updated)
@@ -418,7 +422,7 @@ class _Port(Registering, cst.CSTTransformer):
                 isinstance(parent.targets[0].target, cst.Name)):
             return None
         name = parent.targets[0].target.value
-        fn = next((p for p, _ in self.parents(call) if isinstance(p, cst.FunctionDef)), None)
+        fn = self.enclosing(call)
         if fn is None:
             return None
         uses = sum(1 for n in _reads(fn) if n.value == name)   # (not `.results` itself)
@@ -487,7 +491,7 @@ class _Port(Registering, cst.CSTTransformer):
         """new, which replaces old; where that is a split site's port (or its
         result's use), kept, so that the rule's legacy side has old there
         again (_split)."""
-        fn = next((p for p, _ in self.parents(original) if isinstance(p, cst.FunctionDef)), None)
+        fn = self.enclosing(original)
         if split and fn is not None and fn.name.value in self.splits:
             self.splits[fn.name.value].swaps.append((new, old))
         return new
@@ -541,7 +545,7 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
          held: set[tuple[str, str]] | None = None,
          prior: set[tuple[str, str]] = frozenset(),
          capsules: dict[str, bool] | None = None,
-         tree: dict[str, Path] | None = None, package: str = "",
+         tree: dict[str, Path] | None = None, module_name: str = "",
          counts: dict[str, set[_binding.Counts | None]] | None = None,
          bound: dict[str, list[tuple[str, str | None]]] | None = None) -> str | None:
     """text ported, or None when nothing in it is a legacy target's use.
@@ -549,8 +553,9 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
     ported (target, platform) pairs of sites kept legacy are added to held;
     prior: those an earlier pass held; capsules: those made by hand, by the
     member that holds each (ported or not); tree: the tree's modules, by
-    dotted name, whose functions the layouts' reader may read; package: the
-    dotted package the module is in, for its relative imports; counts: each
+    dotted name, whose functions the layouts' reader may read; module_name:
+    the module's own dotted name there (its package resolves its relative
+    imports; another module may name its wrappers under it); counts: each
     target's lowerings' (operands, results) are added to it, None for one
     whose counts are known only at run time (a translation rule's included);
     bound: the partial bindings of the module's rules made in other modules
@@ -568,7 +573,7 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
             counts.setdefault(_binding.ANY, set()).add(None)
         return None
     wrapper = MetadataWrapper(module)
-    facts = _Facts(package)
+    facts = _Facts(package_of(module_name, Path(path)))
     wrapper.visit(facts)
     for rule, bindings in (bound or {}).items():
         facts.bound.setdefault(rule, []).extend(bindings)
@@ -578,9 +583,7 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
                    Names(wrapper, _test), _importer(facts, tree or {}, {}))
     porter.kernels, porter.prior = kernels or {}, set(prior)
     porter.capsules = capsules or {}
-    me = package if Path(path).name == "__init__.py" else \
-        ".".join(p for p in (package, Path(path).stem) if p)
-    porter.wrappers = _wrapper.of(module, facts.full, me, tree or {})
+    porter.wrappers = _wrapper.of(module, facts.full, module_name, tree or {})
     porter.counts = counts if counts is not None else {}
     porter.collect(wrapper.module)
     wrapper.visit(porter.rules)

@@ -172,7 +172,7 @@ class Registering:
     # Registration ---------------------------------------------------------
     def _registration(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         name = _arg(node, 0, "name")
-        loop = next((p for p, _ in self.parents(node) if isinstance(p, cst.For)), None)
+        loop = self.enclosing(node, cst.For)
         module = loop_module(loop.iter) if loop is not None else None
         literal = _string(name.value) if name else None
         where = self.where(node)
@@ -232,7 +232,7 @@ class Registering:
         literal = _string(name.value) if name else None
         names = {literal} if literal is not None else set()
         if literal is None and name is not None and isinstance(name.value, cst.Name):
-            loop = next((p for p, _ in self.parents(node) if isinstance(p, cst.For)), None)
+            loop = self.enclosing(node, cst.For)
             if loop is not None and m.matches(loop.target, m.Name(name.value.value)):
                 names = set(_literals(loop.iter) or ())
         where = self.where(node)
@@ -269,7 +269,7 @@ class Registering:
         `register_custom_call_target(name, fn, platform=P, api_version=0)`
         over `M.custom_call_targets.items()`): api_version=1 where all of
         M's targets are ported."""
-        loop = next((p for p, _ in self.parents(node) if isinstance(p, cst.For)), None)
+        loop = self.enclosing(node, cst.For)
         it = _dotted(loop.iter.func) if loop is not None and isinstance(loop.iter, cst.Call) \
             else None
         module = it.split(".")[-3] if it and (it.endswith(".custom_call_targets.items") or
