@@ -156,7 +156,8 @@ def _import_jax(module: cst.Module, extend: bool, mlir: bool = False) -> cst.Mod
 # of one (ATTRIBUTES) or call of one with a single argument X (CALLS) is
 # written as today's; PREFIX is how the module wrote what came before the
 # name's last two parts (`ad` of `ad.Zero.from_value`).
-ATTRIBUTES = {"jax.interpreters.batching.moveaxis": "jax.numpy.moveaxis",
+ATTRIBUTES = {"jax.core.Primitive": "jax.extend.core.Primitive",      # gone from 0.6.0
+              "jax.interpreters.batching.moveaxis": "jax.numpy.moveaxis",
               "jax.interpreters.batching.not_mapped": "None"}
 CALLS = {"jax.interpreters.ad.Zero.from_value": "PREFIX.Zero(jax.typeof(X).to_tangent_aval())",
          "jax.lax.zeros_like_array": "jax.lax.full_like(X, 0)",

@@ -391,13 +391,10 @@ class _Port(Registering, cst.CSTTransformer):
         return updated.with_changes(value=new)
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
-        if self.facts.full(original) == "jax.core.Primitive":
-            # Removed in JAX 0.6.0; today's name.
-            self.extend = self.changed = True
-            return cst.parse_expression("jax.extend.core.Primitive")
         today = renamed(self.facts, original)
         if today is not None:
             self.needs_jax = self.changed = True
+            self.extend |= (_dotted(today) or "").startswith("jax.extend.core.")
             return today
         # out.results, where `out = custom_call(...)` was ported
         if original.attr.value == "results" and isinstance(original.value, cst.Name):
