@@ -309,3 +309,21 @@ def test_a_module_nested_past_python_s_recursion_limit_is_said_not_a_crash(tmp_p
     assert done.returncode == 0 and done.stdout == "", done.stderr[-2000:]
     assert done.stderr == "ccshim port: pkg/ops.py: not ported: nested too deeply to read " \
         "(Python's recursion limit): not ported, and every target it may lower kept legacy\n"
+
+
+@pytest.mark.parametrize("body, kept", [
+    ("    del ctx\n\n    y = x\n    return y\n", "    y = x\n    return y\n"),
+    ("\n    y = x\n    del ctx\n    return y\n", "\n    y = x\n    return y\n"),
+    ("    del ctx, x\n    return 1\n", "    del x\n    return 1\n"),
+    ("    if x:\n        del ctx\n    return x\n", "    if x:\n        pass\n    return x\n"),
+    ("    def g(ctx):\n        del ctx\n    return g\n", None),     # g's ctx is its own
+])
+def test_a_del_of_ctx_goes_and_nothing_else(body, kept):
+    import libcst
+    from ccshim.port._wrapper import keep_ctx
+    fn = libcst.parse_module("def f(ctx, x):\n" + body).body[0]
+    out = keep_ctx(fn, "ctx")
+    if kept is None:
+        assert out is fn
+    else:
+        assert libcst.Module([out]).code == "def f(ctx, x):\n" + kept

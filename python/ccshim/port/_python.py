@@ -499,11 +499,11 @@ class _Port(Registering, cst.CSTTransformer):
                 self.get_metadata(ParentNodeProvider, original), cst.Module):
             updated = _split.functions(split, original, updated)
         ctx = self.ctx_kept.get(id(original))
-        if ctx is not None and _wrapper.deletes(original, ctx):
-            if isinstance(updated, cst.FlattenSentinel):   # (both sides keep it)
-                return cst.FlattenSentinel([_wrapper.keep_ctx(f, ctx) for f in updated.nodes])
-            return _wrapper.keep_ctx(updated, ctx)
-        return updated
+        if ctx is None:
+            return updated
+        if isinstance(updated, cst.FlattenSentinel):   # (both sides keep it)
+            return cst.FlattenSentinel([_wrapper.keep_ctx(f, ctx) for f in updated.nodes])
+        return _wrapper.keep_ctx(updated, ctx)
 
 
 def _importer(facts: _Facts, tree: dict[str, Path], read: dict):

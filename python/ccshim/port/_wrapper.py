@@ -36,6 +36,7 @@ from typing import Callable
 import libcst as cst
 import libcst.matchers as m
 
+from ._plumbing import _uses
 from ._typed_call import CUSTOM_CALL, form_of
 
 
@@ -129,12 +130,7 @@ def named_elsewhere(names: set[str], dotted: str, tree: dict[str, Path]) -> set[
 def drop(module: cst.Module, wrappers: set[str]) -> cst.Module:
     """module without those of its wrappers nothing in it calls any more
     (the comments above each go with it)."""
-    imported = {id(n) for i in m.findall(module, m.Import() | m.ImportFrom())
-                for n in m.findall(i, m.Name())}
-    uses: dict[str, int] = {}
-    for name in m.findall(module, m.Name()):
-        if id(name) not in imported:
-            uses[name.value] = uses.get(name.value, 0) + 1
+    uses = _uses(module)
     unused = {w for w in wrappers if uses.get(w, 0) == 1}     # (its def's own name)
     if not unused:
         return module
@@ -147,21 +143,24 @@ class _KeepCtx(cst.CSTTransformer):
     def __init__(self, ctx: str):
         super().__init__()
         self.ctx = ctx
+        self.dropped = False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False          # (a nested function's own ctx is its own)
 
     def leave_Del(self, original: cst.Del, updated: cst.Del):
         target = updated.target
-        if m.matches(target, m.Name(self.ctx)):
+        kept = [e for e in target.elements if not m.matches(e.value, m.Name(self.ctx))] \
+            if isinstance(target, (cst.Tuple, cst.List)) else None
+        if m.matches(target, m.Name(self.ctx)) or kept == []:
+            self.dropped = True
             return cst.RemoveFromParent()
-        if isinstance(target, (cst.Tuple, cst.List)):
-            kept = [e for e in target.elements if not m.matches(e.value, m.Name(self.ctx))]
-            if not kept:
-                return cst.RemoveFromParent()
-            if len(kept) != len(target.elements):
-                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                return updated.with_changes(target=target.with_changes(elements=kept))
+        if kept is not None and len(kept) != len(target.elements):
+            self.dropped = True
+            if len(kept) == 1:        # `del x`, not the tuple `del x,`
+                return updated.with_changes(target=kept[0].value)
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(target=target.with_changes(elements=kept))
         return updated
 
     def leave_SimpleStatementLine(self, original, updated):
@@ -170,21 +169,16 @@ class _KeepCtx(cst.CSTTransformer):
         return updated
 
 
-def deletes(fn: cst.FunctionDef, ctx: str) -> bool:
-    """Whether fn has a `del` of ctx."""
-    return any(m.matches(d.target, m.Name(ctx)) or isinstance(d.target, (cst.Tuple, cst.List))
-               and any(m.matches(e.value, m.Name(ctx)) for e in d.target.elements)
-               for d in m.findall(fn.body, m.Del()))
-
-
 def keep_ctx(fn: cst.FunctionDef, ctx: str) -> cst.FunctionDef:
     """fn without a `del` of its parameter ctx, which a ported site now
     passes to ffi_lowering (jax-finufft's `del ctx`); a block left empty
-    gets `pass`."""
-    first = fn.body.body[0] if fn.body.body else None
-    body = fn.body.visit(_KeepCtx(ctx))
-    if body.body and first is not None and body.body[0] is not first and \
-            hasattr(body.body[0], "leading_lines"):
+    gets `pass`.  fn itself where it deletes no ctx."""
+    keep = _KeepCtx(ctx)
+    body = fn.body.visit(keep)
+    if not keep.dropped:
+        return fn
+    if fn.body.body and m.matches(fn.body.body[0], m.SimpleStatementLine(
+            body=[m.Del(target=m.Name(ctx))])) and body.body:
         # the blank line that set the del apart from what follows goes with it
         lead = body.body[0]
         body = body.with_changes(body=[lead.with_changes(leading_lines=[
