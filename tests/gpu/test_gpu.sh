@@ -290,15 +290,20 @@ sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[1:]]))
 PY
 }
 
-# dump_typed DUMP WHAT GPU_TARGETS: the custom calls in XLA's dump whose
-# target matches WHAT are all typed (API version 4), and some match
-# GPU_TARGETS (what a GPU lowering calls; a regular expression).
+# dump_typed DUMP WHAT GPU_TARGETS: the custom calls XLA compiled (its
+# after_optimizations modules in DUMP) whose target matches WHAT are all
+# typed (API version 4), and some of the modules it compiled for the GPU
+# (every one but XLA:CPU's, *cpu_after_optimizations.txt) call GPU_TARGETS (a
+# regular expression): mpi4jax's CPU and CUDA targets have the same names.
 dump_typed() {
-  local dump=$1 what=$2 gpu=$3 calls untyped
-  calls=$(cat "$dump"/*.txt | grep ' custom-call(' | grep -cE "custom_call_target=\"$gpu")
-  untyped=$(cat "$dump"/*.txt | grep ' custom-call(' | grep -E "custom_call_target=\"$what" |
+  local dump=$1 what=$2 gpu=$3 calls untyped f
+  local compiled=("$dump"/*after_optimizations.txt)
+  [ -e "${compiled[0]}" ] || { echo "no compiled module in $dump"; return 1; }
+  calls=$(for f in "${compiled[@]}"; do [[ $f == *cpu_after_optimizations.txt ]] || cat "$f"; done |
+    grep ' custom-call(' | grep -cE "custom_call_target=\"$gpu")
+  untyped=$(cat "${compiled[@]}" | grep ' custom-call(' | grep -E "custom_call_target=\"$what" |
     grep -vc 'api_version=API_VERSION_TYPED_FFI')
-  echo "$gpu calls: $calls; $what calls not typed: $untyped"
+  echo "$gpu calls compiled for the GPU: $calls; $what calls not typed: $untyped"
   [ "$calls" -gt 0 ] && [ "$untyped" -eq 0 ]
 }
 export -f suite_without_ccshim dump_typed
