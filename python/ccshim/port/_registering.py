@@ -210,10 +210,12 @@ class Registering:
         else:
             what = f"the targets of {module}" if module else (
                 f"'{literal}'" if literal else "a name it cannot follow")
+            how = self._foreign(_arg(node, 1, "fn"))
+            why = f"{how}: kernels exported through ctypes or cffi are not ported yet" if how \
+                else "whose kernels it found no source for"
             version = "0"
-            self.problems.append(Problem(where, f"registers {what}, whose kernels it found no "
-                                         "source for: kept as jax.ffi.register_ffi_target(..., "
-                                         "api_version=0)"))
+            self.problems.append(Problem(where, f"registers {what}, {why}: kept as "
+                                         "jax.ffi.register_ffi_target(..., api_version=0)"))
         args = [a for a in updated.args if not (a.keyword and a.keyword.value == "api_version")]
         if version is not None:
             args[-1] = args[-1].with_changes(comma=cst.Comma(
@@ -224,6 +226,24 @@ class Registering:
         self.changed = True
         return updated.with_changes(func=cst.parse_expression("jax.ffi.register_ffi_target"),
                                     args=args)
+
+    def _foreign(self, fn: cst.Arg | None) -> str | None:
+        """How a registered function reaches XLA from a library Python
+        loaded itself (ctypes, cffi), said for a message; None where it does
+        not: a function of a library the module loads, or a capsule made in
+        Python around a pointer (jax.ffi.pycapsule, PyCapsule_New)."""
+        if fn is None:
+            return None
+        for name in m.findall(fn.value, m.Name()):
+            if name.value in self.facts.loaded:
+                library, loader = self.facts.loaded[name.value]
+                return f"a kernel of {library}, a library loaded by {loader}"
+        for call in m.findall(fn.value, m.Call()):
+            full = self.facts.full(call.func) or ""
+            full = self.facts.named.get(full, full)   # _new = ctypes.pythonapi.PyCapsule_New
+            if full.endswith(("ffi.pycapsule", "PyCapsule_New")):
+                return f"a capsule made in Python ({full})"
+        return None
 
     def _ffi_registration(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """jax.ffi.register_ffi_target(name, fn, ..., api_version=0) of
