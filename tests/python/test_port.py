@@ -275,6 +275,33 @@ def test_what_it_cannot_port_is_said_with_where_and_why(tmp_path):
 
 
 @pytest.mark.once
+def test_a_bound_name_reaches_a_site_under_a_test_on_something_else(tmp_path):
+    """partial(rule, "plain") binds the rule's first parameter; an `if`
+    around the site that does not read it (one on the operand's rank) lets
+    the name reach the site, as one on it would decide."""
+    done = _port(_synthetic(tmp_path, """\
+from functools import partial
+from jax.interpreters import mlir
+
+
+def _bound_lowering(name, ctx, x):
+    if ctx.avals_in[0].ndim:
+        if name == "elsewhere":
+            return x
+        return mlir.custom_call(name, operands=[x], result_types=[]).results
+    return x
+
+
+mlir.register_lowering(p, partial(_bound_lowering, "plain"), platform="cpu")
+"""))
+    assert done.returncode == 0, done.stderr
+    assert "other.py" not in done.stderr, done.stderr
+    assert "-        return mlir.custom_call(name, operands=[x], result_types=[]).results\n" \
+        "+        return jax.ffi.ffi_lowering(name, result_types=[], " \
+        "skip_ffi_layout_processing=True)(ctx, *[x])\n" in done.stdout, done.stdout
+
+
+@pytest.mark.once
 @pytest.mark.parametrize("call, why", [
     ('mlir.custom_call("plain", operands=[x], result_types=[], **options)',
      "a custom call with arguments passed through *args or **kwargs, which it cannot read"),

@@ -147,19 +147,13 @@ class _Port(Registering, cst.CSTTransformer):
         param = _dotted(name)
         if fn is None or param not in params or params.index(param) != 0:
             return set(), ctx
+        # the names partial(rule, "name") binds that the rule's if tests on
+        # its first parameter let reach the site
         names = set()
         for bound, _platform in self.facts.bound.get(fn.name.value, []):
-            reaches = True
-            for parent, child in self.parents(node):
-                if parent is fn:
-                    break
-                if isinstance(parent, cst.If):
-                    value = _test(parent.test, param, bound)
-                    if value is None:
-                        return set(), ctx
-                    if value != (child is parent.body):
-                        reaches = False
-                        break
+            reaches = self.names._reaches(node, fn, param, bound)
+            if reaches is None:
+                return set(), ctx
             if reaches:
                 names.add(bound)
         return names, ctx
