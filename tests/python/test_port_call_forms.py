@@ -169,8 +169,8 @@ def test_a_call_it_would_type_in_place_through_a_removed_custom_call_is_kept_leg
            "call" in said, said
     for target, line in (("ramp", 66), ("bump", 69)):
         assert f"ccshim port: src/call_forms/cpu_ops.cpp:{line}: not ported: " \
-               f"'call_forms_{target}': a lowering of it stays legacy (said below): kept " \
-               "legacy with it" in said, said
+               f"'call_forms_{target}': a lowering or registration of it stays legacy " \
+               "(said below): kept legacy with it" in said, said
     assert "XLA_FFI_DEFINE_HANDLER(affine_ffi," in done.stdout
     assert "ramp_ffi" not in done.stdout and "bump_ffi" not in done.stdout
     # the module's loop registers each entry as it now is
@@ -191,7 +191,8 @@ def test_a_legacy_ffi_call_whose_function_is_called_elsewhere_is_kept_legacy(tmp
            "whose function is not called where it is made: kept legacy, its targets held" \
            in said, said
     assert "ccshim port: src/call_forms/cpu_ops.cpp:68: not ported: 'call_forms_cumsum': a " \
-           "lowering of it stays legacy (said below): kept legacy with it" in said, said
+           "lowering or registration of it stays legacy (said below): kept legacy with it" \
+        in said, said
     assert "+        api_version=ir.IntegerAttr.get(i32_type, 4)," in done.stdout.splitlines()
 
 

@@ -374,7 +374,8 @@ def test_a_lowering_it_cannot_read_keeps_the_targets_it_may_lower_legacy(tmp_pat
     said = done.stderr.splitlines()
     for line, target in ((15, "gpu_ext_scale"), (16, "gpu_ext_fail")):
         assert f"ccshim port: src/gpu_ext/gpu_ops.cc:{line}: not ported: '{target}': a " \
-               "lowering of it stays legacy (said below): kept legacy with it" in said, said
+               "lowering or registration of it stays legacy (said below): kept legacy with " \
+               "it" in said, said
     assert "ccshim port: src/gpu_ext/ops.py:60: not ported: a custom call whose target it " \
            "cannot read (passed through *args): not ported" in said, said
     assert "XLA_FFI_DEFINE_HANDLER" not in done.stdout and "opaque=" not in done.stdout
@@ -451,10 +452,10 @@ def test_one_custom_call_for_cpu_and_gpu_keeps_its_targets_legacy(tmp_path):
     assert done.returncode == 0, done.stderr
     said = done.stderr.splitlines()
     assert said[:2] == [
-        "ccshim port: pkg/cpu_ops.cc:7: not ported: 'k': a lowering of it stays legacy (said "
-        "below): kept legacy with it",
-        "ccshim port: pkg/gpu_ops.cc:8: not ported: 'k': a lowering of it stays legacy (said "
-        "below): kept legacy with it"], said
+        "ccshim port: pkg/cpu_ops.cc:7: not ported: 'k': a lowering or registration of it "
+        "stays legacy (said below): kept legacy with it",
+        "ccshim port: pkg/gpu_ops.cc:8: not ported: 'k': a lowering or registration of it "
+        "stays legacy (said below): kept legacy with it"], said
     assert "ccshim port: pkg/ops.py:13: not ported: one custom call lowers its targets for " \
            "CPU and GPU: kept legacy (a rule per platform is ported)" in said, said
     assert "XLA_FFI_DEFINE_HANDLER" not in done.stdout and "ffi_lowering" not in done.stdout

@@ -28,6 +28,7 @@ _STATUS = re.compile(
     r'^#include\s*"((?:tensorflow/compiler/)?xla/service/custom_call_status\.h)"', re.M)
 # A platform for each stream type: the one its registration names.
 PLATFORM = {"cudaStream_t": "cuda", "CUstream": "cuda", "hipStream_t": "rocm"}
+PLATFORMS = ("cpu", *sorted(set(PLATFORM.values())))    # a kernel's, as the port says it
 
 
 @dataclass
@@ -92,7 +93,8 @@ def platform_of(params: list[str]) -> str:
 
 
 def held(target: str) -> str:
-    return (f"'{target}': a lowering of it stays legacy (said below): kept legacy with it")
+    return (f"'{target}': a lowering or registration of it stays legacy (said below): kept legacy "
+            "with it")
 
 
 def stream_of(params: list[str]) -> str:

@@ -30,9 +30,15 @@ _FUNCTION = r"([A-Za-z_][\w:]*(?:\s*<[^<>;()]*>)?)"
 _ENTRY = re.compile(r'(\w+)\s*\[\s*"([^"]+)"\s*\]\s*=\s*(\w+)\s*\(\s*' + _FUNCTION +
                     r'\s*\)\s*;')
 # m.def("name", []() { return EncapsulateFunction(fn); })  (celerite2's form:
-# a module function that returns the capsule)
-_EXPORT = re.compile(r'\.def\s*\(\s*"(\w+)"\s*,\s*\[\]\s*\(\s*\)\s*\{\s*return\s+(\w+)\s*\(\s*' +
-                     _FUNCTION + r'\s*\)\s*;\s*\}\s*\)')
+# a module function that returns the capsule), or one that makes the
+# capsule itself, after statements of its own (klujax's
+# `{ const char *name = "..."; return py::capsule((void *)&fn, name); }`)
+_CAPSULE = r"(?:(?:py|pybind11|nb|nanobind)::capsule)"
+# (a handler's name is a pointer to it, XLA_FFI_DEFINE_HANDLER's: the `&`
+# of `&fn` is part of what the port replaces, group 3)
+_EXPORT = re.compile(r'\.def\s*\(\s*"(\w+)"\s*,\s*\[\]\s*\(\s*\)\s*\{[^{}]*?\breturn\s+' +
+                     r"(" + _CAPSULE + r"|\w+)\s*\(\s*(?:\(\s*void\s*\*\s*\)\s*)?(&\s*)?" +
+                     _FUNCTION + r"\s*(?:\)|,[^;{}]*\))\s*;\s*\}")
 _MODULE = re.compile(r"(?:PYBIND11_MODULE|NB_MODULE)\s*\(\s*(\w+)\s*,")
 _MODULE_LINE = re.compile(r"^[ \t]*(?:PYBIND11_MODULE|NB_MODULE)\s*\(", re.M)
 _DICT_FN = re.compile(r"^[ \t]*(?:pybind11::|py::|nb::|nanobind::)?dict\s+\w+\s*\([^)]*\)\s*\{",
@@ -146,7 +152,8 @@ def _entries(text: str) -> list[tuple[re.Match, str, str, tuple[int, int]]]:
     found = [(m, m.group(2), m.group(4), m.span(4)) for m in _ENTRY.finditer(text)]
     if _DICT_FN.search(text):
         return found
-    return found + [(m, m.group(1), m.group(3), m.span(3)) for m in _EXPORT.finditer(text)]
+    return found + [(m, m.group(1), m.group(4), (m.start(3) if m.group(3) else m.start(4),
+                                                m.end(4))) for m in _EXPORT.finditer(text)]
 
 
 def _returns_const_void(text: str, k: Kernel) -> bool:

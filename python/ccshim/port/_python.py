@@ -35,12 +35,12 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from . import _binding, _gpu_lowering, _split, _typed_call, _wrapper
+from . import _binding, _gpu, _gpu_lowering, _split, _typed_call, _wrapper
 from .._pyread import starred as _starred
 from ._ffi_lowering import ffi_lowering
 from ._facts import _Facts, _arg, _dotted, _string, _test, package_of
 from ._layouts import RowMajor
-from .._names import Names, _reads
+from .._names import Names, _reads, literal
 from ._plumbing import (_Plumbing, _import_jax, _uses, ir_constant, numpy_parameters,
                         renamed, replaced_call, zero_tangents)
 from ._registering import FFI_REGISTER, LEGACY_REGISTER, Registering
@@ -92,6 +92,9 @@ class _Port(Registering, cst.CSTTransformer):
         # module registers: those are held (kept legacy) with it.
         self.registered: set[str] = set()
         self.unread = False
+        # native modules whose ported capsules a registration it cannot
+        # follow may register: their kernels are held (kept legacy)
+        self.unfollowed: set[str] = set()
         # target -> each of its lowerings' (operands, results), None where a
         # count is known only at run time (port() shares one across modules)
         self.counts: dict[str, set[_binding.Counts | None]] = {}
@@ -158,6 +161,17 @@ class _Port(Registering, cst.CSTTransformer):
                 names.add(bound)
         return names, ctx
 
+    def _registered_ported(self, names: set[str]) -> set[str]:
+        """Those of names the module registers, every time, with a ported
+        handler's capsule (a native module's function that returns one:
+        klujax's `klujax_cpp.solve_f64()`)."""
+        found = set()
+        for n in names:
+            states = [st for rt, st in self.named if literal(rt) == n]
+            if states and all(states):
+                found.add(n)
+        return found
+
     def _lowering(self, node: cst.Call, updated: cst.Call, results: bool,
                   form: _typed_call.Form = CUSTOM_CALL,
                   made: cst.Call | None = None) -> cst.BaseExpression | None:
@@ -174,7 +188,7 @@ class _Port(Registering, cst.CSTTransformer):
             self.unread = True
             return None
         names, ctx = self._names(node, name)
-        ported = names & self.ported
+        ported = (names & self.ported) | self._registered_ported(names)
         matched: set[str] = set()
         where = self.where(node)
         if not names:
@@ -594,6 +608,8 @@ def port(path: str, text: str, ported: set[str], legacy: set[str],
         if porter.unread:
             held |= {(t, p) for t in porter.registered
                      for p, ported in (kernels or {}).get(t, {}).items() if ported}
+        held |= {(t, p) for module in porter.unfollowed for t in modules[module][0]
+                 for p in _gpu.PLATFORMS}
     if not (porter.changed or translated):
         return None
     if porter.wrappers:

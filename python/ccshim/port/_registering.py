@@ -211,8 +211,15 @@ class Registering:
             what = f"the targets of {module}" if module else (
                 f"'{literal}'" if literal else "a name it cannot follow")
             how = self._foreign(_arg(node, 1, "fn"))
-            why = f"{how}: kernels exported through ctypes or cffi are not ported yet" if how \
-                else "whose kernels it found no source for"
+            native = self._imported_ported()
+            self.unfollowed |= native
+            if how:
+                why = f"{how}: kernels exported through ctypes or cffi are not ported yet"
+            elif native:
+                why = (f"with a capsule that may be {' or '.join(sorted(native))}'s: their "
+                       "kernels kept legacy with it")
+            else:
+                why = "whose kernels it found no source for"
             version = "0"
             self.problems.append(Problem(where, f"registers {what}, {why}: kept as "
                                          "jax.ffi.register_ffi_target(..., api_version=0)"))
@@ -226,6 +233,14 @@ class Registering:
         self.changed = True
         return updated.with_changes(func=cst.parse_expression("jax.ffi.register_ffi_target"),
                                     args=args)
+
+    def _imported_ported(self) -> set[str]:
+        """The native modules the module imports (as their own names'
+        last part) whose kernels the native side ported, or held for an
+        earlier pass (this one's hold, made again)."""
+        prior = {t for t, _p in self.prior}
+        return {key for full in self.facts.aliases.values() for key in [full.split(".")[-1]]
+                if key in self.modules and (self.modules[key][0] or self.modules[key][1] & prior)}
 
     def _foreign(self, fn: cst.Arg | None) -> str | None:
         """How a registered function reaches XLA from a library Python
