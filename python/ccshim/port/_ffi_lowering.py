@@ -46,7 +46,11 @@ def _kept(call: cst.Call, ctx: str) -> tuple[cst.Arg, list[cst.Arg]]:
     target first, positional)."""
     name_arg = next(a for a in call.args
                     if a.keyword is None or a.keyword.value == "call_target_name")
-    avals = m.ListComp(elt=m.Call(func=m.Attribute(attr=m.Name("aval_to_ir_type"))),
+    # [mlir.aval_to_ir_type(a) for a in ctx.avals_out], also as the port
+    # writes that call for today's JAX (_plumbing.CALLS): ffi_lowering's own
+    avals = m.ListComp(elt=m.Call(func=m.Attribute(attr=m.Name("aval_to_ir_type")) |
+                                  m.Attribute(value=m.Attribute(attr=m.Name("RankedTensorType")),
+                                              attr=m.Name("get"))),
                        for_in=m.CompFor(iter=m.Attribute(value=m.Name(ctx),
                                                          attr=m.Name("avals_out"))))
     kept: list[cst.Arg] = []

@@ -155,13 +155,20 @@ def _import_jax(module: cst.Module, extend: bool, mlir: bool = False) -> cst.Mod
 # (zero-change mode's table, python/ccshim/legacy/_restored.py): each read
 # of one (ATTRIBUTES) or call of one with a single argument X (CALLS) is
 # written as today's; PREFIX is how the module wrote what came before the
-# name's last two parts (`ad` of `ad.Zero.from_value`).
+# name's last two parts (`ad` of `ad.Zero.from_value`), MODULE what came
+# before its last (`mlir` of `mlir.aval_to_ir_type`).
 ATTRIBUTES = {"jax.core.Primitive": "jax.extend.core.Primitive",      # gone from 0.6.0
               "jax.interpreters.batching.moveaxis": "jax.numpy.moveaxis",
               "jax.interpreters.batching.not_mapped": "None"}
 CALLS = {"jax.interpreters.ad.Zero.from_value": "PREFIX.Zero(jax.typeof(X).to_tangent_aval())",
          "jax.lax.zeros_like_array": "jax.lax.full_like(X, 0)",
-         "jax.core.raise_to_shaped": "X"}
+         "jax.core.raise_to_shaped": "X",
+         # takes the lowering context first since 0.10.1; an array's type
+         # is made from the aval alone (MODULE: the module's name for mlir)
+         **dict.fromkeys(("jax.interpreters.mlir.aval_to_ir_type",
+                          "jax._src.interpreters.mlir.aval_to_ir_type"),
+                         "MODULE.ir.RankedTensorType.get(X.shape, "
+                         "MODULE.dtype_to_ir_type(X.dtype))")}
 
 
 def renamed(facts: _Facts, node: cst.Attribute) -> cst.BaseExpression | None:
@@ -177,12 +184,15 @@ def replaced_call(facts: _Facts, call: cst.Call) -> cst.BaseExpression | None:
     today = CALLS.get(facts.full(call.func) or "")
     if today is None or len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
         return None
-    prefix = call.func.value.value if isinstance(call.func, cst.Attribute) and \
-        isinstance(call.func.value, cst.Attribute) else None
-    if "PREFIX" in today and prefix is None:
+    module = call.func.value if isinstance(call.func, cst.Attribute) else None
+    prefix = module.value if isinstance(module, cst.Attribute) else None
+    if ("PREFIX" in today and prefix is None) or ("MODULE" in today and module is None):
         return None
     new = cst.parse_expression(today).visit(_Replace("X", call.args[0].value))
-    return new.visit(_Replace("PREFIX", prefix)) if prefix is not None else new
+    for placeholder, by in (("PREFIX", prefix), ("MODULE", module)):
+        if by is not None:
+            new = new.visit(_Replace(placeholder, by))
+    return new
 
 
 def numpy_parameters(facts: _Facts, names, call: cst.Call) -> list[str]:
