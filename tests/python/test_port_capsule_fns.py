@@ -91,3 +91,24 @@ def test_a_registration_it_cannot_follow_keeps_the_modules_kernels_legacy(tmp_pa
     assert "XLA_FFI_DEFINE_HANDLER" not in done.stdout and "ffi_lowering" not in done.stdout, \
         done.stdout
     assert done.stdout.count("api_version=0)\n") == 3, done.stdout
+
+
+@pytest.mark.once
+def test_a_gpu_kernel_a_function_exports_is_said_and_kept_legacy(tmp_path):
+    """Its capsule would make its registration typed, while no call site
+    learns it is a GPU target, whose legacy opaque bytes it must pass."""
+    tree = _tree(tmp_path)
+    source = tree / "src" / "capsule_fns" / "cpu_ops.cpp"
+    source.write_text(source.read_text().replace(
+        "PYBIND11_MODULE(cpu_ops, m) {",
+        "#include <cuda_runtime_api.h>\n"
+        "void scale_gpu(cudaStream_t stream, void **buffers, const char *opaque,\n"
+        "               std::size_t opaque_len) {}\n\n"
+        "PYBIND11_MODULE(cpu_ops, m) {\n"
+        '  m.def("scale_gpu", []() { return py::capsule((void *)&scale_gpu, "x"); });'))
+    done = _port(tree)
+    assert done.returncode == 0, done.stderr
+    assert "ccshim port: src/capsule_fns/cpu_ops.cpp:34: not ported: 'scale_gpu': scale_gpu " \
+        "(src/capsule_fns/cpu_ops.cpp:30) is a GPU kernel exported by a module function " \
+        "(m.def): not ported yet" in done.stderr.splitlines(), done.stderr
+    assert "scale_gpu_ffi" not in done.stdout and "axpy_ffi" in done.stdout
