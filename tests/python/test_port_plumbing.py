@@ -5,7 +5,8 @@ CALLS: zero-change mode's table written into code; docs/port.md).
 A module that uses each removed name is ported, and the ported module is
 run on this suite's JAX: each function gives what JAX's own function gives
 today, or what zero-change mode's restored one gives (its one-argument
-`mlir.aval_to_ir_type`), so each edit is proven against JAX, not read back.
+`mlir.aval_to_ir_type`; in a rule, given the rule's lowering context, as
+today's JAX takes it), so each edit is proven against JAX, not read back.
 """
 
 import types
@@ -23,6 +24,7 @@ MODULE = """\
 from jax import core, lax
 from jax.interpreters import ad, batching, mlir
 import jax._src.interpreters.mlir as private_mlir
+from jax._src.lib.mlir.dialects import hlo
 
 p = core.Primitive("p")
 
@@ -55,7 +57,10 @@ unmapped = batching.not_mapped
 
 
 def _rule(ctx, x):
-    return [x]
+    return [hlo.ConvertOp(mlir.aval_to_ir_type(ctx.avals_out[0]), x).result]
+
+
+p.def_abstract_eval(lambda x: x)
 
 
 mlir.register_lowering(p, _rule, platform="cpu")
@@ -72,6 +77,8 @@ def ported(tmp_path_factory):
     for removed in (" core.", "batching.", "ad.Zero.from_value", "zeros_like_array",
                     "raise_to_shaped", "mlir.aval_to_ir_type(aval)"):
         assert removed not in text, (removed, text)
+    # in a rule, today's call given the rule's lowering context
+    assert "mlir.aval_to_ir_type(ctx.module_context, ctx.avals_out[0])" in text, text
     space: dict = {}
     exec(compile(text, str(tree / "plumbing_ext.py"), "exec"), space)
     return types.SimpleNamespace(**space)
@@ -87,6 +94,11 @@ def test_an_arrays_ir_type_is_what_jax_makes_of_its_aval(ported):
             want = str(own(types.SimpleNamespace(aval_to_ir_types_cache={}), aval))
             assert str(ported.array_type(aval)) == want
             assert str(ported.array_type_private(aval)) == want
+
+
+def test_a_rule_gives_aval_to_ir_type_its_lowering_context(ported):
+    x = jax.numpy.arange(6.0, dtype=np.float32).reshape(2, 3)
+    assert np.asarray(jax.jit(ported.p.bind)(x)).tolist() == np.asarray(x).tolist()
 
 
 def test_the_other_removed_names_give_todays_values(ported):

@@ -160,15 +160,17 @@ def _import_jax(module: cst.Module, extend: bool, mlir: bool = False) -> cst.Mod
 ATTRIBUTES = {"jax.core.Primitive": "jax.extend.core.Primitive",      # gone from 0.6.0
               "jax.interpreters.batching.moveaxis": "jax.numpy.moveaxis",
               "jax.interpreters.batching.not_mapped": "None"}
+# (in a lowering rule, which has a lowering context, its call is today's
+# given the context: _python)
+AVAL_TO_IR_TYPE = ("jax.interpreters.mlir.aval_to_ir_type",
+                   "jax._src.interpreters.mlir.aval_to_ir_type")
 CALLS = {"jax.interpreters.ad.Zero.from_value": "PREFIX.Zero(jax.typeof(X).to_tangent_aval())",
          "jax.lax.zeros_like_array": "jax.lax.full_like(X, 0)",
          "jax.core.raise_to_shaped": "X",
          # takes the lowering context first since 0.10.1; an array's type
          # is made from the aval alone (MODULE: the module's name for mlir)
-         **dict.fromkeys(("jax.interpreters.mlir.aval_to_ir_type",
-                          "jax._src.interpreters.mlir.aval_to_ir_type"),
-                         "MODULE.ir.RankedTensorType.get(X.shape, "
-                         "MODULE.dtype_to_ir_type(X.dtype))")}
+         **dict.fromkeys(AVAL_TO_IR_TYPE, "MODULE.ir.RankedTensorType.get(X.shape, "
+                                          "MODULE.dtype_to_ir_type(X.dtype))")}
 
 
 def renamed(facts: _Facts, node: cst.Attribute) -> cst.BaseExpression | None:

@@ -41,8 +41,8 @@ from ._ffi_lowering import ffi_lowering
 from ._facts import _Facts, _arg, _dotted, _string, _test, package_of
 from ._layouts import RowMajor
 from .._names import Names, _reads, literal
-from ._plumbing import (_Plumbing, _import_jax, _uses, ir_constant, numpy_parameters,
-                        renamed, replaced_call, zero_tangents)
+from ._plumbing import (AVAL_TO_IR_TYPE, _Plumbing, _import_jax, _uses, ir_constant,
+                        numpy_parameters, renamed, replaced_call, zero_tangents)
 from ._registering import FFI_REGISTER, LEGACY_REGISTER, Registering
 from ._report import Problem
 from ._typed_call import CUSTOM_CALL, FFI_CALL
@@ -442,6 +442,15 @@ class _Port(Registering, cst.CSTTransformer):
                 f"binds a primitive with a NumPy array as its parameter {key}, which JAX "
                 "refuses as unhashable since 0.7.0: not ported (give it as a tuple; "
                 "zero-change mode passes it frozen)")))
+        if full in AVAL_TO_IR_TYPE and len(updated.args) == 1 and not updated.args[0].keyword:
+            # in a rule: today's call, given the rule's lowering context
+            fn = self.enclosing(original)
+            ctx = next((p.name.value for p in fn.params.params
+                        if p.name.value in ("ctx", "context")), None) if fn else None
+            if ctx is not None:
+                self.changed = True
+                return updated.with_changes(args=[cst.Arg(cst.parse_expression(
+                    f"{ctx}.module_context")), *updated.args])
         today = replaced_call(self.facts, updated)
         if today is not None:
             self.needs_jax = self.changed = True
