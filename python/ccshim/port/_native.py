@@ -250,6 +250,23 @@ def _module_of(text: str, sources: dict[Path, str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+def _refused(kind: str, target: str, function: str, params: list[str], defined: str) -> str:
+    """Why a CPU kernel of that kind is not ported."""
+    why = {
+        "cpu-status": "a kernel that reports through XlaCustomCallStatus, defined in another "
+                      "file: not ported yet",
+        "cpu-status-include": "a kernel that reports through XlaCustomCallStatus without "
+                              "including xla/service/custom_call_status.h with quotes: not "
+                              "ported yet",
+        "cpu-v3": "an API version 3 kernel (opaque on CPU): not ported yet",
+        "other": f"a signature it does not know ({', '.join(params)})",
+        "cpu": f"its kernel is defined in another file ({defined}), whose declaration the file "
+               "with the dict does not include: not ported (include its header there)",
+    }[kind]
+    return f"'{target}': {function} ({defined}) is {why}" if kind != "cpu" else \
+        f"'{target}': {why}"
+
+
 def scan(root: Path, files: list[Path], problems: list[Problem],
          held: set[tuple[str, str]] = frozenset(),
          fixed: dict[str, _binding.Counts] | None = None,
@@ -335,20 +352,7 @@ def scan(root: Path, files: list[Path], problems: list[Problem],
                 continue
             if kind == "cpu-status" and here:
                 kind = "cpu-status-include"
-            why = {
-                "cpu-status": "a kernel that reports through XlaCustomCallStatus, defined in "
-                              "another file: not ported yet",
-                "cpu-status-include": "a kernel that reports through XlaCustomCallStatus "
-                                      "without including xla/service/custom_call_status.h "
-                                      "with quotes: not ported yet",
-                "cpu-v3": "an API version 3 kernel (opaque on CPU): not ported yet",
-                "other": f"a signature it does not know ({', '.join(params)})",
-                "cpu": f"its kernel is defined in another file ({defined}), whose declaration "
-                       "the file with the dict does not include: not ported (include its "
-                       "header there)",
-            }[kind]
-            problems.append(Problem(where, f"'{target}': {function} ({defined}) is {why}"
-                                    if kind != "cpu" else f"'{target}': {why}"))
+            problems.append(Problem(where, _refused(kind, target, function, params, defined)))
             ext.legacy.append(target)
         if ext.ported:
             ext.text = _edit(text, ext.ported)
