@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import libcst as cst
-import libcst.matchers as m
 
 from .._names import if_value as _test  # noqa: F401  (port's passes take it here)
 from .._pyread import arg as _arg, dotted as _dotted, string as _string
@@ -24,11 +23,6 @@ def _literals(node: cst.BaseExpression | None) -> list[str] | None:
     return None if not found or None in found else found
 
 
-# The calls that load a shared library into ctypes.
-CTYPES_LOADERS = frozenset({"ctypes.CDLL", "ctypes.PyDLL", "ctypes.cdll.LoadLibrary",
-                            "ctypes.pydll.LoadLibrary", "numpy.ctypeslib.load_library"})
-
-
 class _Facts(cst.CSTVisitor):
     """Names the module binds: its imports, its rules' partial bindings, its
     JVP rules."""
@@ -41,9 +35,6 @@ class _Facts(cst.CSTVisitor):
         self.bound: dict[str, list[tuple[str, str | None]]] = {}  # rule -> [(name, platform)]
         self.bound_full: dict[str, list[tuple[str, str | None]]] = {}  # (by its full name)
         self.jvps: set[str] = set()              # functions given as JVP rules
-        # name -> (the library it is or is made from, the call that loaded it)
-        self.loaded: dict[str, tuple[str, str]] = {}
-        self.named: dict[str, str] = {}          # name -> the dotted object assigned to it
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -69,21 +60,6 @@ class _Facts(cst.CSTVisitor):
             self.aliases[local] = f"{base}.{name}"
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        # lib = ctypes.CDLL(path), or cffi's ffi.dlopen(path): a library
-        # whose functions Python hands to XLA itself (and a value made from
-        # one of them: address = ctypes.cast(lib.f, ctypes.c_void_p).value)
-        names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
-        loader = self.full(node.value.func) if isinstance(node.value, cst.Call) else None
-        if loader is not None and loader.endswith(".dlopen") and \
-                any(v.split(".")[0] == "cffi" for v in self.aliases.values()):
-            loader = "cffi's dlopen"
-        used = [n.value for n in m.findall(node.value, m.Name()) if n.value in self.loaded]
-        if used:
-            self.loaded.update(dict.fromkeys(names, self.loaded[used[0]]))
-        elif loader in CTYPES_LOADERS or loader == "cffi's dlopen":
-            self.loaded.update({name: (name, loader) for name in names})
-        elif isinstance(node.value, (cst.Name, cst.Attribute)) and self.full(node.value):
-            self.named.update(dict.fromkeys(names, self.full(node.value)))
         # ad.primitive_jvps[prim] = rule  (or partial(rule, ...))
         rule = node.value
         if isinstance(rule, cst.Call) and self.full(rule.func) in ("functools.partial",

@@ -59,6 +59,13 @@ def _count(node: cst.BaseExpression | None) -> int | None:
     return len(node.elements)
 
 
+def _ctx(fn: cst.FunctionDef | None) -> str | None:
+    """The name of a rule's lowering context parameter (ctx, or context);
+    None where it has none."""
+    params = [p.name.value for p in fn.params.params] if fn else []
+    return next((p for p in params if p in ("ctx", "context")), None)
+
+
 class _Port(Registering, cst.CSTTransformer):
     METADATA_DEPENDENCIES = (ParentNodeProvider, PositionProvider)
 
@@ -110,21 +117,15 @@ class _Port(Registering, cst.CSTTransformer):
         return fn is not None and fn.name.value in self.wrappers and \
             isinstance(self.get_metadata(ParentNodeProvider, fn), cst.Module)
 
-    def parents(self, node: cst.CSTNode):
-        child = node
-        while True:
-            try:
-                parent = self.get_metadata(ParentNodeProvider, child)
-            except KeyError:
-                return
-            yield parent, child
-            child = parent
-
     def enclosing(self, node: cst.CSTNode, kind=cst.FunctionDef):
         """The nearest node of that kind around node (its rule: the
-        function it is in), or None."""
-        return next((p for p, _ in self.parents(node) if isinstance(p, kind)), None)
-
+        function it is in), or None; by the parents Names read of the same
+        module, so that it also serves before the transformer runs
+        (Registering.collect)."""
+        parent = self.names.parents.get(node)
+        while parent is not None and not isinstance(parent, kind):
+            parent = self.names.parents.get(parent)
+        return parent
 
     # Lowering -------------------------------------------------------------
     def _names(self, node: cst.Call, name: cst.BaseExpression) -> tuple[set[str], str | None]:
@@ -134,7 +135,7 @@ class _Port(Registering, cst.CSTTransformer):
         literal = _string(name)
         fn = self.enclosing(node)
         params = [p.name.value for p in fn.params.params] if fn else []
-        ctx = next((p for p in params if p in ("ctx", "context")), None)
+        ctx = _ctx(fn)
         if literal is not None:
             return {literal}, ctx
         if fn is not None and isinstance(name, cst.Name) and name.value not in params:
@@ -444,9 +445,7 @@ class _Port(Registering, cst.CSTTransformer):
                 "zero-change mode passes it frozen)")))
         if full in AVAL_TO_IR_TYPE and len(updated.args) == 1 and not updated.args[0].keyword:
             # in a rule: today's call, given the rule's lowering context
-            fn = self.enclosing(original)
-            ctx = next((p.name.value for p in fn.params.params
-                        if p.name.value in ("ctx", "context")), None) if fn else None
+            ctx = _ctx(self.enclosing(original))
             if ctx is not None:
                 self.changed = True
                 return updated.with_changes(args=[cst.Arg(cst.parse_expression(

@@ -14,9 +14,13 @@ import libcst as cst
 import libcst.matchers as m
 
 from ._facts import _XLA_CLIENT, _arg, _dotted, _literals, _string
-from .._names import Part, _walk, expand, literal, loop_module, registrations_module
+from .._names import (Part, _reads, _walk, expand, literal, loop_module,
+                      registrations_module)
 from ._report import Problem
 
+# The calls that load a shared library into ctypes.
+CTYPES_LOADERS = frozenset({"ctypes.CDLL", "ctypes.PyDLL", "ctypes.cdll.LoadLibrary",
+                            "ctypes.pydll.LoadLibrary", "numpy.ctypeslib.load_library"})
 # The registrations, legacy and today's (whose api_version=0 is legacy).
 LEGACY_REGISTER = frozenset(f"{mod}.register_custom_call_target" for mod in _XLA_CLIENT)
 FFI_REGISTER = frozenset({"jax.ffi.register_ffi_target", "jax.extend.ffi.register_ffi_target"})
@@ -88,9 +92,7 @@ class Registering:
 
     def _loop_module(self, call: cst.Call) -> str | None:
         """M, where call is in a loop over `M.registrations().items()`."""
-        loop = self.names.parents.get(call)
-        while loop is not None and not isinstance(loop, cst.For):
-            loop = self.names.parents.get(loop)
+        loop = self.enclosing(call, cst.For)
         return registrations_module(loop.iter) if loop is not None else None
 
     def _capsule(self, fn: cst.BaseExpression) -> bool | None:
@@ -249,15 +251,36 @@ class Registering:
         Python around a pointer (jax.ffi.pycapsule, PyCapsule_New)."""
         if fn is None:
             return None
-        for name in m.findall(fn.value, m.Name()):
-            if name.value in self.facts.loaded:
-                library, loader = self.facts.loaded[name.value]
-                return f"a kernel of {library}, a library loaded by {loader}"
+        library = self._library(fn.value, set())
+        if library is not None:
+            return f"a kernel of {library[0]}, a library loaded by {library[1]}"
         for call in m.findall(fn.value, m.Call()):
-            full = self.facts.full(call.func) or ""
-            full = self.facts.named.get(full, full)   # _new = ctypes.pythonapi.PyCapsule_New
+            func = call.func     # (or what a name holds: _new = ctypes.pythonapi.PyCapsule_New)
+            held = self.names.value(func) if isinstance(func, cst.Name) else None
+            full = self.facts.full(held if isinstance(held, (cst.Name, cst.Attribute)) else
+                                   func) or ""
             if full.endswith(("ffi.pycapsule", "PyCapsule_New")):
                 return f"a capsule made in Python ({full})"
+        return None
+
+    def _library(self, node: cst.BaseExpression, seen: set[int]) -> tuple[str, str] | None:
+        """(name, loader) of a name node reads, or a value it is made from
+        reads (address = ctypes.cast(lib.f, ctypes.c_void_p).value), that is
+        given a library ctypes or cffi's dlopen loads; None where none is."""
+        for name in _reads(node):
+            for value in self.names.values(name):
+                if id(value) in seen:
+                    continue
+                seen.add(id(value))
+                full = self.facts.full(value.func) if isinstance(value, cst.Call) else None
+                if full in CTYPES_LOADERS:
+                    return name.value, full
+                if (full or "").endswith(".dlopen") and \
+                        any(v.split(".")[0] == "cffi" for v in self.facts.aliases.values()):
+                    return name.value, "cffi's dlopen"
+                found = self._library(value, seen)
+                if found is not None:
+                    return found
         return None
 
     def _ffi_registration(self, node: cst.Call, updated: cst.Call) -> cst.BaseExpression:
